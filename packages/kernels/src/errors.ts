@@ -1,0 +1,50 @@
+/**
+ * The one error type of ninodes. Every failure that reaches a user carries a stable `code` to branch
+ * on, the offending value, where it was found, and a hint that says how to fix it. Native errors
+ * arrive with a `code` too and are wrapped by `fromNativeError`.
+ */
+export interface NinodesErrorDetails {
+  /** The offending input, as the user gave it (truncated by the formatter if long). */
+  value?: unknown;
+  /** Where it was found: a file, a tensor name, a CLI flag, a character position. */
+  where?: string;
+  /** What to do about it. */
+  hint?: string;
+  cause?: unknown;
+}
+
+export class NinodesError extends Error {
+  readonly code: string;
+  readonly value: unknown;
+  readonly where: string | undefined;
+  readonly hint: string | undefined;
+
+  constructor(code: string, message: string, details: NinodesErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = 'NinodesError';
+    this.code = code;
+    this.value = details.value;
+    this.where = details.where;
+    this.hint = details.hint;
+  }
+
+  /** One line for terminals: `CODE: message (at where) — hint`. */
+  format(): string {
+    const at = this.where === undefined ? '' : ` (at ${this.where})`;
+    const hint = this.hint === undefined ? '' : `\n  hint: ${this.hint}`;
+    return `${this.code}: ${this.message}${at}${hint}`;
+  }
+}
+
+export function isNinodesError(error: unknown, code?: string): error is NinodesError {
+  return error instanceof NinodesError && (code === undefined || error.code === code);
+}
+
+/** Re-throws an error from the addon as a NinodesError with the same code. */
+export function fromNativeError(error: unknown, where?: string): NinodesError {
+  if (error instanceof NinodesError) return error;
+  const e = error as { code?: unknown; message?: unknown };
+  const code = typeof e?.code === 'string' ? e.code : 'NATIVE_INTERNAL';
+  const message = typeof e?.message === 'string' ? e.message : String(error);
+  return new NinodesError(code, message, where === undefined ? { cause: error } : { where, cause: error });
+}

@@ -1,0 +1,35 @@
+import type { DType, Tensor } from '@ninodes/kernels';
+
+/** One tensor of a checkpoint as its file describes it; nothing is read to produce this. */
+export interface TensorEntry {
+  readonly name: string;
+  readonly dtype: DType;
+  /** torch order, outermost first (GGUF's ne0-first dims are already reversed). */
+  readonly shape: readonly number[];
+  /** Absolute byte range of the tensor's data in its file. */
+  readonly byteOffset: number;
+  readonly byteLength: number;
+  /** The file holding the data (sharded checkpoints span several). */
+  readonly file: string;
+}
+
+/**
+ * A checkpoint opened for reading: safetensors (single or sharded) in @ninodes/memory, GGUF in
+ * @ninodes/quant. Opening parses headers only; `tensor()` returns a zero-copy view of the mapping.
+ * Every later package treats all formats alike through this interface.
+ */
+export interface CheckpointSource {
+  readonly format: 'safetensors' | 'gguf';
+  /** The path the user opened (for sharded checkpoints, the index file). */
+  readonly path: string;
+  /** String metadata: safetensors `__metadata__`; GGUF metadata rendered as strings. */
+  readonly metadata: Readonly<Record<string, string>>;
+  entries(): readonly TensorEntry[];
+  has(name: string): boolean;
+  /** Throws a NinodesError (code TENSOR_NOT_FOUND) naming the file and the missing tensor. */
+  entry(name: string): TensorEntry;
+  /** Zero-copy view; validates the file is still the one that was opened (size, inode, mtime). */
+  tensor(name: string): Tensor;
+  /** Unmaps; views taken earlier become empty rather than dangling. */
+  close(): void;
+}

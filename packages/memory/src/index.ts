@@ -1,0 +1,1 @@
+export type { CheckpointSource, TensorEntry } from './checkpoint-source.js';

@@ -1,0 +1,31 @@
+// Adds up every workspace's vitest JSON report into the one closing line CI reads:
+// "tests: N passed, N failed, N skipped". A missing report counts as a failure, since that
+// workspace's tests did not run; so does a failed check task (layers, lint, typecheck), whose exit
+// status turbo passes in as the first argument.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+const missing = [];
+for (const group of ['packages', 'apps', 'tools']) {
+  for (const name of readdirSync(group)) {
+    const dir = join(group, name);
+    if (!existsSync(join(dir, 'package.json'))) continue;
+    const report = join(dir, 'test-results.json');
+    if (!existsSync(report)) {
+      missing.push(dir);
+      continue;
+    }
+    const json = JSON.parse(readFileSync(report, 'utf8'));
+    passed += json.numPassedTests;
+    failed += json.numFailedTests;
+    skipped += json.numPendingTests + (json.numTodoTests ?? 0);
+  }
+}
+for (const dir of missing) console.error(`no test report from ${dir}: its tests did not run`);
+const checksFailed = Number(process.argv[2] ?? 0) !== 0 && failed === 0 && missing.length === 0 ? 1 : 0;
+if (checksFailed) console.error('a check task failed (layers, lint, typecheck or a test run): see the turbo output above');
+console.log(`tests: ${passed} passed, ${failed + missing.length + checksFailed} failed, ${skipped} skipped`);
+process.exit(failed > 0 || missing.length > 0 || checksFailed ? 1 : 0);

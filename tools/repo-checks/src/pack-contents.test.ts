@@ -1,0 +1,47 @@
+// What `npm pack` would publish: each library ships its build, README and LICENSE and nothing
+// else; the native package ships exactly what builds the addon from source on install.
+import { execFileSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = process.env.NINODES_REPO_ROOT as string;
+
+function packedFiles(dir: string): string[] {
+  const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: dir, encoding: 'utf8' });
+  const [report] = JSON.parse(out) as Array<{ files: Array<{ path: string }> }>;
+  return report!.files.map((f) => f.path).sort();
+}
+
+const libraries = readdirSync(join(root, 'packages'));
+
+describe('npm pack contents', () => {
+  it.each(libraries)('@ninodes/%s packs dist/, README.md, LICENSE and package.json only', (name) => {
+    const files = packedFiles(join(root, 'packages', name));
+    expect(files).toContain('README.md');
+    expect(files).toContain('LICENSE');
+    expect(files).toContain('dist/index.js');
+    expect(files).toContain('dist/index.cjs');
+    expect(files).toContain('dist/index.d.ts');
+    const stray = files.filter((f) => !/^(dist\/.+\.(js|cjs|d\.ts|d\.cts)|README\.md|LICENSE|package\.json)$/.test(f));
+    expect(stray).toEqual([]);
+    expect(files.some((f) => f.includes('.test.'))).toBe(false);
+  });
+
+  it('@ninodes/native packs its sources and build script, not its build output', () => {
+    const files = packedFiles(join(root, 'native'));
+    expect(files).toContain('CMakeLists.txt');
+    expect(files).toContain('install.cjs');
+    expect(files).toContain('index.cjs');
+    expect(files).toContain('src/core/addon.cc');
+    expect(files.some((f) => f.startsWith('build/'))).toBe(false);
+    const stray = files.filter((f) => !/^(src\/.+\.(cc|h)|cmake\/.+\.cmake|CMakeLists\.txt|install\.cjs|index\.cjs|index\.d\.cts|README\.md|LICENSE|package\.json)$/.test(f));
+    expect(stray).toEqual([]);
+  });
+
+  it('@ninodes/runner packs its CLI bundle', () => {
+    const files = packedFiles(join(root, 'apps', 'runner'));
+    expect(files).toContain('dist/cli.js');
+    expect(files.filter((f) => f.startsWith('src/'))).toEqual([]);
+  });
+});
