@@ -4,15 +4,15 @@ import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
 import { type GgufHeader, type GgufTensorInfo, GgufNeedMoreBytes, parseGguf } from './gguf-parser.js';
 import { ggufValueToString } from './gguf-types.js';
 
-/** The whole file as one buffer: an mmap (zero-copy) or, by default, a read into memory. */
-export interface MappedFile {
-  readonly buffer: ArrayBuffer;
-  readonly owner?: StorageOwner;
+/** A mapping of the whole file that hands out byte-range views, each with its own owner. */
+export interface GgufFileMapping {
+  view(offset: number, length: number): { buffer: ArrayBuffer; owner?: StorageOwner };
+  release(): void;
 }
 
 export interface OpenGgufOptions {
   /** Maps the file for tensor views. Default: reads the file into memory on first `tensor()`. */
-  map?: (path: string) => MappedFile;
+  map?: (path: string) => GgufFileMapping;
 }
 
 /** Reads and parses only the header of a GGUF file, growing the read until the header fits. */
@@ -59,8 +59,8 @@ export class GgufCheckpoint implements CheckpointSource {
   private readonly byName: Map<string, GgufTensorInfo>;
   private readonly entryList: readonly TensorEntry[];
   private readonly identity: FileIdentity;
-  private readonly mapFile: (path: string) => MappedFile;
-  private mapped: MappedFile | undefined;
+  private readonly mapFile: (path: string) => GgufFileMapping;
+  private mapped: GgufFileMapping | undefined;
   private closed = false;
 
   private constructor(path: string, header: GgufHeader, identity: FileIdentity, options: OpenGgufOptions) {
@@ -124,19 +124,19 @@ export class GgufCheckpoint implements CheckpointSource {
       });
     }
     this.mapped ??= this.mapFile(this.path);
-    const { buffer, owner } = this.mapped;
     let shape = t.shape;
     try {
       byteSizeOf(t.dtype, shape);
     } catch {
       shape = t.storedShape;
     }
-    return new Tensor(t.dtype, shape, buffer, { byteOffset: t.byteOffset, ...(owner ? { owner } : {}) });
+    const { buffer, owner } = this.mapped.view(t.byteOffset, t.byteLength);
+    return new Tensor(t.dtype, shape, buffer, owner ? { owner } : {});
   }
 
   close(): void {
     this.closed = true;
-    this.mapped?.owner?.release();
+    this.mapped?.release();
     this.mapped = undefined;
   }
 
@@ -149,15 +149,18 @@ export class GgufCheckpoint implements CheckpointSource {
   }
 }
 
-function readWholeFile(path: string): MappedFile {
-  const b = readFileSync(path);
-  const buffer = new ArrayBuffer(b.byteLength);
-  new Uint8Array(buffer).set(b);
-  const owner: StorageOwner & { released: boolean } = {
+function readWholeFile(path: string): GgufFileMapping {
+  const file = readFileSync(path);
+  const mapping = {
     released: false,
+    view(offset: number, length: number) {
+      const buffer = new ArrayBuffer(length);
+      if (!mapping.released) new Uint8Array(buffer).set(file.subarray(offset, offset + length));
+      return { buffer };
+    },
     release() {
-      owner.released = true;
+      mapping.released = true;
     },
   };
-  return { buffer, owner };
+  return mapping;
 }
