@@ -1,0 +1,75 @@
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Tensor, dequantize, isNinodesError } from '@ninodes/kernels';
+import { afterAll, describe, expect, it } from 'vitest';
+import { GgufCheckpoint, readGgufHeader } from './gguf-checkpoint.js';
+import { fixturePath, readSafetensorsFixture } from './testing/fixtures.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'quant-gguf-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('GgufCheckpoint on the gguf-py fixture', () => {
+  const path = fixturePath('gguf', 'quants.gguf');
+  const expected = readSafetensorsFixture(fixturePath('gguf', 'quants.expected.safetensors'));
+
+  it('lists entries with torch shapes, kernels dtypes and absolute byte ranges', () => {
+    const g = GgufCheckpoint.open(path);
+    expect(g.format).toBe('gguf');
+    expect(g.entries().map((e) => e.name).sort()).toEqual([...expected.names].sort());
+    for (const e of g.entries()) {
+      expect(e.shape, e.name).toEqual(expected.info(e.name).shape);
+      expect(e.file).toBe(path);
+      expect(e.byteOffset % 32).toBe(0);
+    }
+    expect(g.entry('t.q6_k').dtype).toBe('q6_k');
+    expect(g.metadata['test.u64']).toBe('9223372036854775813');
+    expect(g.metadata['test.arr_str']).toBe('["a","bc",""]');
+    expect(g.metadata['general.architecture']).toBe('ninodes-test');
+    expect(readGgufHeader(path).tensors).toHaveLength(16);
+  });
+
+  it('decodes every tensor to quants.expected.safetensors (1e-6 relative)', async () => {
+    const g = GgufCheckpoint.open(path);
+    for (const e of g.entries()) {
+      const t = g.tensor(e.name);
+      const d = (await dequantize(t as Tensor<'q8_0'>, 'f32')).reshape(e.shape);
+      const want = expected.f32(e.name);
+      const got = d.data as Float32Array;
+      expect(got.length, e.name).toBe(want.length);
+      let worst = 0;
+      for (let i = 0; i < want.length; i++) {
+        const w = want[i] as number;
+        const err = Math.abs((got[i] as number) - w) / Math.max(Math.abs(w), 1e-30);
+        if (Math.abs((got[i] as number) - w) > 0 && err > worst) worst = err;
+      }
+      expect(worst, e.name).toBeLessThanOrEqual(1e-6);
+    }
+  });
+
+  it('returns F32 tensors as the exact stored values', () => {
+    const g = GgufCheckpoint.open(path);
+    expect([...(g.tensor('t.f32').data as Float32Array)]).toEqual([...expected.f32('t.f32')]);
+  });
+
+  it('names the missing tensor and refuses a changed or closed file', () => {
+    const copy = join(dir, 'q.gguf');
+    copyFileSync(path, copy);
+    const g = GgufCheckpoint.open(copy);
+    const code = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return isNinodesError(e) ? e.code : 'OTHER';
+      }
+      return 'NONE';
+    };
+    expect(code(() => g.tensor('nope'))).toBe('TENSOR_NOT_FOUND');
+    expect(g.tensor('t.f32').numel).toBe(1536);
+    writeFileSync(copy, 'GGUF', { flag: 'a' });
+    expect(code(() => g.tensor('t.f32'))).toBe('CHECKPOINT_CHANGED');
+    const h = GgufCheckpoint.open(copy);
+    h.close();
+    expect(code(() => h.tensor('t.f32'))).toBe('CHECKPOINT_CLOSED');
+  });
+});
