@@ -79,3 +79,15 @@ export async function dequantizeInt8(q: Tensor<'i8'>, scale: Tensor<'f32'>, conv
   const deq = Tensor.fromArray('f32', [n, k], out);
   return convrot === false ? deq : hadamard(deq, { group: convrot });
 }
+
+/**
+ * Any checkpoint tensor as f32 in its torch shape (`entry(name).shape`): floats cast, fp8 decoded
+ * plainly (no scale), GGUF blocks dequantized. For non-linear parameters (norms, embeddings, tables).
+ */
+export async function readF32(source: CheckpointSource, name: string): Promise<Tensor<'f32'>> {
+  const shape = source.entry(name).shape;
+  const t = source.tensor(name);
+  if (isBlockDType(t.dtype)) return ((await dequantize(t as never, 'f32')) as Tensor<'f32'>).reshape(shape);
+  if (t.dtype === 'f8_e4m3fn' || t.dtype === 'f8_e5m2') return decodeFp8(t as Tensor<'f8_e4m3fn'>).reshape(shape);
+  return toF32(t).reshape(shape);
+}
