@@ -39,6 +39,12 @@ export interface QuantLinearOp extends LinearOp {
   release(): void;
 }
 
+/** The provider quant builds: LinearProvider plus the detection it used and richer ops. */
+export interface QuantLinearProvider extends LinearProvider {
+  readonly detection: FormatDetection;
+  linear(spec: LinearSpec): QuantLinearOp;
+}
+
 type Prepared =
   | { kind: 'f32'; w: Tensor<'f32'> }
   | { kind: 'bf16'; w: Tensor<'bf16'> }
@@ -214,7 +220,7 @@ class QuantLinear implements QuantLinearOp {
  * is converted to a forced compute format when it is first materialized. Ops are lazy: nothing is
  * read until the first forward.
  */
-export function createLinearProvider(source: CheckpointSource, options: LinearProviderOptions = {}): LinearProvider & { readonly detection: FormatDetection; linear(spec: LinearSpec): QuantLinearOp } {
+export function createLinearProvider(source: CheckpointSource, options: LinearProviderOptions = {}): QuantLinearProvider {
   const detection = options.detection ?? detectFormats(source, options.filename === undefined ? {} : { filename: options.filename });
   return {
     detection,
