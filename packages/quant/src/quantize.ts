@@ -84,6 +84,15 @@ async function sourceF32(source: CheckpointSource, entry: TensorEntry): Promise<
 }
 
 /**
+ * After a tensor is converted and written, its source pages are dropped (mmap sources that offer
+ * `advise`) so resident memory tracks the layer being converted, not everything read so far.
+ */
+function dropPages(source: CheckpointSource, name: string): void {
+  const s = source as CheckpointSource & { advise?: (name: string, advice: 'dontneed') => void };
+  if (typeof s.advise === 'function') s.advise(name, 'dontneed');
+}
+
+/**
  * Converts a checkpoint to int8 (convrot) or scaled fp8 the way ComfyUI stores it: `<l>.weight` I8 or
  * F8, `<l>.weight_scale` F32 ([N, 1] int8, scalar fp8), `<l>.comfy_quant` U8 JSON. Everything else is
  * copied as is (GGUF block tensors are decoded to f32, which safetensors can hold). Streaming: each
@@ -107,6 +116,13 @@ export async function quantize(source: CheckpointSource, target: string, options
   let peakHeld = 0;
   let index = 0;
   const total = entries.length;
+  // The writer copies a tensor's bytes after data() returns: drop each source tensor's pages when the
+  // next one is requested, and the last one after the write.
+  let previous: string | undefined;
+  const consumed = (name: string) => {
+    if (previous !== undefined) dropPages(source, previous);
+    previous = name;
+  };
   const progress = (e: Omit<QuantizeProgress, 'index' | 'total' | 'bytesRead' | 'sourceBytes'>) =>
     options.onProgress?.({ ...e, index: index++, total, bytesRead, sourceBytes });
 
@@ -132,6 +148,7 @@ export async function quantize(source: CheckpointSource, target: string, options
         dtype: outDtype,
         shape: e.shape,
         data: async () => {
+          consumed(e.name);
           const t = outDtype === e.dtype ? source.tensor(e.name) : await sourceF32(source, e);
           bytesRead += e.byteLength;
           progress({ kind: 'kept', name: e.name, ...(outDtype !== e.dtype ? { note: `${e.dtype} decoded to f32` } : {}) });
@@ -163,6 +180,7 @@ export async function quantize(source: CheckpointSource, target: string, options
       dtype: int8 ? 'i8' : (layerFormat as 'f8_e4m3fn' | 'f8_e5m2'),
       shape: [n, k],
       data: async () => {
+        consumed(e.name);
         const w = await sourceF32(source, e);
         let out: Tensor;
         let sc: Tensor<'f32'>;
@@ -200,6 +218,7 @@ export async function quantize(source: CheckpointSource, target: string, options
 
   const metadata = { ...source.metadata, ...options.metadata };
   const result = await writeSafetensors(target, plan, Object.keys(metadata).length > 0 ? { metadata } : {});
+  if (previous !== undefined) dropPages(source, previous);
   return {
     path: result.path,
     target: format,
