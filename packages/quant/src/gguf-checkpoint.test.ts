@@ -68,9 +68,28 @@ describe('GgufCheckpoint on the gguf-py fixture', () => {
     expect(code(() => g.tensor('nope'))).toBe('TENSOR_NOT_FOUND');
     expect(g.tensor('t.f32').numel).toBe(1536);
     writeFileSync(copy, 'GGUF', { flag: 'a' });
-    expect(code(() => g.tensor('t.f32'))).toBe('CHECKPOINT_CHANGED');
+    expect(code(() => g.tensor('t.f32'))).toMatch(/^FILE_(MODIFIED|TRUNCATED|REPLACED)$/);
     const h = GgufCheckpoint.open(copy);
     h.close();
     expect(code(() => h.tensor('t.f32'))).toBe('CHECKPOINT_CLOSED');
+  });
+});
+
+describe('GgufCheckpoint views', () => {
+  it('are zero-copy views that become empty on close', () => {
+    const g = GgufCheckpoint.open(fixturePath('gguf', 'quants.gguf'));
+    const t = g.tensor('t.q4_k');
+    expect(t.byteLength).toBe(3 * 2 * 144);
+    const first = t.bytes()[0];
+    expect(first).toBe(g.tensor('t.q4_k').bytes()[0]);
+    g.close();
+    expect(t.disposed).toBe(true);
+  });
+
+  it('open fails with a typed error on a malformed or missing file', () => {
+    const bad = join(dir, 'bad.gguf');
+    writeFileSync(bad, 'GGUF\u0001\u0000\u0000\u0000');
+    expect(() => GgufCheckpoint.open(bad)).toThrow(expect.objectContaining({ code: 'GGUF_UNSUPPORTED_VERSION' }));
+    expect(() => GgufCheckpoint.open(join(dir, 'missing.gguf'))).toThrow(expect.objectContaining({ code: 'FILE_NOT_FOUND' }));
   });
 });

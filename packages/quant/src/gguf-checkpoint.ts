@@ -1,73 +1,82 @@
-import { closeSync, fstatSync, openSync, readSync, readFileSync, statSync } from 'node:fs';
-import { NinodesError, Tensor, byteSizeOf, type StorageOwner } from '@ninodes/kernels';
+import { readSync } from 'node:fs';
+import { type MadviseAdvice, MappedFile, NinodesError, type StorageOwner, Tensor, byteSizeOf } from '@ninodes/kernels';
 import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
 import { type GgufHeader, type GgufTensorInfo, GgufNeedMoreBytes, parseGguf } from './gguf-parser.js';
 import { ggufValueToString } from './gguf-types.js';
 
-/** A mapping of the whole file that hands out byte-range views, each with its own owner. */
-export interface GgufFileMapping {
-  view(offset: number, length: number): { buffer: ArrayBuffer; owner?: StorageOwner };
-  release(): void;
-}
-
 export interface OpenGgufOptions {
-  /** Maps the file for tensor views. Default: reads the file into memory on first `tensor()`. */
-  map?: (path: string) => GgufFileMapping;
+  /** Check size, inode and mtime on every tensor() call (default true): the SIGBUS guard. */
+  verifyOnUse?: boolean;
 }
 
-/** Reads and parses only the header of a GGUF file, growing the read until the header fits. */
-export function readGgufHeader(path: string): GgufHeader {
-  const fd = openSync(path, 'r');
-  try {
-    const fileSize = fstatSync(fd).size;
-    let want = Math.min(fileSize, 1 << 20);
-    for (;;) {
-      const bytes = new Uint8Array(want);
-      const got = readSync(fd, bytes, 0, want, 0);
-      try {
-        return parseGguf(bytes.subarray(0, got), { fileSize, where: path });
-      } catch (error) {
-        if (!(error instanceof GgufNeedMoreBytes) || got < want) throw error;
-        want = Math.min(fileSize, Math.max(want * 2, error.needed));
-      }
+/** Parses the header from an open descriptor, growing the read until the header fits. */
+function readHeaderFrom(fd: number, fileSize: number, where: string): GgufHeader {
+  let want = Math.min(fileSize, 1 << 20);
+  for (;;) {
+    const bytes = new Uint8Array(want);
+    let got = 0;
+    while (got < want) {
+      const n = readSync(fd, bytes, got, want - got, got);
+      if (n === 0) break;
+      got += n;
     }
-  } finally {
-    closeSync(fd);
+    try {
+      return parseGguf(bytes.subarray(0, got), { fileSize, where });
+    } catch (error) {
+      if (!(error instanceof GgufNeedMoreBytes) || got < want) throw error;
+      want = Math.min(fileSize, Math.max(want * 2, error.needed));
+    }
   }
 }
 
-interface FileIdentity {
-  size: number;
-  mtimeMs: number;
-  ino: number;
+/** Reads and parses only the header of a GGUF file. */
+export function readGgufHeader(path: string): GgufHeader {
+  const file = MappedFile.open(path);
+  try {
+    return readHeaderFrom(file.descriptor, file.byteLength, path);
+  } finally {
+    file.release();
+  }
 }
 
-function identityOf(path: string): FileIdentity {
-  const s = statSync(path);
-  return { size: s.size, mtimeMs: s.mtimeMs, ino: s.ino };
+// Each tensor owns its view: disposing one detaches only that view; closing the file detaches all.
+class ViewOwner implements StorageOwner {
+  private own = false;
+  constructor(
+    private readonly file: MappedFile,
+    private readonly buffer: ArrayBuffer,
+  ) {}
+  get released(): boolean {
+    return this.own || this.file.released;
+  }
+  release(): void {
+    if (this.own) return;
+    this.own = true;
+    if (!this.file.released) this.file.detachView(this.buffer);
+  }
 }
 
 /**
- * A GGUF file as a CheckpointSource: entries carry torch-order shapes (orig_shape honoured) and kernels
- * dtypes, so later packages treat it like safetensors. Opening reads the header only.
+ * A GGUF file as a CheckpointSource over a read-only mmap: entries carry torch-order shapes
+ * (`comfy.gguf.orig_shape` honoured) and kernels dtypes, so later packages treat it like safetensors.
+ * Opening parses the header only; `tensor()` is a zero-copy view.
  */
 export class GgufCheckpoint implements CheckpointSource {
   readonly format = 'gguf' as const;
   readonly path: string;
   readonly header: GgufHeader;
   readonly metadata: Readonly<Record<string, string>>;
+  private readonly file: MappedFile;
   private readonly byName: Map<string, GgufTensorInfo>;
+  private readonly entryByName: Map<string, TensorEntry>;
   private readonly entryList: readonly TensorEntry[];
-  private readonly identity: FileIdentity;
-  private readonly mapFile: (path: string) => GgufFileMapping;
-  private mapped: GgufFileMapping | undefined;
-  private closed = false;
+  private readonly verifyOnUse: boolean;
 
-  private constructor(path: string, header: GgufHeader, identity: FileIdentity, options: OpenGgufOptions) {
+  private constructor(path: string, file: MappedFile, header: GgufHeader, verifyOnUse: boolean) {
     this.path = path;
+    this.file = file;
     this.header = header;
-    this.identity = identity;
-    this.mapFile = options.map ?? readWholeFile;
+    this.verifyOnUse = verifyOnUse;
     const meta: Record<string, string> = {};
     for (const [k, v] of header.metadata) meta[k] = ggufValueToString(v);
     this.metadata = Object.freeze(meta);
@@ -77,11 +86,21 @@ export class GgufCheckpoint implements CheckpointSource {
         Object.freeze({ name: t.name, dtype: t.dtype, shape: t.shape, byteOffset: t.byteOffset, byteLength: t.byteLength, file: path }),
       ),
     );
+    this.entryByName = new Map(this.entryList.map((e) => [e.name, e]));
   }
 
   static open(path: string, options: OpenGgufOptions = {}): GgufCheckpoint {
-    const identity = identityOf(path);
-    return new GgufCheckpoint(path, readGgufHeader(path), identity, options);
+    const file = MappedFile.open(path);
+    try {
+      return new GgufCheckpoint(path, file, readHeaderFrom(file.descriptor, file.byteLength, path), options.verifyOnUse ?? true);
+    } catch (error) {
+      file.release();
+      throw error;
+    }
+  }
+
+  get closed(): boolean {
+    return this.file.released;
   }
 
   entries(): readonly TensorEntry[] {
@@ -93,7 +112,7 @@ export class GgufCheckpoint implements CheckpointSource {
   }
 
   entry(name: string): TensorEntry {
-    const e = this.entryList.find((x) => x.name === name);
+    const e = this.entryByName.get(name);
     if (e === undefined) throw this.notFound(name);
     return e;
   }
@@ -106,38 +125,34 @@ export class GgufCheckpoint implements CheckpointSource {
   }
 
   /**
-   * Zero-copy view of the tensor's bytes in its torch shape. A block tensor whose original shape
-   * does not keep whole blocks on the last dimension is returned in its stored shape (see `info`);
-   * dequantize it, then reshape to `entry(name).shape`.
+   * Zero-copy view of the tensor's bytes in its torch shape. A block tensor whose original shape does
+   * not keep whole blocks on the last dimension comes in its stored shape (see `info`); `readF32`
+   * decodes and reshapes it.
    */
   tensor(name: string): Tensor {
     const t = this.info(name);
-    if (this.closed) {
+    if (this.file.released) {
       throw new NinodesError('CHECKPOINT_CLOSED', `${this.path} was closed`, { where: name, hint: 'open the checkpoint again' });
     }
-    const now = identityOf(this.path);
-    if (now.size !== this.identity.size || now.mtimeMs !== this.identity.mtimeMs || now.ino !== this.identity.ino) {
-      throw new NinodesError('CHECKPOINT_CHANGED', `${this.path} changed on disk since it was opened`, {
-        value: { opened: this.identity, now },
-        where: name,
-        hint: 'open the checkpoint again',
-      });
-    }
-    this.mapped ??= this.mapFile(this.path);
+    if (this.verifyOnUse) this.file.verify();
     let shape = t.shape;
     try {
       byteSizeOf(t.dtype, shape);
     } catch {
       shape = t.storedShape;
     }
-    const { buffer, owner } = this.mapped.view(t.byteOffset, t.byteLength);
-    return new Tensor(t.dtype, shape, buffer, owner ? { owner } : {});
+    const buffer = this.file.view(t.byteOffset, t.byteLength);
+    return new Tensor(t.dtype, shape, buffer, { owner: new ViewOwner(this.file, buffer) });
+  }
+
+  /** madvise a tensor's pages (`dontneed` after use, `willneed` to prefetch). */
+  advise(name: string, advice: MadviseAdvice): void {
+    const t = this.info(name);
+    this.file.advise(t.byteOffset, t.byteLength, advice);
   }
 
   close(): void {
-    this.closed = true;
-    this.mapped?.release();
-    this.mapped = undefined;
+    this.file.release();
   }
 
   private notFound(name: string): NinodesError {
@@ -147,20 +162,4 @@ export class GgufCheckpoint implements CheckpointSource {
       hint: `the file has ${this.entryList.length} tensors`,
     });
   }
-}
-
-function readWholeFile(path: string): GgufFileMapping {
-  const file = readFileSync(path);
-  const mapping = {
-    released: false,
-    view(offset: number, length: number) {
-      const buffer = new ArrayBuffer(length);
-      if (!mapping.released) new Uint8Array(buffer).set(file.subarray(offset, offset + length));
-      return { buffer };
-    },
-    release() {
-      mapping.released = true;
-    },
-  };
-  return mapping;
 }

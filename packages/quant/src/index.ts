@@ -10,7 +10,7 @@ export {
   type GgufValueTypeName,
 } from './gguf-types.js';
 export { GgufNeedMoreBytes, parseGguf, type GgufHeader, type GgufTensorInfo, type ParseGgufOptions } from './gguf-parser.js';
-export { GgufCheckpoint, readGgufHeader, type GgufFileMapping, type OpenGgufOptions } from './gguf-checkpoint.js';
+export { GgufCheckpoint, readGgufHeader, type OpenGgufOptions } from './gguf-checkpoint.js';
 export {
   CONVROT_GROUP,
   FLOAT_FORMATS,
