@@ -113,6 +113,22 @@ describe('float, fp8 and forced compute formats', () => {
     expect(maxRel((await bf.forward(x)).data as Float32Array, fx.f32(`${l}.y_fp32`))).toBeLessThan(1e-2);
   });
 
+  it('forced f8_e4m3fn and forced f32 (on an int8 file) run the converted weight', async () => {
+    const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
+    const f8 = createLinearProvider(src, { compute: 'f8_e4m3fn' }).linear(spec);
+    expect(f8.format).toBe('f8_e4m3fn');
+    const wq = await f8.materializedWeight();
+    expect(maxRel((await f8.forward(x)).data as Float32Array, refLinear(x.data, wq.data, fx.f32(`${l}.bias`), m, n, k))).toBeLessThan(1e-5);
+    expect(await f8.conversionError()).toBeGreaterThan(0.005);
+    expect(await f8.conversionError()).toBeLessThan(0.05);
+
+    const comfy = SafetensorsFile.open(fixturePath('int8', 'comfy_int8_convrot_checkpoint.safetensors'));
+    const asF32 = createLinearProvider(comfy, { compute: 'f32' }).linear({ name: `model.${l}`, outFeatures: n, inFeatures: k, bias: true });
+    expect(asF32.format).toBe('f32');
+    const wd = fx.f32(`${l}.w_dequant`);
+    expect(maxRel((await asF32.forward(x)).data as Float32Array, refLinear(x.data, wd, fx.f32(`${l}.bias`), m, n, k))).toBeLessThan(1e-5);
+  });
+
   it('replaceWeight (LoRA patch) changes the output to the patched linear', async () => {
     const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
     const op = createLinearProvider(src).linear(spec);

@@ -1,10 +1,11 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NinodesError, Tensor } from '@ninodes/kernels';
+import { NinodesError, Tensor, cast } from '@ninodes/kernels';
 import { SafetensorsFile } from '@ninodes/memory';
 import { afterAll, describe, expect, it } from 'vitest';
 import { detectFormats } from './detect-formats.js';
+import { GgufCheckpoint } from './gguf-checkpoint.js';
 import { createLinearProvider } from './linear-provider.js';
 import { type QuantizeProgress, quantize } from './quantize.js';
 import { fixturePath, readSafetensorsFixture } from './testing/fixtures.js';
@@ -123,6 +124,46 @@ describe('quantize to fp8', () => {
     expect(d.layers.get('model.lin_a')?.format).toBe(format);
   });
 });
+
+describe('quantize from bf16 and GGUF sources', () => {
+  it('bf16 weights are cast to f32 and quantized; the file round-trips', async () => {
+    const w = fx.tensor('lin_b.w') as Tensor<'f32'>;
+    const src = memoryCheckpoint('m_bf16.safetensors', { 'blk.fc.weight': cast(w, 'bf16'), 'blk.fc.bias': cast(fx.tensor('lin_b.bias'), 'bf16') });
+    const target = join(dir, 'from_bf16.safetensors');
+    const r = await quantize(src, target, { format: 'int8_convrot' });
+    expect(r.layers).toEqual([{ name: 'blk.fc', format: 'int8_convrot', shape: [40, 256] }]);
+    const out = SafetensorsFile.open(target);
+    expect(out.entry('blk.fc.bias').dtype).toBe('bf16');
+    expect(detectFormats(out).layers.get('blk.fc')?.format).toBe('int8_convrot');
+    // Against the f32 weight, the bf16 round trip plus int8 convrot stays at the int8 level (~1%).
+    const op = createLinearProvider(out).linear({ name: 'blk.fc', outFeatures: 40, inFeatures: 256, bias: true });
+    expect(await relErr(await op.materializedWeight(), w)).toBeLessThan(0.02);
+  });
+
+  it('GGUF block weights are decoded and quantized; kept block tensors become f32', async () => {
+    const g = GgufCheckpoint.open(fixturePath('gguf', 'quants.gguf'));
+    const src = memoryCheckpoint('m-Q8_0.gguf', { 'a.weight': g.tensor('t.q8_0'), 'norm.weight': g.tensor('t.q4_k').reshape([1536]) });
+    const target = join(dir, 'from_gguf.safetensors');
+    const r = await quantize(src, target, { format: 'int8_convrot' });
+    expect(r.layers.map((l) => l.format)).toEqual(['int8_convrot']);
+    const out = SafetensorsFile.open(target);
+    expect(out.entry('norm.weight')).toMatchObject({ dtype: 'f32', shape: [1536] });
+    const expected = readSafetensorsFixture(fixturePath('gguf', 'quants.expected.safetensors'));
+    expect([...(out.tensor('norm.weight').data as Float32Array)]).toEqual([...expected.f32('t.q4_k')]);
+  });
+});
+
+function relErr(a: Tensor, b: Tensor): number {
+  const x = a.data as Float32Array;
+  const y = b.data as Float32Array;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < y.length; i++) {
+    num += ((x[i] as number) - (y[i] as number)) ** 2;
+    den += (y[i] as number) ** 2;
+  }
+  return Math.sqrt(num / den);
+}
 
 describe('quantize failures', () => {
   it('leaves no file (and no temporary) when the source fails mid-way', async () => {
