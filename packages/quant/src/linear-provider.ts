@@ -161,8 +161,9 @@ class QuantLinear implements QuantLinearOp {
 
   private estimateBytes(): number {
     const { outFeatures: n, inFeatures: k } = this.spec;
-    const f = this.format;
-    return f === 'f32' || weightFormatInfo(this.storedFormat).family === 'gguf' && f === this.storedFormat ? 4 * n * k : f === 'bf16' ? 2 * n * k : n * k + 4 * n;
+    if (this.format === 'f32' || weightFormatInfo(this.storedFormat).family === 'gguf') return 4 * n * k;
+    if (this.format === 'bf16' || this.format === 'f16') return 2 * n * k;
+    return n * k + 4 * n;
   }
 
   private async load(): Promise<Prepared> {
