@@ -5,12 +5,15 @@ export const FP8_MAX = { f8_e4m3fn: 448, f8_e5m2: 57344 } as const;
 /** Absolute maximum of a f32 tensor (NaN propagates). */
 export function absMax(t: Tensor<'f32'>): number {
   const d = t.data;
-  let m = 0;
+  let hi = 0;
+  let lo = 0;
   for (let i = 0; i < d.length; i++) {
-    const a = Math.abs(d[i] as number);
-    if (!(a <= m)) m = a;
+    const v = d[i] as number;
+    if (v > hi) hi = v;
+    else if (v < lo) lo = v;
+    else if (v !== v) return Number.NaN;
   }
-  return m;
+  return Math.max(hi, -lo);
 }
 
 /**
