@@ -25,6 +25,27 @@ describe('accuracyReport', () => {
     expect(rows[2]?.error.int8_convrot).toBeUndefined();
   });
 
+  it('on the fixture activations, plain vs convrot errors equal comfy-kitchen\'s (~8.6% -> ~1.3%)', async () => {
+    const withBias = memoryCheckpoint('m.safetensors', {
+      'lin_a.weight': fx.tensor('lin_a.w'),
+      'lin_a.bias': fx.tensor('lin_a.bias'),
+      'lin_b.weight': fx.tensor('lin_b.w'),
+      'lin_b.bias': fx.tensor('lin_b.bias'),
+    });
+    const inputs = { lin_a: fx.tensor('lin_a.x') as Tensor<'f32'>, lin_b: fx.tensor('lin_b.x') as Tensor<'f32'> };
+    const rows = await accuracyReport(withBias, { inputs, formats: ['int8_rowwise', 'int8_convrot'] });
+    for (const r of rows) {
+      const ref = fx.f32(`${r.layer}.y_fp32`);
+      const err = (y: Float32Array) => Math.sqrt(y.reduce((a, v, i) => a + (v - (ref[i] as number)) ** 2, 0) / ref.reduce((a, v) => a + v * v, 0));
+      const plain = err(fx.f32(`${r.layer}.y_int8_plain`));
+      const rot = err(fx.f32(`${r.layer}.y_int8_convrot`));
+      expect(plain).toBeGreaterThan(0.08);
+      expect(rot).toBeLessThan(0.014);
+      expect(r.error.int8_rowwise as number).toBeCloseTo(plain, 4);
+      expect(r.error.int8_convrot as number).toBeCloseTo(rot, 4);
+    }
+  });
+
   it('samples reproducible activations with the requested outliers', () => {
     const a = sampleActivations(4, 300, { seed: 3, outlierFraction: 0.01, outlierScale: 50 });
     const b = sampleActivations(4, 300, { seed: 3, outlierFraction: 0.01, outlierScale: 50 });

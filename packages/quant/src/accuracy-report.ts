@@ -1,7 +1,7 @@
 import { NinodesError, Tensor, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8 } from '@ninodes/kernels';
 import type { CheckpointSource } from '@ninodes/memory';
 import { type FormatDetection, detectFormats } from './detect-formats.js';
-import { materializeF32 } from './materialize.js';
+import { materializeF32, toF32 } from './materialize.js';
 import { fp8Scale, relativeError } from './quant-math.js';
 import { CONVROT_GROUP } from './weight-format.js';
 
@@ -22,6 +22,8 @@ export interface AccuracyOptions {
   /** Magnitude multiplier of the outlier channels (default 20). */
   outlierScale?: number;
   detection?: FormatDetection;
+  /** Real activations per layer name ([M, K] f32), used instead of sampled ones (calibration data). */
+  inputs?: Readonly<Record<string, Tensor<'f32'>>>;
 }
 
 export interface AccuracyRow {
@@ -70,8 +72,10 @@ export function sampleActivations(m: number, k: number, options: { seed?: number
 }
 
 /**
- * Per-layer error of each quantized linear against the f32 linear of the file's weight (materialized
- * in f32 first, so a quantized file is measured against its own dequantized weight).
+ * Per-layer error of each quantized linear (bias included) against the f32 linear of the file's
+ * weight (materialized in f32 first, so a quantized file is measured against its own dequantized
+ * weight), on sampled activations or the `inputs` given. fp8 is weight-only (decoded weights, f32
+ * activations), as it runs on the CPU.
  */
 export async function accuracyReport(source: CheckpointSource, options: AccuracyOptions = {}): Promise<AccuracyRow[]> {
   const detection = options.detection ?? detectFormats(source);
@@ -83,8 +87,13 @@ export async function accuracyReport(source: CheckpointSource, options: Accuracy
     if (layer === undefined) throw new NinodesError('LAYER_NOT_FOUND', `no layer '${name}' in ${source.path}`, { value: name, where: source.path });
     const w = await materializeF32(source, layer);
     const [n, k] = w.shape as [number, number];
-    const x = sampleActivations(options.samples ?? 32, k, { seed: (options.seed ?? 145) + i, ...pick(options) });
-    const ref = await linear(x, w);
+    const given = options.inputs?.[name];
+    if (given !== undefined && (given.shape.length !== 2 || given.shape[1] !== k)) {
+      throw new NinodesError('SHAPE_MISMATCH', `inputs for '${name}' are [${given.shape.join(', ')}], the layer takes [M, ${k}]`, { value: given.shape, where: name });
+    }
+    const x = given ?? sampleActivations(options.samples ?? 32, k, { seed: (options.seed ?? 145) + i, ...pick(options) });
+    const bias = layer.tensors.bias === undefined ? undefined : toF32(source.tensor(layer.tensors.bias)).reshape([n]);
+    const ref = await linear(x, w, bias);
     const error: Partial<Record<AccuracyFormat, number>> = {};
     const notes: Partial<Record<AccuracyFormat, string>> = {};
     for (const f of formats) {
@@ -96,10 +105,10 @@ export async function accuracyReport(source: CheckpointSource, options: Accuracy
       if (f === 'int8_rowwise' || f === 'int8_convrot') {
         const convrot = f === 'int8_convrot' ? CONVROT_GROUP : false;
         const { q, scale } = quantizeWeightInt8(w, { convrot });
-        y = (await int8Linear(x, q, scale, { convrot })).y;
+        y = (await int8Linear(x, q, scale, { convrot, ...(bias ? { bias } : {}) })).y;
       } else {
         const s = fp8Scale(w, f);
-        y = await linear(x, decodeFp8(encodeFp8(w, f, { scale: s, mode: 'clamp' }), { scale: s }));
+        y = await linear(x, decodeFp8(encodeFp8(w, f, { scale: s, mode: 'clamp' }), { scale: s }), bias);
       }
       error[f] = relativeError(y, ref);
     }
