@@ -181,6 +181,33 @@ describe('quantize failures', () => {
   it('honours skip and rejects unknown targets', async () => {
     const r = await quantize(source(), join(dir, 'skip.safetensors'), { format: 'int8_rowwise', skip: ['lin_b', /odd/] });
     expect(r.layers.map((l) => l.name)).toEqual(['model.lin_a']);
+    const all = await quantize(source(), join(dir, 'islands.safetensors'), { format: 'int8_convrot', quantizeIslands: true });
+    expect(all.layers.map((l) => l.name)).toEqual(['model.lin_a', 'model.lin_b', 'model.odd', 'model.final_layer.video_out']);
+    expect(all.kept).toEqual([{ name: 'model.norm', reason: 'not a 2-D linear weight' }]);
     await expect(quantize(source(), join(dir, 'x.safetensors'), { format: 'nf4' as never })).rejects.toMatchObject({ code: 'UNSUPPORTED_QUANTIZE_TARGET' });
+  });
+});
+
+describe('default kept layers of the converter', () => {
+  it('names H3/Flux islands and norms but not ordinary projections', async () => {
+    const names = [
+      'blocks.0.attn.qkv_proj', 'blocks.0.attn.out_proj', 'blocks.0.mlp.fc1', 'blocks.0.adaln_proj.linear',
+      'video_patch_proj', 'final_layer.video_out', 'blocks.0.attn.q_norm', 'x_embedder.proj', 'proj_out',
+    ];
+    const sub = mkdtempSync(join(dir, 'keep-'));
+    try {
+      const src = memoryCheckpoint('m.safetensors', Object.fromEntries(names.map((n) => [`${n}.weight`, Tensor.zeros('f32', [2, 256])])));
+      const r = await quantize(src, join(sub, 'o.safetensors'), { format: 'int8_convrot' });
+      expect(r.layers.map((l) => l.name)).toEqual(names.slice(0, 4));
+      expect(Object.fromEntries(r.kept.map((k) => [k.name, k.reason]))).toEqual({
+        video_patch_proj: 'fp32 island (patch/out projection)',
+        'final_layer.video_out': 'fp32 island (patch/out projection)',
+        'blocks.0.attn.q_norm': 'norm',
+        'x_embedder.proj': 'embedding',
+        proj_out: 'fp32 island (patch/out projection)',
+      });
+    } finally {
+      rmSync(sub, { recursive: true, force: true });
+    }
   });
 });
