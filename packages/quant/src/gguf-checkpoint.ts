@@ -151,6 +151,13 @@ export class GgufCheckpoint implements CheckpointSource {
     this.file.advise(t.byteOffset, t.byteLength, advice);
   }
 
+  /** Faults in a tensor's pages without copying; returns a byte sum. */
+  touch(name: string): number {
+    const t = this.info(name);
+    if (this.verifyOnUse) this.file.verify();
+    return this.file.touch(t.byteOffset, t.byteLength);
+  }
+
   close(): void {
     this.file.release();
   }
