@@ -19,7 +19,7 @@ export interface LinearOp {
   readonly format: string;
   /** x [M, K] f32 -> y [M, N] f32. */
   forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>>;
-  /** The weight as the kernel uses it, dequantized to f32 [N, K] (LoRA patching, error reports). */
+  /** The weight as the kernel uses it, dequantized to f32 [N, K] (LoRA patching, error reports); a tensor the caller owns. */
   materializedWeight(): Promise<Tensor<'f32'>>;
 }
 

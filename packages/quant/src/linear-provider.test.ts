@@ -1,5 +1,8 @@
 import { Tensor, encodeFp8, isNinodesError } from '@ninodes/kernels';
-import { SafetensorsFile } from '@ninodes/memory';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SafetensorsFile, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { describe, expect, it } from 'vitest';
 import { GgufCheckpoint } from './gguf-checkpoint.js';
 import { createLinearProvider } from './linear-provider.js';
@@ -127,6 +130,21 @@ describe('float, fp8 and forced compute formats', () => {
     expect(asF32.format).toBe('f32');
     const wd = fx.f32(`${l}.w_dequant`);
     expect(maxRel((await asF32.forward(x)).data as Float32Array, refLinear(x.data, wd, fx.f32(`${l}.bias`), m, n, k))).toBeLessThan(1e-5);
+  });
+
+  it('materializedWeight of an mmap-backed f32 layer is a copy the caller may patch', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'quant-lin-'));
+    try {
+      const path = join(dir, 'f32.safetensors');
+      await writeSafetensors(path, tensorSources({ 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) }));
+      const op = createLinearProvider(SafetensorsFile.open(path)).linear(spec);
+      const before = [...((await op.forward(x)).data as Float32Array)];
+      const w = await op.materializedWeight();
+      (w.data as Float32Array).fill(0);
+      expect([...((await op.forward(x)).data as Float32Array)]).toEqual(before);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('replaceWeight (LoRA patch) changes the output to the patched linear', async () => {

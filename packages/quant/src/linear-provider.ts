@@ -107,7 +107,8 @@ class QuantLinear implements QuantLinearOp {
     const p = await this.prepare();
     switch (p.kind) {
       case 'f32':
-        return p.w;
+        // Possibly a read-only mmap view: hand out a copy the caller may patch in place.
+        return p.w.copy();
       case 'bf16':
         return cast(p.w, 'f32') as Tensor<'f32'>;
       case 'fp8':
@@ -196,8 +197,11 @@ class QuantLinear implements QuantLinearOp {
       case 'bf16':
         return { kind: 'bf16', w: cast(w, 'bf16') as Tensor<'bf16'> };
       case 'int8_convrot':
-      case 'int8_rowwise': {
-        const convrot = this.format === 'int8_convrot' ? CONVROT_GROUP : false;
+      case 'int8_rowwise':
+      case 'int8_tensorwise_convrot':
+      case 'int8_tensorwise': {
+        // Re-quantized weights always get per-row scales (never less accurate than one scale).
+        const convrot = weightFormatInfo(this.format).convrot;
         const { q, scale } = quantizeWeightInt8(w, { convrot });
         return { kind: 'int8', q, scale, convrot };
       }
