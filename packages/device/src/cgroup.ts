@@ -11,7 +11,7 @@ export interface CgroupMemory {
   path: string;
 }
 
-// cgroup v1 writes "no limit" as a huge page-aligned number (LONG_MAX rounded down to a page).
+// Limits at or above this mean "unlimited" (v1's LONG_MAX page-rounded; no machine has 4 EiB).
 const V1_UNLIMITED = 2 ** 62;
 
 interface Mount {
@@ -85,12 +85,13 @@ export function readCgroupMemory(roots: ResolvedRoots, log: NoteLog): CgroupMemo
       if (raw === undefined) continue;
       const t = raw.trim();
       if (t === 'max') continue;
+      // v1 writes "no limit" as LONG_MAX rounded to a page, beyond 2^53: no real limit is that large.
+      if (/^[0-9]+$/.test(t) && BigInt(t) >= BigInt(V1_UNLIMITED)) continue;
       const limit = parseUnsigned(t);
       if (limit === undefined) {
         log.warn('cgroup', `unparsable memory limit '${t.slice(0, 40)}'; ignoring it`, limitFile);
         continue;
       }
-      if (!isV2 && limit >= V1_UNLIMITED) continue;
       if (best === undefined || limit < best.limitBytes) {
         const usage = parseUnsigned(readText(join(dir, isV2 ? 'memory.current' : 'memory.usage_in_bytes')));
         best = { version: isV2 ? 2 : 1, limitBytes: limit, usageBytes: usage ?? null, path: dir };

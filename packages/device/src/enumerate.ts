@@ -165,7 +165,8 @@ function nvidiaDevices(roots: ReturnType<typeof resolveRoots>, nvml: NvmlSource,
       usedBytes: d.usedBytes ?? null,
       unifiedMemory: false,
       pciBusId: normalizeBusId(d.pciBusId),
-      pcie: d.pcieGen === undefined && d.pcieWidth === undefined ? null : { gen: d.pcieGen ?? null, width: d.pcieWidth ?? null },
+      // Idle GPUs train their link down (gen 1); the maximum is what transfers will see.
+      pcie: d.pcieGen === undefined && d.pcieMaxGen === undefined ? null : { gen: d.pcieMaxGen ?? d.pcieGen ?? null, width: d.pcieMaxWidth ?? d.pcieWidth ?? null },
       runtimeAvailable: true,
       nvidia: { uuid: d.uuid ?? null, computeCapability: cc, driverVersion: answer.driverVersion ?? null },
     };
