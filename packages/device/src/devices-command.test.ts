@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deviceRows, formatDeviceJson, formatDeviceTable, listDevices } from './devices-command.js';
+import { deviceRows, devicesCommand, formatDeviceJson, formatDeviceTable, listDevices } from './devices-command.js';
 import { enumerateDevices } from './enumerate.js';
 import { formatBytes } from './format-bytes.js';
 import { absentHip, absentNvml, recordedNvml } from './gpu-sources.js';
@@ -69,5 +69,17 @@ describe('devices command', () => {
     const json = JSON.parse(formatDeviceJson(result)) as { devices: { id: string }[]; notes: { level: string; source: string }[] };
     expect(json.devices.map((d) => d.id)).toEqual(result.rows.map((r) => r.id));
     expect(json.notes.filter((n) => n.level === 'warn' && (n.source === 'nvml' || n.source === 'hip'))).toEqual([]);
+  });
+
+  it('devicesCommand: table by default, JSON with json, debug notes only when verbose', () => {
+    const m = machine('w7900x2-gfx1100');
+    const base = { ...m, nvml: absentNvml(), hip: absentHip(), includeDisk: false, measureBandwidth: false };
+    const plain = devicesCommand(base);
+    expect(plain.stdout.split('\n').map((l) => l.split(/\s+/)[0])).toEqual(['ID', 'cpu', 'hip:0', 'hip:1']);
+    expect(plain.stderr).toEqual([]);
+    const verbose = devicesCommand({ ...base, verbose: true });
+    expect(verbose.stderr.some((l) => /^debug: \[nvml\] NVML not available/.test(l))).toBe(true);
+    const json = JSON.parse(devicesCommand({ ...base, json: true }).stdout) as { devices: { id: string; totalBytes: number }[] };
+    expect(json.devices[1]).toMatchObject({ id: 'hip:0', totalBytes: 51522830336 });
   });
 });

@@ -78,3 +78,23 @@ export function formatDeviceTable(rows: readonly DeviceRow[]): string {
 export function formatDeviceJson(result: DevicesResult): string {
   return JSON.stringify({ devices: result.rows, notes: result.notes }, null, 2);
 }
+
+export interface DevicesCommandOutput {
+  /** The table, or JSON with --json. */
+  stdout: string;
+  /** One line per note to show: warnings always, debug notes only when verbose. */
+  stderr: string[];
+  result: DevicesResult;
+}
+
+/** Everything `ninodes devices [--json] [--verbose]` prints; the runner only writes it out. */
+export function devicesCommand(options: DevicesCommandOptions & { json?: boolean; verbose?: boolean } = {}): DevicesCommandOutput {
+  const { json, verbose, ...rest } = options;
+  const result = listDevices(rest);
+  const shown = result.notes.filter((n) => n.level === 'warn' || verbose === true);
+  return {
+    stdout: json === true ? formatDeviceJson(result) : formatDeviceTable(result.rows),
+    stderr: shown.map((n) => `${n.level}: [${n.source}] ${n.message}${n.where === undefined ? '' : ` (${n.where})`}`),
+    result,
+  };
+}

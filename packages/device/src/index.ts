@@ -77,10 +77,12 @@ export {
 export { formatBytes } from './format-bytes.js';
 export {
   deviceRows,
+  devicesCommand,
   formatDeviceJson,
   formatDeviceTable,
   listDevices,
   type DeviceRow,
+  type DevicesCommandOutput,
   type DevicesCommandOptions,
   type DevicesResult,
 } from './devices-command.js';
