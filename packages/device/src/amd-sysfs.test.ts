@@ -29,8 +29,9 @@ describe('gfxTargetName', () => {
 describe('parseKfdProperties', () => {
   it('reads key/value lines and skips garbage', () => {
     const p = parseKfdProperties('simd_count 192\ngfx_target_version 110000\nnonsense\nunique_id 5300137425458187472\n');
-    expect(p.get('simd_count')).toBe(192);
-    expect(p.get('gfx_target_version')).toBe(110000);
+    expect(p.get('simd_count')).toBe('192');
+    expect(p.get('gfx_target_version')).toBe('110000');
+    expect(p.get('unique_id')).toBe('5300137425458187472');
     expect(p.has('nonsense')).toBe(false);
   });
 });
@@ -43,9 +44,10 @@ describe('readAmdGpus on recorded machines', () => {
     for (const g of gpus) {
       expect(g).toMatchObject({ gfxTarget: 'gfx1100', gfxTargetVersion: 110000, productName: 'AMD Radeon PRO W7900', pciDeviceId: 0x7448, vramTotalBytes: 51522830336, pcieGen: 4, pcieWidth: 16, computeUnits: 96 });
     }
-    expect(gpus.map((g) => [g.pciBusId, g.renderMinor, g.kfdNode, g.vramUsedBytes])).toEqual([
-      ['0000:03:00.0', 128, 1, 1316737024],
-      ['0000:83:00.0', 129, 2, 29253632],
+    // UUIDs are the KFD unique_id in hex, the ids seeds/002's launcher passes in ROCR_VISIBLE_DEVICES.
+    expect(gpus.map((g) => [g.pciBusId, g.renderMinor, g.kfdNode, g.vramUsedBytes, g.uuid])).toEqual([
+      ['0000:03:00.0', 128, 1, 1316737024, 'GPU-3c99737f13093cd0'],
+      ['0000:83:00.0', 129, 2, 29253632, 'GPU-3ce42265b99a6c53'],
     ]);
     expect(log.notes.filter((n) => n.level === 'warn')).toEqual([]);
   });
@@ -54,7 +56,7 @@ describe('readAmdGpus on recorded machines', () => {
     const log = new NoteLog();
     const [g, ...rest] = readAmdGpus(resolveRoots(machine('strix-halo-gfx1151')), log);
     expect(rest).toEqual([]);
-    expect(g).toMatchObject({ card: 'card0', gfxTarget: 'gfx1151', gfxTargetVersion: 110501, productName: null, vramTotalBytes: 536870912, gttTotalBytes: 66496790528, gttUsedBytes: 5127438336, pcieGen: null, pcieWidth: null, computeUnits: 40 });
+    expect(g).toMatchObject({ card: 'card0', gfxTarget: 'gfx1151', gfxTargetVersion: 110501, productName: null, vramTotalBytes: 536870912, gttTotalBytes: 66496790528, gttUsedBytes: 5127438336, pcieGen: null, pcieWidth: null, computeUnits: 40, uuid: null });
     expect(log.notes.filter((n) => n.level === 'warn')).toEqual([]);
   });
 

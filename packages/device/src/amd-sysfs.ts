@@ -27,6 +27,8 @@ export interface AmdSysfsGpu {
   gfxTarget: string | null;
   /** Compute units (simd_count / simd_per_cu) from KFD. */
   computeUnits: number | null;
+  /** ROCm UUID from the KFD unique_id (`GPU-3c99737f13093cd0`); null on parts without one (APUs). */
+  uuid: string | null;
 }
 
 /**
@@ -42,19 +44,37 @@ export function gfxTargetName(version: number): string | null {
   return `gfx${major}${minor.toString(16)}${step.toString(16)}`;
 }
 
-/** `key value` lines of a KFD properties file. */
-export function parseKfdProperties(text: string): Map<string, number> {
-  const out = new Map<string, number>();
+/**
+ * `key value` lines of a KFD properties file, values kept as decimal text: some (unique_id) exceed
+ * 2^53 and must be read as BigInt.
+ */
+export function parseKfdProperties(text: string): Map<string, string> {
+  const out = new Map<string, string>();
   for (const line of text.split('\n')) {
     const m = /^([a-z0-9_]+)\s+(-?\d+)\s*$/.exec(line.trim());
-    if (m !== null) out.set(m[1] as string, Number(m[2]));
+    if (m !== null) out.set(m[1] as string, m[2] as string);
   }
   return out;
 }
 
+/** A KFD property as a number, when it is a safe integer. */
+export function kfdNumber(props: Map<string, string>, key: string): number | undefined {
+  const raw = props.get(key);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/** The ROCm device UUID (`GPU-` + unique_id in 16 hex digits), as ROCR_VISIBLE_DEVICES accepts it. */
+export function rocmUuid(uniqueId: string | undefined): string | null {
+  if (uniqueId === undefined || !/^[0-9]+$/.test(uniqueId)) return null;
+  const id = BigInt(uniqueId);
+  return id === 0n || id >= 2n ** 64n ? null : `GPU-${id.toString(16).padStart(16, '0')}`;
+}
+
 interface KfdNode {
   node: number;
-  props: Map<string, number>;
+  props: Map<string, string>;
 }
 
 function readKfdNodes(roots: ResolvedRoots, log: NoteLog): KfdNode[] {
@@ -115,16 +135,17 @@ export function readAmdGpus(roots: ResolvedRoots, log: NoteLog): AmdSysfsGpu[] {
     const slot = /^PCI_SLOT_NAME=(.+)$/m.exec(uevent)?.[1]?.trim() ?? null;
     const renderName = listDir(join(devicePath, 'drm')).find((n) => /^renderD\d+$/.test(n));
     const renderMinor = renderName === undefined ? null : Number(renderName.slice('renderD'.length));
-    const node = renderMinor === null ? undefined : kfd.find((k) => k.props.get('drm_render_minor') === renderMinor);
-    const gfxVersion = node?.props.get('gfx_target_version') ?? null;
+    const node = renderMinor === null ? undefined : kfd.find((k) => kfdNumber(k.props, 'drm_render_minor') === renderMinor);
+    const gfxRaw = node?.props.get('gfx_target_version');
+    const gfxVersion = node === undefined ? null : (kfdNumber(node.props, 'gfx_target_version') ?? null);
     const gfxTarget = gfxVersion === null ? null : gfxTargetName(gfxVersion);
     if (node === undefined) {
       log.warn('amd-sysfs', `${card}: no KFD topology node with drm_render_minor ${renderMinor ?? '?'}; gfx target unknown`, devicePath);
     } else if (gfxTarget === null) {
-      log.warn('amd-sysfs', `${card}: gfx_target_version '${gfxVersion ?? 'missing'}' is not a valid target; gfx target unknown`, join(roots.sysRoot, 'class', 'kfd', 'kfd', 'topology', 'nodes', String(node.node), 'properties'));
+      log.warn('amd-sysfs', `${card}: gfx_target_version '${gfxRaw ?? 'missing'}' is not a valid target; gfx target unknown`, join(roots.sysRoot, 'class', 'kfd', 'kfd', 'topology', 'nodes', String(node.node), 'properties'));
     }
-    const simd = node?.props.get('simd_count');
-    const simdPerCu = node?.props.get('simd_per_cu');
+    const simd = node === undefined ? undefined : kfdNumber(node.props, 'simd_count');
+    const simdPerCu = node === undefined ? undefined : kfdNumber(node.props, 'simd_per_cu');
     const vramTotal = readBytes(join(devicePath, 'mem_info_vram_total'), 'mem_info_vram_total', log);
     if (vramTotal === null) log.warn('amd-sysfs', `${card}: VRAM size unknown (mem_info_vram_total missing or invalid)`, devicePath);
     const width = parseUnsigned(readText(join(devicePath, 'current_link_width')));
@@ -145,6 +166,7 @@ export function readAmdGpus(roots: ResolvedRoots, log: NoteLog): AmdSysfsGpu[] {
       gfxTargetVersion: gfxVersion,
       gfxTarget,
       computeUnits: simd !== undefined && simdPerCu !== undefined && simdPerCu > 0 ? simd / simdPerCu : null,
+      uuid: rocmUuid(node?.props.get('unique_id')),
     });
   }
   const rank = (g: AmdSysfsGpu): number => g.kfdNode ?? Number.MAX_SAFE_INTEGER;

@@ -62,7 +62,7 @@ describe('enumerateDevices on recorded machines', () => {
     expect(cpu).toMatchObject({ vendor: 'intel', totalBytes: 64 * 2 ** 30 });
     expect(c0).toMatchObject({ name: 'NVIDIA GeForce RTX 4090', arch: 'sm_89', totalBytes: recorded.devices[0]?.totalBytes, freeBytes: recorded.devices[0]?.freeBytes, pciBusId: '0000:01:00.0', pcie: { gen: 4, width: 16 } });
     expect(c1).toMatchObject({ arch: 'sm_89', freeBytes: recorded.devices[1]?.freeBytes, pcie: { gen: 4, width: 8 } });
-    expect(c0?.nvidia).toEqual({ uuid: 'GPU-5a1f2c4e-7b3d-9e08-6c21-0f4d8a9b3e57', computeCapability: '8.9', driverVersion: '550.127.05' });
+    expect(c0?.nvidia).toEqual({ uuid: 'GPU-5a1f2c4e-7b3d-9e08-6c21-0f4d8a9b3e57', nvmlIndex: 0, computeCapability: '8.9', driverVersion: '550.127.05' });
     expect(c0?.profile).toMatchObject({ arch: 'sm_89', known: true, matrix: { fp8: true }, tf32: true });
     expect(e.notes.filter((n) => n.level === 'warn')).toEqual([]);
   });

@@ -6,6 +6,7 @@ import type { DeviceKind } from './device-id.js';
 import { resolveRoots, type SystemRoots } from './fs-read.js';
 import { nativeHip, nativeNvml, type HipSource, type NvmlSource } from './gpu-sources.js';
 import { NoteLog, type ProbeNote } from './notes.js';
+import { applyVisibility } from './visible-devices.js';
 
 export const NVIDIA_VENDOR_ID = 0x10de;
 
@@ -30,7 +31,8 @@ export interface DeviceInfo {
   runtimeAvailable: boolean;
   cpu?: CpuInfo;
   amd?: AmdSysfsGpu;
-  nvidia?: { uuid: string | null; computeCapability: string | null; driverVersion: string | null };
+  /** `nvmlIndex` is the physical (NVML, PCI-ordered) index; `index` is after CUDA_VISIBLE_DEVICES. */
+  nvidia?: { uuid: string | null; nvmlIndex: number; computeCapability: string | null; driverVersion: string | null };
   disk?: { path: string };
 }
 
@@ -48,7 +50,11 @@ export interface EnumerateOptions extends SystemRoots {
   diskPath?: string;
   /** Include the `disk` pseudo-device (default true). */
   includeDisk?: boolean;
+  /** Environment for CUDA_/ROCR_/HIP_VISIBLE_DEVICES and CUDA_DEVICE_ORDER; default process.env. */
+  env?: Record<string, string | undefined>;
 }
+
+type Env = Record<string, string | undefined>;
 
 function vendorOfModel(model: string): DeviceInfo['vendor'] {
   if (/intel/i.test(model)) return 'intel';
@@ -85,12 +91,32 @@ function normalizeBusId(id: string | null | undefined): string | null {
   return `${(m[1] as string).slice(-4).padStart(4, '0')}:${m[2]}:${m[3]}.${m[4]}`.toLowerCase();
 }
 
-function amdDevices(roots: ReturnType<typeof resolveRoots>, hip: HipSource, config: ProfileConfig | undefined, log: NoteLog): DeviceInfo[] {
-  const gpus = readAmdGpus(roots, log);
-  if (gpus.length === 0) {
+function visible<T>(devices: readonly T[], env: Env, name: string, uuidOf: (d: T) => string | null, log: NoteLog): T[] {
+  const spec = env[name];
+  const result = applyVisibility(devices, spec, uuidOf);
+  if (result.invalid !== null) {
+    log.warn('visibility', `${name}='${spec}': entry '${result.invalid}' matches no device (or repeats one); it and later entries are ignored, as the runtime does`);
+  } else if (spec !== undefined) {
+    log.debug('visibility', `${name}='${spec}' leaves ${result.devices.length} of ${devices.length} device(s) visible`);
+  }
+  return result.devices;
+}
+
+function amdDevices(roots: ReturnType<typeof resolveRoots>, hip: HipSource, config: ProfileConfig | undefined, env: Env, log: NoteLog): DeviceInfo[] {
+  const all = readAmdGpus(roots, log);
+  const onBus = countPciDisplayDevices(roots, AMD_VENDOR_ID);
+  if (onBus > all.length) {
+    log.warn('amd-sysfs', `${onBus} AMD display device(s) on the PCI bus but ${all.length} amdgpu DRM card(s): is the amdgpu driver loaded?`);
+  }
+  if (all.length === 0) {
     log.debug('amd-sysfs', 'no AMD GPU in /sys/class/drm');
     return [];
   }
+  // ROCr filters first (indices or UUIDs); HIP then indexes what ROCr left, and reads
+  // CUDA_VISIBLE_DEVICES when HIP_VISIBLE_DEVICES is unset.
+  const afterRocr = visible(all, env, 'ROCR_VISIBLE_DEVICES', (g) => g.uuid, log);
+  const hipVar = env.HIP_VISIBLE_DEVICES !== undefined ? 'HIP_VISIBLE_DEVICES' : 'CUDA_VISIBLE_DEVICES';
+  const gpus = visible(afterRocr, env, hipVar, (g) => g.uuid, log);
   let hipBusIds: Set<string> | undefined;
   try {
     const answer = hip.probe();
@@ -132,7 +158,7 @@ function amdDevices(roots: ReturnType<typeof resolveRoots>, hip: HipSource, conf
   });
 }
 
-function nvidiaDevices(roots: ReturnType<typeof resolveRoots>, nvml: NvmlSource, config: ProfileConfig | undefined, log: NoteLog): DeviceInfo[] {
+function nvidiaDevices(roots: ReturnType<typeof resolveRoots>, nvml: NvmlSource, config: ProfileConfig | undefined, env: Env, log: NoteLog): DeviceInfo[] {
   let answer;
   try {
     answer = nvml.probe();
@@ -148,14 +174,20 @@ function nvidiaDevices(roots: ReturnType<typeof resolveRoots>, nvml: NvmlSource,
     return [];
   }
   for (const e of answer.errors) log.warn('nvml', e);
-  return answer.devices.map((d) => {
+  const names = new Set(answer.devices.map((d) => d.name ?? ''));
+  if (names.size > 1 && env.CUDA_DEVICE_ORDER !== 'PCI_BUS_ID') {
+    // CUDA's default order is fastest-first; ours (NVML's) is PCI bus order. They differ on mixed machines.
+    log.warn('nvml', `GPUs of different models (${[...names].join(', ')}): cuda:N here follows PCI bus order; set CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA numbers them the same way`);
+  }
+  const shown = visible(answer.devices, env, 'CUDA_VISIBLE_DEVICES', (d) => d.uuid ?? null, log);
+  return shown.map((d, index) => {
     const cc = d.ccMajor !== undefined && d.ccMinor !== undefined ? `${d.ccMajor}.${d.ccMinor}` : null;
     const arch = d.ccMajor !== undefined && d.ccMinor !== undefined ? `sm_${d.ccMajor}${d.ccMinor}` : 'unknown';
-    if (d.totalBytes === undefined) log.warn('nvml', `cuda:${d.index}: memory info unavailable`);
+    if (d.totalBytes === undefined) log.warn('nvml', `cuda:${index}: memory info unavailable`);
     return {
-      id: `cuda:${d.index}`,
+      id: `cuda:${index}`,
       kind: 'cuda' as const,
-      index: d.index,
+      index,
       name: d.name ?? 'unknown',
       vendor: 'nvidia' as const,
       arch,
@@ -168,7 +200,7 @@ function nvidiaDevices(roots: ReturnType<typeof resolveRoots>, nvml: NvmlSource,
       // Idle GPUs train their link down (gen 1); the maximum is what transfers will see.
       pcie: d.pcieGen === undefined && d.pcieMaxGen === undefined ? null : { gen: d.pcieMaxGen ?? d.pcieGen ?? null, width: d.pcieMaxWidth ?? d.pcieWidth ?? null },
       runtimeAvailable: true,
-      nvidia: { uuid: d.uuid ?? null, computeCapability: cc, driverVersion: answer.driverVersion ?? null },
+      nvidia: { uuid: d.uuid ?? null, nvmlIndex: d.index, computeCapability: cc, driverVersion: answer.driverVersion ?? null },
     };
   });
 }
@@ -211,12 +243,10 @@ export function enumerateDevices(options: EnumerateOptions = {}): Enumeration {
   const roots = resolveRoots(options);
   const log = new NoteLog();
   const devices: DeviceInfo[] = [cpuDevice(readCpuInfo(roots, log), options.profiles)];
-  devices.push(...nvidiaDevices(roots, options.nvml ?? nativeNvml, options.profiles, log));
-  devices.push(...amdDevices(roots, options.hip ?? nativeHip, options.profiles, log));
+  const env = options.env ?? process.env;
+  devices.push(...nvidiaDevices(roots, options.nvml ?? nativeNvml, options.profiles, env, log));
+  devices.push(...amdDevices(roots, options.hip ?? nativeHip, options.profiles, env, log));
   if (options.includeDisk !== false) devices.push(diskDevice(options.diskPath ?? process.cwd(), log));
-  if (countPciDisplayDevices(roots, AMD_VENDOR_ID) > devices.filter((d) => d.kind === 'hip').length) {
-    log.warn('amd-sysfs', 'an AMD display device on the PCI bus has no amdgpu DRM card (driver not loaded?)');
-  }
   return { devices, notes: log.notes };
 }
 

@@ -60,7 +60,7 @@ export function deviceUsageReader(enumeration: Enumeration, nvml: NvmlSource = n
         answer = undefined;
       }
       for (const d of cuda) {
-        const rec = answer?.available ? answer.devices.find((x) => x.index === d.index) : undefined;
+        const rec = answer?.available ? answer.devices.find((x) => x.index === d.nvidia?.nvmlIndex) : undefined;
         out[d.id] = rec?.usedBytes ?? null;
       }
     }
