@@ -50,6 +50,13 @@ describe('hostBandwidth cache', () => {
     expect(m.calls()).toBe(2);
   });
 
+  it('an unwritable cache dir still returns the measurement and says why it was not cached', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ninodes-bw-'));
+    writeFileSync(join(dir, 'not-a-dir'), 'x');
+    const r = hostBandwidth({ cpuModel: 'C', memTotalBytes: 1, cacheDir: join(dir, 'not-a-dir'), measure: counting(3).measure });
+    expect(r).toMatchObject({ gbPerSecond: 3, cached: false, cacheFile: null, cacheError: expect.stringMatching(/cannot write/) });
+  });
+
   it('cacheDir null disables the cache', () => {
     const m = counting(1);
     const r = hostBandwidth({ cpuModel: 'C', memTotalBytes: 1, cacheDir: null, measure: m.measure });

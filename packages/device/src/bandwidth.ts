@@ -74,6 +74,8 @@ export interface HostBandwidth {
   key: string;
   /** The cache file read or written; null when caching was disabled or the write failed. */
   cacheFile: string | null;
+  /** Why the measurement could not be cached (the value is still valid), else null. */
+  cacheError: string | null;
 }
 
 export interface HostBandwidthOptions extends MeasureOptions {
@@ -107,7 +109,7 @@ export function hostBandwidth(options: HostBandwidthOptions): HostBandwidth {
   const cache = file === null ? { version: 1 as const, entries: {} } : readCache(file);
   const hit = cache.entries[key];
   if (hit !== undefined && options.refresh !== true) {
-    return { gbPerSecond: hit.hostMemcpyGBs, cached: true, measuredAt: hit.measuredAt, key, cacheFile: file };
+    return { gbPerSecond: hit.hostMemcpyGBs, cached: true, measuredAt: hit.measuredAt, key, cacheFile: file, cacheError: null };
   }
   const measureOptions: MeasureOptions = {};
   if (options.bytes !== undefined) measureOptions.bytes = options.bytes;
@@ -116,6 +118,7 @@ export function hostBandwidth(options: HostBandwidthOptions): HostBandwidth {
   const measuredAt = new Date().toISOString();
   cache.entries[key] = { cpuModel: options.cpuModel, memTotalBytes: options.memTotalBytes, hostMemcpyGBs: m.gbPerSecond, bytes: m.bytes, measuredAt };
   let written: string | null = null;
+  let cacheError: string | null = null;
   if (file !== null && dir !== null) {
     // Write to a temp file and rename so a crash never leaves a half-written cache.
     const tmp = `${file}.${process.pid}.tmp`;
@@ -124,7 +127,8 @@ export function hostBandwidth(options: HostBandwidthOptions): HostBandwidth {
       writeFileSync(tmp, `${JSON.stringify(cache, null, 2)}\n`);
       renameSync(tmp, file);
       written = file;
-    } catch {
+    } catch (error) {
+      cacheError = `cannot write ${file}: ${(error as Error).message}`;
       try {
         unlinkSync(tmp);
       } catch {
@@ -132,5 +136,5 @@ export function hostBandwidth(options: HostBandwidthOptions): HostBandwidth {
       }
     }
   }
-  return { gbPerSecond: m.gbPerSecond, cached: false, measuredAt, key, cacheFile: written };
+  return { gbPerSecond: m.gbPerSecond, cached: false, measuredAt, key, cacheFile: written, cacheError };
 }

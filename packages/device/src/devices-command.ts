@@ -54,7 +54,9 @@ export function listDevices(options: DevicesCommandOptions = {}): DevicesResult 
   let hostGBs: number | null = null;
   const cpu = enumeration.devices.find((d) => d.kind === 'cpu');
   if (options.measureBandwidth !== false && cpu?.cpu !== undefined) {
-    hostGBs = hostBandwidth({ cpuModel: cpu.cpu.model, memTotalBytes: cpu.cpu.memTotalBytes, ...options.bandwidth }).gbPerSecond;
+    const bw = hostBandwidth({ cpuModel: cpu.cpu.model, memTotalBytes: cpu.cpu.memTotalBytes, ...options.bandwidth });
+    hostGBs = bw.gbPerSecond;
+    if (bw.cacheError !== null) enumeration.notes.push({ level: 'warn', source: 'bandwidth', message: `measured host bandwidth not cached (it will be measured again next time): ${bw.cacheError}` });
   }
   return { rows: deviceRows(enumeration, hostGBs), notes: enumeration.notes, enumeration };
 }

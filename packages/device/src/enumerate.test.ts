@@ -67,6 +67,17 @@ describe('enumerateDevices on recorded machines', () => {
     expect(e.notes.filter((n) => n.level === 'warn')).toEqual([]);
   });
 
+  it('GPUs of different models without CUDA_DEVICE_ORDER=PCI_BUS_ID warn that CUDA may number them differently', () => {
+    const m = machine('rtx4090x2-container');
+    const answer = JSON.parse(readFileSync(`${m.dir}/nvml.json`, 'utf8')) as { devices: { name: string }[] };
+    (answer.devices[1] as { name: string }).name = 'NVIDIA RTX A4000';
+    const nvml = recordedNvml(answer as never);
+    const mixed = enumerateDevices({ ...m, nvml, hip: absentHip(), includeDisk: false });
+    expect(mixed.notes.find((n) => n.level === 'warn')?.message).toMatch(/CUDA_DEVICE_ORDER=PCI_BUS_ID/);
+    const ordered = enumerateDevices({ ...m, env: { CUDA_DEVICE_ORDER: 'PCI_BUS_ID' }, nvml, hip: absentHip(), includeDisk: false });
+    expect(ordered.notes.filter((n) => n.level === 'warn')).toEqual([]);
+  });
+
   it('NVIDIA hardware on the PCI bus without NVML is a warning (a broken driver, not an absent vendor)', () => {
     const e = enumerateDevices({ ...machine('rtx4090x2-container'), ...noGpuLibs, includeDisk: false });
     expect(deviceIds(e)).toEqual(['cpu']);

@@ -19,12 +19,15 @@ export {
   AMD_VENDOR_ID,
   countPciDisplayDevices,
   gfxTargetName,
+  kfdNumber,
   parseKfdProperties,
   readAmdGpus,
   readAmdUsage,
+  rocmUuid,
   type AmdSysfsGpu,
 } from './amd-sysfs.js';
 export { pcieBandwidthGBs, pcieGenFromSpeed } from './pcie.js';
+export { applyVisibility, type VisibilityResult } from './visible-devices.js';
 export {
   absentHip,
   absentNvml,
