@@ -15,3 +15,4 @@ export {
 } from './dtype.js';
 export { NinodesError, fromNativeError, isNinodesError, type NinodesErrorDetails } from './errors.js';
 export { Tensor, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
+export { MappedFile, fileIdentity, mallocTrim, pageSize, type FileIdentity, type MadviseAdvice, type MapFileOptions } from './io-mmap.js';
