@@ -57,6 +57,7 @@ export class MappedFile implements StorageOwner {
   private handle: Handle | undefined;
   private readonly views = new Set<WeakRef<ArrayBuffer>>();
   private closed = false;
+  private pruneAt = 1024;
 
   private constructor(path: string, fd: number, byteLength: number, identity: FileIdentity, handle: Handle | undefined) {
     this.path = path;
@@ -102,10 +103,17 @@ export class MappedFile implements StorageOwner {
     try {
       const buffer = io().ioMapView(this.liveHandle(), offset, length);
       this.views.add(new WeakRef(buffer));
+      if (this.views.size > this.pruneAt) this.pruneViews();
       return buffer;
     } catch (error) {
       throw fromNativeError(error, this.path);
     }
+  }
+
+  /** Detaches one view early (its typed arrays read as empty); the mapping stays. */
+  detachView(buffer: ArrayBuffer): void {
+    if (buffer.byteLength === 0) return;
+    io().ioDetach(buffer);
   }
 
   /** Throws FILE_TRUNCATED, FILE_REPLACED or FILE_MODIFIED when the file is no longer the one mapped. */
@@ -185,6 +193,12 @@ export class MappedFile implements StorageOwner {
 
   close(): void {
     this.release();
+  }
+
+  // Views are tracked weakly (close() must detach the live ones); forget the collected ones.
+  private pruneViews(): void {
+    for (const ref of this.views) if (ref.deref() === undefined) this.views.delete(ref);
+    this.pruneAt = Math.max(1024, this.views.size * 2);
   }
 
   private liveHandle(): Handle {
