@@ -6,3 +6,7 @@ export { MAX_HEADER_BYTES, SAFETENSORS_ERRORS, parseHeader, readHeaderLength, ty
 export { SafetensorsFile, type OpenSafetensorsOptions } from './safetensors-file.js';
 export { ShardedSafetensors, openSafetensors } from './sharded-safetensors.js';
 export { buildHeader, tensorSources, writeSafetensors, type TensorSource, type WriteSafetensorsOptions, type WriteSafetensorsResult } from './safetensors-writer.js';
+export { TINY_WEIGHT_BYTES, WeightCache, type CacheStats, type Lease, type LeaseKind, type WeightCacheOptions, type WeightDescriptor } from './weight-cache.js';
+export { HostBufferPool, type HostBufferPoolStats, type PooledBuffer } from './host-buffer-pool.js';
+export { MemoryPressureMonitor, shrinkCacheOnPressure, type MemoryPressureOptions, type PressureReading } from './memory-pressure.js';
+export { mallocTrim } from '@ninodes/kernels';
