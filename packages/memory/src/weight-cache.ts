@@ -297,16 +297,18 @@ export class WeightCache<T> {
 
   /**
    * Unpinned entries in eviction order: least recently used pass first, then the less recently used
-   * model, then lower priority, then least recently used. With a requester, weights it used in this
-   * pass are candidates only if they are less important than it and, for its own model, only until
-   * the pass first evicts one of them (the watermark: beyond it, later weights of the pass become
-   * temporaries instead of evicting their predecessors).
+   * model, then lower priority, then least recently used. A request may evict only weights less
+   * important than itself (another, less recently used model; or a lower priority of its own model),
+   * or stale weights not used for a whole pass. Its own model's weights already used in this pass
+   * stay candidates only until the pass first evicts one of them (the watermark: beyond it, later
+   * weights of the pass become temporaries instead of evicting their predecessors).
    */
   private victims(state: DeviceState<T>, requester: Weight | undefined): Entry<T>[] {
     const list = [...state.entries.values()].filter((e) => {
       if (e.pins > 0) return false;
-      if (requester === undefined || e.lastPass < this.pass) return true;
-      if (e.weight.model === requester.model && state.passEvictedOwn.has(requester.model)) return false;
+      // Unused for a whole pass: stale, whatever its priority.
+      if (requester === undefined || e.lastPass < this.pass - 1) return true;
+      if (e.lastPass === this.pass && e.weight.model === requester.model && state.passEvictedOwn.has(requester.model)) return false;
       return this.lessImportant(e.weight, requester);
     });
     return list.sort((a, b) => {
