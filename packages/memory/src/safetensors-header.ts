@@ -15,7 +15,7 @@ export const SAFETENSORS_ERRORS = {
   SAFETENSORS_HEADER_PAST_END: 'the header length points past the end of the file',
   SAFETENSORS_HEADER_NOT_UTF8: 'the header is not valid UTF-8',
   SAFETENSORS_HEADER_NOT_JSON: 'the header is not valid JSON',
-  SAFETENSORS_HEADER_NOT_OBJECT: 'the header is not a JSON object',
+  SAFETENSORS_HEADER_NOT_OBJECT: "the header is not a JSON object starting with '{'",
   SAFETENSORS_ENTRY_NOT_OBJECT: 'a tensor entry is not an object with exactly dtype, shape and data_offsets',
   SAFETENSORS_UNKNOWN_DTYPE: 'a tensor has a dtype safetensors does not define',
   SAFETENSORS_INVALID_SHAPE: 'a shape is not an array of non-negative integers',
@@ -67,6 +67,8 @@ const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isSaf
  * 8 minus the header), which every tensor must exactly tile.
  */
 export function parseHeader(json: Uint8Array, dataBytes: number, file: string): SafetensorsHeader {
+  // Hugging Face rejects a header whose first byte is not '{' (InvalidHeaderStart).
+  if (json[0] !== 0x7b) fail('SAFETENSORS_HEADER_NOT_OBJECT', file, undefined, json.byteLength === 0 ? 'the header is empty' : `it starts with byte 0x${(json[0] as number).toString(16)}`);
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(json);
