@@ -16,6 +16,11 @@ describe('MemoryPressureMonitor', () => {
     expect(asked).toEqual([50, 30, 1, 0]);
   });
 
+  it('rejects unusable thresholds', () => {
+    expect(() => new MemoryPressureMonitor({ thresholdPercent: 120, onPressure: () => {} })).toThrow(expect.objectContaining({ code: 'PRESSURE_INVALID_THRESHOLD' }));
+    expect(() => new MemoryPressureMonitor({ thresholdPercent: 50, hysteresisPercent: 50, onPressure: () => {} })).toThrow(expect.objectContaining({ code: 'PRESSURE_INVALID_THRESHOLD' }));
+  });
+
   it('shrinks the cache through shrinkCacheOnPressure', () => {
     const cache = new WeightCache<number>({ budgets: { cpu: 1000 } });
     cache.registerModel('m', [0, 1, 2, 3].map((i) => ({ key: `w${i}`, bytes: 200 })));

@@ -1,7 +1,7 @@
 // Watches system memory and asks the weight cache to shrink when the machine runs low, with
 // hysteresis so it does not flap: pressure starts at `thresholdPercent` used and ends only below
 // `thresholdPercent - hysteresisPercent` (default 85% / 80%).
-import { mallocTrim } from '@ninodes/kernels';
+import { NinodesError, mallocTrim } from '@ninodes/kernels';
 import { type SystemMemory, systemMemory } from './process-memory.js';
 import type { WeightCache } from './weight-cache.js';
 
@@ -35,6 +35,12 @@ export class MemoryPressureMonitor {
   constructor(options: MemoryPressureOptions) {
     this.thresholdPercent = options.thresholdPercent ?? 85;
     this.hysteresisPercent = options.hysteresisPercent ?? 5;
+    if (!(this.thresholdPercent > 0 && this.thresholdPercent <= 100) || !(this.hysteresisPercent >= 0 && this.hysteresisPercent < this.thresholdPercent)) {
+      throw new NinodesError('PRESSURE_INVALID_THRESHOLD', `memory pressure threshold ${this.thresholdPercent}% with hysteresis ${this.hysteresisPercent}% is not usable`, {
+        value: { thresholdPercent: this.thresholdPercent, hysteresisPercent: this.hysteresisPercent },
+        hint: 'threshold in (0, 100], hysteresis in [0, threshold)',
+      });
+    }
     this.intervalMs = options.intervalMs ?? 1000;
     this.read = options.read ?? systemMemory;
     this.onPressure = options.onPressure;
