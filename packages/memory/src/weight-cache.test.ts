@@ -115,6 +115,21 @@ describe('WeightCache semantics', () => {
     expect(() => cache.acquire('cpu', 'm', 'nope', () => 'x')).toThrow(expect.objectContaining({ code: 'CACHE_UNKNOWN_WEIGHT' }));
   });
 
+  it('lowering a budget evicts unpinned weights now and pinned ones when released', () => {
+    const disposed: string[] = [];
+    const cache = new WeightCache<string>({ budgets: { cpu: 300 }, dispose: (v) => disposed.push(v) });
+    cache.registerModel('m', ['a', 'b', 'c'].map((key) => ({ key, bytes: 100 })));
+    const a = cache.acquire('cpu', 'm', 'a', () => 'a');
+    cache.acquire('cpu', 'm', 'b', () => 'b').release();
+    cache.acquire('cpu', 'm', 'c', () => 'c').release();
+    cache.setBudget('cpu', 50);
+    expect(disposed.sort()).toEqual(['b', 'c']);
+    expect(cache.stats('cpu').residentBytes).toBe(100);
+    a.release();
+    expect(disposed.sort()).toEqual(['a', 'b', 'c']);
+    expect(cache.stats('cpu').residentBytes).toBe(0);
+  });
+
   it('materializes an async weight once for concurrent requests, and a failure keeps nothing', async () => {
     const cache = new WeightCache<string>({ budgets: { cpu: 1000 } });
     cache.registerModel('m', layerModel(2, 100));

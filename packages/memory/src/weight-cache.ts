@@ -157,7 +157,10 @@ export class WeightCache<T> {
     const { state, weight } = this.begin(device, model, key);
     const hit = this.lookup(state, weight);
     if (hit !== undefined) {
-      if (hit.pending !== undefined) throw new NinodesError('CACHE_PENDING', `'${key}' is being materialized asynchronously on ${device}`, { value: key, hint: 'use acquireAsync for weights materialized asynchronously' });
+      if (hit.pending !== undefined) {
+        state.stats.failures++;
+        throw new NinodesError('CACHE_PENDING', `'${key}' is being materialized asynchronously on ${device}`, { value: key, hint: 'use acquireAsync for weights materialized asynchronously' });
+      }
       return this.hitLease(device, state, hit);
     }
     const cached = this.makeRoom(state, weight);
