@@ -17,9 +17,12 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
+#include <algorithm>
 
 #include "core/errors.h"
 #include "core/registry.h"
+#include "core/thread_pool.h"
 
 namespace {
 
@@ -185,6 +188,34 @@ Napi::Value touch_pages(const Napi::CallbackInfo& info) {
   });
 }
 
+// ioSumBytes(handle, offset, length): reads every byte of the range (the full-read benchmark) and
+// returns their sum, exact below 2^53 (any file under ~35 TB). Chunks are summed in parallel; integer
+// addition makes the result independent of the thread count.
+Napi::Value sum_bytes(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Mapping* m = handle_arg(info, "ioSumBytes");
+    const uint64_t offset = static_cast<uint64_t>(number_arg(info, 1, "ioSumBytes", "offset"));
+    const uint64_t length = static_cast<uint64_t>(number_arg(info, 2, "ioSumBytes", "length"));
+    check_range(m, offset, length, "ioSumBytes");
+    const unsigned char* base = reinterpret_cast<const unsigned char*>(m->addr) + offset;
+    constexpr size_t kChunk = size_t{1} << 20;
+    const size_t chunks = static_cast<size_t>((length + kChunk - 1) / kChunk);
+    std::vector<uint64_t> partial(chunks, 0);
+    ninodes::parallel_for(chunks, 1, [&](size_t begin, size_t end) {
+      for (size_t c = begin; c < end; ++c) {
+        const size_t lo = c * kChunk;
+        const size_t hi = std::min<size_t>(static_cast<size_t>(length), lo + kChunk);
+        uint64_t sum = 0;
+        for (size_t i = lo; i < hi; ++i) sum += base[i];
+        partial[c] = sum;
+      }
+    });
+    uint64_t total = 0;
+    for (uint64_t p : partial) total += p;
+    return Napi::Number::New(info.Env(), static_cast<double>(total));
+  });
+}
+
 // ioMallocTrim(pad): returns glibc's free heap memory to the OS after large frees.
 Napi::Value malloc_trim_binding(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
@@ -206,6 +237,7 @@ NINODES_MODULE(io_mmap) {
   exports.Set("ioUnmap", Napi::Function::New(env, unmap, "ioUnmap"));
   exports.Set("ioMadvise", Napi::Function::New(env, madvise_range, "ioMadvise"));
   exports.Set("ioTouchPages", Napi::Function::New(env, touch_pages, "ioTouchPages"));
+  exports.Set("ioSumBytes", Napi::Function::New(env, sum_bytes, "ioSumBytes"));
   exports.Set("ioMallocTrim", Napi::Function::New(env, malloc_trim_binding, "ioMallocTrim"));
   exports.Set("ioPageSize", Napi::Function::New(env, page_size, "ioPageSize"));
 }

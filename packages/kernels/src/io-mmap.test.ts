@@ -20,6 +20,8 @@ describe('MappedFile', () => {
     f.advise(0, f.byteLength, 'willneed');
     f.advise(100, 10, 'dontneed');
     expect(f.touch(0, f.byteLength)).toBeGreaterThan(0);
+    expect(f.sumBytes(0, f.byteLength)).toBe(content.reduce((a, b) => a + b, 0));
+    expect(f.sumBytes(5000, 17)).toBe(content.subarray(5000, 5017).reduce((a, b) => a + b, 0));
     f.close();
     expect(v.length).toBe(0);
     expect(f.released).toBe(true);

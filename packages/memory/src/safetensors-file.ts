@@ -118,6 +118,13 @@ export class SafetensorsFile implements CheckpointSource {
     return this.file.touch(e.byteOffset, e.byteLength);
   }
 
+  /** Reads every byte of a tensor (in parallel, no copy) and returns their sum. */
+  sumBytes(name: string): number {
+    const e = this.entry(name);
+    if (this.verifyOnUse) this.file.verify();
+    return this.file.sumBytes(e.byteOffset, e.byteLength);
+  }
+
   /** Throws FILE_TRUNCATED / FILE_MODIFIED / FILE_REPLACED when the file changed since open. */
   verify(): void {
     this.file.verify();

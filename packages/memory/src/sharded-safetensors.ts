@@ -101,6 +101,10 @@ export class ShardedSafetensors implements CheckpointSource {
     return this.shardOf(name).touch(name);
   }
 
+  sumBytes(name: string): number {
+    return this.shardOf(name).sumBytes(name);
+  }
+
   close(): void {
     for (const s of this.shards) s.close();
   }

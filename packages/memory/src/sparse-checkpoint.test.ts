@@ -48,6 +48,11 @@ describe('io helpers for the benchmark', () => {
     const st = SafetensorsFile.open(path);
     const total = st.entries().reduce((a, e) => a + e.byteLength, 0);
     expect(readAllTensors(st).bytes).toBe(total);
+    // The full read's checksum is the sum of every byte the layout produced.
+    const expectedSum = layout.reduce((a, t) => a + (t.data() as Uint8Array).reduce((x, y) => x + y, 0), 0);
+    expect(readAllTensors(st).checksum).toBe(expectedSum);
+    const plain = { entries: () => st.entries(), tensor: (n: string) => st.tensor(n) } as unknown as Parameters<typeof readAllTensors>[0];
+    expect(readAllTensors(plain).checksum).toBe(expectedSum);
     expect(bytes).toBe(st.byteLength);
     // Every tensor's bytes are what the layout's provider produced.
     for (const t of layout) expect([...st.tensor(t.name).bytes()]).toEqual([...(t.data() as Uint8Array)]);
