@@ -8,10 +8,13 @@
 // arrays read as empty, then the pages are unmapped at once. JS owns the file descriptor and checks
 // the file's identity with fstat; this file owns only the mapping.
 #include <malloc.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -46,6 +49,60 @@ void drop_ref(Mapping* m) {
     }
   }
   if (last) delete m;
+}
+
+// SIGBUS guard for native reads of mapped pages. A file truncated while mapped raises SIGBUS on
+// the missing pages; a read loop here arms a thread-local jump buffer, and the handler jumps back
+// out of the loop so the call fails with MMAP_SIGBUS instead of killing the process. Signals that
+// do not come from an armed loop go to the previous handler (or the default action). The loops
+// guarded this way own no objects with destructors between sigsetjmp and the read.
+// volatile: the compiler must not drop the arming store as dead (nothing "reads" it but the handler).
+thread_local sigjmp_buf* volatile t_bus_jump = nullptr;
+struct sigaction g_previous_bus;
+std::once_flag g_bus_once;
+
+void on_sigbus(int sig, siginfo_t* info, void* context) {
+  if (t_bus_jump != nullptr) siglongjmp(*t_bus_jump, 1);
+  if (g_previous_bus.sa_flags & SA_SIGINFO) {
+    if (g_previous_bus.sa_sigaction != nullptr) return g_previous_bus.sa_sigaction(sig, info, context);
+  } else if (g_previous_bus.sa_handler != SIG_DFL && g_previous_bus.sa_handler != SIG_IGN && g_previous_bus.sa_handler != nullptr) {
+    return g_previous_bus.sa_handler(sig);
+  }
+  signal(SIGBUS, SIG_DFL);
+  raise(SIGBUS);
+}
+
+void install_bus_guard() {
+  std::call_once(g_bus_once, [] {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof(action));
+    action.sa_sigaction = on_sigbus;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGBUS, &action, &g_previous_bus);
+  });
+}
+
+// Sums bytes [lo, hi) of base; returns false when a page was missing (SIGBUS).
+bool guarded_sum(const unsigned char* base, size_t lo, size_t hi, size_t step, uint64_t* out) {
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 1) != 0) {
+    t_bus_jump = nullptr;
+    return false;
+  }
+  t_bus_jump = &jump;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  const unsigned char* p = base;
+  uint64_t sum = 0;
+  for (size_t i = lo; i < hi; i += step) sum += p[i];
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_bus_jump = nullptr;
+  *out = sum;
+  return true;
+}
+
+[[noreturn]] void fail_bus(const char* fn) {
+  ninodes::fail("MMAP_SIGBUS", std::string(fn) + ": the mapped file is shorter than when it was mapped (truncated while in use); reopen it");
 }
 
 double number_arg(const Napi::CallbackInfo& info, size_t i, const char* fn, const char* what) {
@@ -179,12 +236,13 @@ Napi::Value touch_pages(const Napi::CallbackInfo& info) {
     const uint64_t offset = static_cast<uint64_t>(number_arg(info, 1, "ioTouchPages", "offset"));
     const uint64_t length = static_cast<uint64_t>(number_arg(info, 2, "ioTouchPages", "length"));
     check_range(m, offset, length, "ioTouchPages");
-    const volatile unsigned char* base = reinterpret_cast<const unsigned char*>(m->addr);
-    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    uint64_t sum = 0;
-    for (uint64_t i = offset; i < offset + length; i += page) sum += base[i];
-    if (length > 0) sum += base[offset + length - 1];
-    return Napi::Number::New(info.Env(), static_cast<double>(sum));
+    install_bus_guard();
+    const unsigned char* base = reinterpret_cast<const unsigned char*>(m->addr);
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    uint64_t sum = 0, last = 0;
+    if (!guarded_sum(base, static_cast<size_t>(offset), static_cast<size_t>(offset + length), page, &sum)) fail_bus("ioTouchPages");
+    if (length > 0 && !guarded_sum(base, static_cast<size_t>(offset + length - 1), static_cast<size_t>(offset + length), 1, &last)) fail_bus("ioTouchPages");
+    return Napi::Number::New(info.Env(), static_cast<double>(sum + last));
   });
 }
 
@@ -200,18 +258,21 @@ Napi::Value sum_bytes(const Napi::CallbackInfo& info) {
     const unsigned char* base = reinterpret_cast<const unsigned char*>(m->addr) + offset;
     constexpr size_t kChunk = size_t{1} << 20;
     const size_t chunks = static_cast<size_t>((length + kChunk - 1) / kChunk);
+    install_bus_guard();
     std::vector<uint64_t> partial(chunks, 0);
+    std::vector<unsigned char> faulted(chunks, 0);
     ninodes::parallel_for(chunks, 1, [&](size_t begin, size_t end) {
       for (size_t c = begin; c < end; ++c) {
         const size_t lo = c * kChunk;
         const size_t hi = std::min<size_t>(static_cast<size_t>(length), lo + kChunk);
-        uint64_t sum = 0;
-        for (size_t i = lo; i < hi; ++i) sum += base[i];
-        partial[c] = sum;
+        if (!guarded_sum(base, lo, hi, 1, &partial[c])) faulted[c] = 1;
       }
     });
     uint64_t total = 0;
-    for (uint64_t p : partial) total += p;
+    for (size_t c = 0; c < chunks; ++c) {
+      if (faulted[c]) fail_bus("ioSumBytes");
+      total += partial[c];
+    }
     return Napi::Number::New(info.Env(), static_cast<double>(total));
   });
 }

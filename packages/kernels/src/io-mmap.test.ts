@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -48,6 +48,21 @@ describe('MappedFile', () => {
     expect(f.view(0, 0).byteLength).toBe(0);
     f.close();
     expect(() => MappedFile.open(join(dir, 'missing.bin'))).toThrow(expect.objectContaining({ code: 'FILE_NOT_FOUND' }));
+  });
+
+  it('native reads of a file truncated after mapping fail with MMAP_SIGBUS instead of killing the process', () => {
+    const victim = join(dir, 'victim.bin');
+    writeFileSync(victim, new Uint8Array(16 * 4096).fill(3));
+    const f = MappedFile.open(victim);
+    expect(f.sumBytes(0, f.byteLength)).toBe(3 * 16 * 4096);
+    truncateSync(victim, 100);
+    expect(() => f.verify()).toThrow(expect.objectContaining({ code: 'FILE_TRUNCATED' }));
+    expect(() => f.sumBytes(0, f.byteLength)).toThrow(expect.objectContaining({ code: 'MMAP_SIGBUS' }));
+    expect(() => f.touch(0, f.byteLength)).toThrow(expect.objectContaining({ code: 'MMAP_SIGBUS' }));
+    // Pages still backed by the file read fine, again and again.
+    expect(f.sumBytes(0, 100)).toBe(300);
+    expect(() => f.sumBytes(0, f.byteLength)).toThrow(expect.objectContaining({ code: 'MMAP_SIGBUS' }));
+    f.close();
   });
 
   it('exposes malloc_trim and the page size', () => {
