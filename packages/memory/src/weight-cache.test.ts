@@ -268,3 +268,53 @@ describe('WeightCache invariants (property)', () => {
     );
   });
 });
+
+describe('WeightCache async invariants (property)', () => {
+  it('concurrent async requests stay within budget, materialize each resident weight once, and add up', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat(3000),
+        fc.array(fc.nat(1500), { minLength: 6, maxLength: 6 }),
+        fc.array(fc.record({ weight: fc.nat(5), delay: fc.nat(3), hold: fc.nat(3), fail: fc.boolean() }), { minLength: 1, maxLength: 40 }),
+        async (budget, sizes, requests) => {
+          const cache = new WeightCache<string>({ budgets: { cpu: budget } });
+          cache.registerModel('m', sizes.map((bytes, i) => ({ key: `w${i}`, bytes })));
+          const tick = (n: number): Promise<void> => new Promise((r) => setTimeout(r, n));
+          const check = (): void => {
+            const s = cache.stats('cpu');
+            expect(s.residentBytes).toBeLessThanOrEqual(budget);
+            expect(cache.resident('cpu').reduce((a, r) => a + r.bytes, 0)).toBe(s.residentBytes);
+          };
+          const results = await Promise.allSettled(
+            requests.map(async (r, i) => {
+              await tick(i % 3);
+              const key = `w${r.weight}`;
+              const shouldFail = r.fail && i % 4 === 0;
+              const lease = await cache.acquireAsync('cpu', 'm', key, async () => {
+                await tick(r.delay);
+                if (shouldFail) throw new Error('materialize failed');
+                return key;
+              });
+              check();
+              expect(lease.value).toBe(key);
+              expect(lease.bytes).toBe(sizes[r.weight]);
+              await tick(r.hold);
+              lease.release();
+              check();
+            }),
+          );
+          const s = cache.stats('cpu');
+          const rejected = results.filter((x) => x.status === 'rejected');
+          for (const x of rejected) expect(String((x as PromiseRejectedResult).reason)).toContain('materialize failed');
+          expect(s.requests).toBe(requests.length);
+          expect(s.requests).toBe(s.hits + s.materializations + s.temporaries + s.failures);
+          expect(s.failures).toBe(rejected.length);
+          expect(s.pinnedBytes).toBe(0);
+          expect(s.temporaryBytes).toBe(0);
+          expect(s.bytesMaterialized - s.bytesEvicted).toBe(s.residentBytes);
+        },
+      ),
+      { numRuns: 60, seed: 99 },
+    );
+  });
+});
