@@ -1,0 +1,44 @@
+/**
+ * Raw read bandwidth through the system's own tools. Each run spawns the tool, so a sample includes
+ * process start (about a millisecond); suites should read files big enough for that to be noise.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { NinodesError } from '@ninodes/kernels';
+import type { Contender } from '../suite.js';
+
+/** Path of an executable on PATH, or undefined. */
+export function which(command: string): string | undefined {
+  const r = spawnSync('sh', ['-c', `command -v ${command}`], { encoding: 'utf8' });
+  const path = r.stdout.trim();
+  return r.status === 0 && path !== '' ? path : undefined;
+}
+
+function timedSpawn(command: string, args: readonly string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    const child = spawn(command, [...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const s = Number(process.hrtime.bigint() - t0) / 1e9;
+      if (code === 0) resolve(s);
+      else reject(new NinodesError('BENCH_PEER_FAILED', `${command} exited with ${String(code)}`, { value: args, where: command, hint: stderr.trim() }));
+    });
+  });
+}
+
+/** `cat file` with stdout to /dev/null. */
+export function catContender(file: string): Contender {
+  const cat = which('cat');
+  if (!cat) return { missing: 'cat not on PATH' };
+  // Through sh so stdout is /dev/null itself; piping it into node would measure the pipe instead.
+  return { time: () => timedSpawn('sh', ['-c', 'exec "$0" "$1" > /dev/null', cat, file]) };
+}
+
+/** `dd if=file of=/dev/null bs=blockSize`. */
+export function ddContender(file: string, blockSize = '16M'): Contender {
+  const dd = which('dd');
+  if (!dd) return { missing: 'dd not on PATH' };
+  return { time: () => timedSpawn(dd, [`if=${file}`, 'of=/dev/null', `bs=${blockSize}`, 'status=none']) };
+}
