@@ -35,6 +35,13 @@ function select(cases: readonly CaseResult[], names: readonly string[] | undefin
   return cases.filter((c) => !c.error && (!names || names.includes(c.case)));
 }
 
+/** "ours" always first and always the same dark colour, so it stands out against bounds and peers. */
+function contenderScale(rows: readonly Row[]): { domain: string[]; range: string[] } {
+  const names = [...new Set(rows.map((r) => String(r.contender)))].sort((a, b) => (a === 'ours' ? -1 : b === 'ours' ? 1 : a.localeCompare(b)));
+  const palette = ['#1b4f9c', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#b07aa1', '#edc948', '#9c755f', '#bab0ac'];
+  return { domain: names, range: names.map((_, i) => palette[i % palette.length] as string) };
+}
+
 function throughputCharts(idBase: string, req: Extract<ChartRequest, { kind: 'throughput' }>, cases: CaseResult[]): BuiltChart[] {
   const out: BuiltChart[] = [];
   for (const unit of ['GFLOP/s', 'GB/s'] as const) {
@@ -59,9 +66,9 @@ function throughputCharts(idBase: string, req: Extract<ChartRequest, { kind: 'th
         mark: { type: 'bar', tooltip: true },
         encoding: {
           y: { field: 'instance', type: 'nominal', title: null, sort: null },
-          yOffset: { field: 'contender', type: 'nominal' },
+          yOffset: { field: 'contender', type: 'nominal', sort: contenderScale(rows).domain },
           x: { field: 'value', type: 'quantitative', title: unit },
-          color: { field: 'contender', type: 'nominal', title: 'who' },
+          color: { field: 'contender', type: 'nominal', title: 'who', scale: contenderScale(rows) },
         },
       },
     });
@@ -123,7 +130,7 @@ function xyChart(id: string, title: string, yTitle: string, rows: Row[], hasColo
         width: WIDTH,
         data: { values: rows },
         layer: [
-          { mark: { type: 'bar', tooltip: true }, encoding: { x, y: { field: 'y', type: 'quantitative', title: yTitle }, ...offset, ...color } },
+          { mark: { type: 'bar', tooltip: true }, encoding: { x, y: { field: 'y', type: 'quantitative', title: yTitle, axis: { format: '.3~g' } }, ...offset, ...color } },
           ...(whiskers ? [{ mark: { type: 'rule' as const, color: 'black' }, encoding: { x, y: { field: 'lo', type: 'quantitative' as const }, y2: { field: 'hi' }, ...offset } }] : []),
         ],
       } as TopLevelSpec,
@@ -136,9 +143,9 @@ function timeChart(id: string, req: Extract<ChartRequest, { kind: 'time' }>, cas
   for (const c of cases) {
     const s = c.contenders[0]?.stats;
     if (!s || s.median === null) continue;
-    rows.push({ x: paramField(c, req.x), color: req.color ? paramField(c, req.color) : '', y: s.median, lo: s.min ?? s.median, hi: s.max ?? s.median });
+    rows.push({ x: paramField(c, req.x), color: req.color ? paramField(c, req.color) : '', y: s.median, lo: s.q25 ?? s.median, hi: s.q75 ?? s.median });
   }
-  return xyChart(id, `${req.title} (median seconds, min-max)`, 'seconds per run', rows, req.color !== undefined, true);
+  return xyChart(id, `${req.title} (median seconds, whiskers: quartiles)`, 'seconds per run', rows, req.color !== undefined, true);
 }
 
 function metricChart(id: string, req: Extract<ChartRequest, { kind: 'metric' }>, cases: CaseResult[]): BuiltChart[] {
@@ -148,9 +155,11 @@ function metricChart(id: string, req: Extract<ChartRequest, { kind: 'metric' }>,
     const m = c.metrics[req.metric];
     if (!m) continue;
     unit = m.unit;
-    rows.push({ x: paramField(c, req.x), color: req.color ? paramField(c, req.color) : '', y: m.value });
+    // Bytes are charted in MiB: nobody reads 100,000,000 on an axis.
+    rows.push({ x: paramField(c, req.x), color: req.color ? paramField(c, req.color) : '', y: m.unit === 'bytes' ? m.value / 2 ** 20 : m.value });
   }
-  return xyChart(id, req.title, unit ? `${req.metric} (${unit})` : req.metric, rows, req.color !== undefined, false);
+  const shown = unit === 'bytes' ? 'MiB' : unit;
+  return xyChart(id, req.title, shown ? `${req.metric} (${shown})` : req.metric, rows, req.color !== undefined, false);
 }
 
 /** The charts a suite gets when it names none: throughput or time, ratios, one per metric. */

@@ -20,7 +20,7 @@ export function formatNumber(v: number | null | undefined, unit = ''): string {
     return `${x.toFixed(i ? 2 : 0)} ${units[i]}`;
   }
   const abs = Math.abs(v);
-  const text = abs !== 0 && (abs < 1e-3 || abs >= 1e6) ? v.toExponential(3) : Number(v.toPrecision(4)).toString();
+  const text = abs !== 0 && (abs < 1e-3 || abs >= 1e6) ? Number(v.toPrecision(4)).toExponential() : Number(v.toPrecision(4)).toString();
   return unit ? `${text} ${unit}` : text;
 }
 

@@ -11,6 +11,8 @@ export const StatsSchema = z.object({
   max: nullableNum,
   mean: nullableNum,
   mad: nullableNum,
+  q25: nullableNum,
+  q75: nullableNum,
   iqr: nullableNum,
   spread: nullableNum,
 });

@@ -8,7 +8,7 @@ import { evaluateTargets, paramsMatch } from './targets.js';
 /** Stats as JSON can carry them: non-finite numbers (empty samples, division by 0) become null. */
 function jsonStats(s: Stats): ContenderResult['stats'] & object {
   const f = (v: number) => (Number.isFinite(v) ? v : null);
-  return { n: s.n, median: f(s.median), min: f(s.min), max: f(s.max), mean: f(s.mean), mad: f(s.mad), iqr: f(s.iqr), spread: f(s.spread) };
+  return { n: s.n, median: f(s.median), min: f(s.min), max: f(s.max), mean: f(s.mean), mad: f(s.mad), q25: f(s.q25), q75: f(s.q75), iqr: f(s.iqr), spread: f(s.spread) };
 }
 
 export function caseKey(name: string, params: Params): string {

@@ -10,7 +10,10 @@ export interface Stats {
   mean: number;
   /** Median absolute deviation from the median (unscaled). */
   mad: number;
-  /** Interquartile range, q75 - q25 (linear interpolation between order statistics). */
+  /** Quartiles (linear interpolation between order statistics). */
+  q25: number;
+  q75: number;
+  /** Interquartile range, q75 - q25. */
   iqr: number;
   /** Relative spread: IQR / median (0 when the median is 0). The noise figure `--compare` uses. */
   spread: number;
@@ -35,11 +38,13 @@ export function summarize(values: readonly number[]): Stats {
   const sorted = [...values].sort((a, b) => a - b);
   const n = sorted.length;
   if (n === 0) {
-    return { n: 0, median: Number.NaN, min: Number.NaN, max: Number.NaN, mean: Number.NaN, mad: Number.NaN, iqr: Number.NaN, spread: Number.NaN };
+    return { n: 0, median: Number.NaN, min: Number.NaN, max: Number.NaN, mean: Number.NaN, mad: Number.NaN, q25: Number.NaN, q75: Number.NaN, iqr: Number.NaN, spread: Number.NaN };
   }
   const med = quantileSorted(sorted, 0.5);
   const mad = median(sorted.map((v) => Math.abs(v - med)));
-  const iqr = quantileSorted(sorted, 0.75) - quantileSorted(sorted, 0.25);
+  const q25 = quantileSorted(sorted, 0.25);
+  const q75 = quantileSorted(sorted, 0.75);
+  const iqr = q75 - q25;
   let sum = 0;
   for (const v of sorted) sum += v;
   return {
@@ -49,6 +54,8 @@ export function summarize(values: readonly number[]): Stats {
     max: sorted[n - 1] as number,
     mean: sum / n,
     mad,
+    q25,
+    q75,
     iqr,
     spread: med === 0 ? 0 : iqr / Math.abs(med),
   };
