@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
+import { dirname, join } from 'node:path';
 import { buildInfo } from '@ninodes/kernels';
 import { gnuTimeAvailable } from './peak-memory.js';
 import type { PythonPeer } from './peers/python-peer.js';
@@ -31,10 +32,20 @@ function gitCommit(): { commit: string | null; dirty: boolean | null } {
   return { commit: head.stdout.trim(), dirty: status.status === 0 ? status.stdout.trim() !== '' : null };
 }
 
+/** Version of the installed @ninodes/kernels (which carries the addon), from its package.json on disk. */
 function kernelsVersion(): string | null {
   try {
-    const require = createRequire(import.meta.url);
-    return (require('@ninodes/kernels/package.json') as { version: string }).version;
+    let dir = dirname(createRequire(import.meta.url).resolve('@ninodes/kernels'));
+    for (;;) {
+      const file = join(dir, 'package.json');
+      if (existsSync(file)) {
+        const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
+        if (pkg.name === '@ninodes/kernels') return pkg.version ?? null;
+      }
+      const up = dirname(dir);
+      if (up === dir) return null;
+      dir = up;
+    }
   } catch {
     return null;
   }
