@@ -45,6 +45,7 @@ export async function runBench(options: BenchOptions): Promise<BenchOutcome> {
     env = await captureEnv(python);
     const ctx: CaseContext = {
       quick: options.quick,
+      threads: env.addon.ok ? env.addon.threads : env.cpu.availableParallelism,
       tmpDir,
       peakMemory: measurePeakMemory,
       peers: {

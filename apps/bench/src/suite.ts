@@ -67,6 +67,8 @@ export interface Target {
 /** Handed to `BenchCase.setup`. */
 export interface CaseContext {
   quick: boolean;
+  /** Intra-op threads ours runs on (the addon's pool); give peers the same count. */
+  threads: number;
   /** Scratch directory for this run (removed afterwards); write test files here. */
   tmpDir: string;
   peers: Peers;
