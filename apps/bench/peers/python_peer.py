@@ -5,7 +5,7 @@ Protocol: one JSON object per line on stdin, one JSON reply per line on stdout.
   {"op": "probe"}                                   -> {"ok": true, "libs": {"torch": "2.x" | null, ...}, "python": "3.x"}
   {"op": "setup", "id": "j1", "kind": "torch.linear", "params": {...}}
                                                     -> {"ok": true} | {"ok": false, "missing": "why"} | {"ok": false, "error": "why"}
-  {"op": "run", "id": "j1"}                         -> {"ok": true, "seconds": 0.0123}
+  {"op": "run", "id": "j1", "reps": 1}              -> {"ok": true, "seconds": 0.0123}   (total of reps runs)
   {"op": "free", "id": "j1"}                        -> {"ok": true}
 A library that cannot be imported is reported as missing; nothing is ever substituted for it.
 """
@@ -136,8 +136,10 @@ def handle(msg, jobs):
         run = jobs.get(msg.get("id"))
         if run is None:
             return {"ok": False, "error": f"no job {msg.get('id')!r}"}
+        reps = max(1, int(msg.get("reps", 1)))
         t0 = time.perf_counter()
-        run()
+        for _ in range(reps):
+            run()
         return {"ok": True, "seconds": time.perf_counter() - t0}
     if op == "free":
         jobs.pop(msg.get("id"), None)

@@ -13,7 +13,7 @@ describe('measureInterleaved', () => {
     const clock = fakeClock();
     const a = { run: () => void clock.advance(3_000_000) };
     const b = { run: () => void clock.advance(1_500_000) };
-    const m = await measureInterleaved([a, b], { now: clock.now, budget: { warmup: 2, minRuns: 5, maxRuns: 5, seconds: 0 } });
+    const m = await measureInterleaved([a, b], { now: clock.now, budget: { warmup: 2, minRuns: 5, maxRuns: 5, seconds: 0, inner: 1 } });
     expect(m.samples[0]).toEqual([0.003, 0.003, 0.003, 0.003, 0.003]);
     expect(m.samples[1]).toEqual([0.0015, 0.0015, 0.0015, 0.0015, 0.0015]);
     expect(pairRatios(m.samples[0] as number[], m.samples[1] as number[])).toEqual([2, 2, 2, 2, 2]);
@@ -22,7 +22,7 @@ describe('measureInterleaved', () => {
   it('rotates the order within each round so no side always goes first', async () => {
     const calls: string[] = [];
     const sides = ['a', 'b', 'c'].map((name) => ({ run: () => void calls.push(name) }));
-    await measureInterleaved(sides, { budget: { warmup: 0, minRuns: 3, maxRuns: 3, seconds: 0 } });
+    await measureInterleaved(sides, { budget: { warmup: 0, minRuns: 3, maxRuns: 3, seconds: 0, inner: 1 } });
     expect(calls).toEqual(['a', 'b', 'c', 'b', 'c', 'a', 'c', 'a', 'b']);
   });
 
@@ -33,7 +33,7 @@ describe('measureInterleaved', () => {
         let calls = 0;
         const side = { run: () => void (calls++, clock.advance(10_000_000)) };
         const maxRuns = minRuns + extra;
-        const m = await measureInterleaved([side], { now: clock.now, budget: { warmup, minRuns, maxRuns, seconds } });
+        const m = await measureInterleaved([side], { now: clock.now, budget: { warmup, minRuns, maxRuns, seconds, inner: 1 } });
         const n = (m.samples[0] as number[]).length;
         expect(n).toBeGreaterThanOrEqual(minRuns);
         expect(n).toBeLessThanOrEqual(maxRuns);
@@ -47,12 +47,25 @@ describe('measureInterleaved', () => {
   it('awaits async runs inside the timing and accepts self-timed sides', async () => {
     const clock = fakeClock();
     const asyncSide = { run: async () => { await Promise.resolve(); clock.advance(2_000_000); } };
-    const selfTimed = { time: async () => 0.004 };
-    const m = await measureInterleaved([asyncSide, selfTimed], { now: clock.now, budget: { warmup: 0, minRuns: 2, maxRuns: 2, seconds: 0 } });
+    const selfTimed = { time: async (runs: number) => 0.004 * runs };
+    const m = await measureInterleaved([asyncSide, selfTimed], { now: clock.now, budget: { warmup: 0, minRuns: 2, maxRuns: 2, seconds: 0, inner: 1 } });
     expect(m.samples).toEqual([[0.002, 0.002], [0.004, 0.004]]);
   });
 
+  it('inner runs: a sample is the mean of that many back-to-back runs, for both kinds of side', async () => {
+    const clock = fakeClock();
+    let calls = 0;
+    const costs = [1_000_000, 3_000_000];
+    const inProcess = { run: () => void clock.advance(costs[calls++ % 2] as number) };
+    const asked: number[] = [];
+    const selfTimed = { time: async (runs: number) => (asked.push(runs), 0.01 * runs) };
+    const m = await measureInterleaved([inProcess, selfTimed], { now: clock.now, budget: { warmup: 1, minRuns: 3, maxRuns: 3, seconds: 0, inner: 4 } });
+    expect(calls).toBe(16);
+    expect(asked).toEqual([4, 4, 4, 4]);
+    expect(m.samples).toEqual([[0.002, 0.002, 0.002], [0.01, 0.01, 0.01]]);
+  });
+
   it('rejects a self-timed side that reports a nonsense time', async () => {
-    await expect(measureInterleaved([{ time: async () => Number.NaN }], { budget: { warmup: 0, minRuns: 1, maxRuns: 1, seconds: 0 } })).rejects.toThrow(/reported NaN/);
+    await expect(measureInterleaved([{ time: async () => Number.NaN }], { budget: { warmup: 0, minRuns: 1, maxRuns: 1, seconds: 0, inner: 1 } })).rejects.toThrow(/reported NaN/);
   });
 });

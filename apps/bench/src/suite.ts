@@ -20,12 +20,12 @@ export interface Work {
 /**
  * Something timed against "ours" in the same rounds. Exactly one of:
  * - `run`: an in-process function; the harness times it (awaits a returned promise).
- * - `time`: a self-timed run (a peer process); resolves to the seconds one run took.
+ * - `time`: self-timed runs (a peer process): does `runs` back-to-back runs, resolves to their total seconds.
  * - `missing`: the peer is not on this machine; recorded as missing, never replaced.
  */
 export type Contender =
   | { run: () => unknown; dispose?: () => void | Promise<void> }
-  | { time: () => Promise<number>; dispose?: () => void | Promise<void> }
+  | { time: (runs: number) => Promise<number>; dispose?: () => void | Promise<void> }
   | { missing: string };
 
 /** Kind of a contender, for the report: a physical bound, an alternative of ours, or a peer library. */
@@ -144,7 +144,9 @@ export interface Budget {
   maxRuns: number;
   /** Stop after this many seconds of timed rounds once `minRuns` is reached. */
   seconds: number;
+  /** Back-to-back runs per sample (a sample is their mean), for ops too short to time one by one. */
+  inner: number;
 }
 
-export const FULL_BUDGET: Budget = { warmup: 3, minRuns: 7, maxRuns: 1000, seconds: 3 };
-export const QUICK_BUDGET: Budget = { warmup: 1, minRuns: 3, maxRuns: 50, seconds: 0.3 };
+export const FULL_BUDGET: Budget = { warmup: 3, minRuns: 7, maxRuns: 1000, seconds: 3, inner: 1 };
+export const QUICK_BUDGET: Budget = { warmup: 1, minRuns: 3, maxRuns: 50, seconds: 0.3, inner: 1 };

@@ -48,7 +48,7 @@ describe('python peer', () => {
         return;
       }
       if (!('time' in c)) throw new Error(`expected a timed contender, got ${JSON.stringify(c)}`);
-      const s = await c.time();
+      const s = await c.time(1);
       expect(s).toBeGreaterThan(0);
       expect(s).toBeLessThan(60);
       await c.dispose?.();
@@ -66,10 +66,10 @@ describe('python peer', () => {
         return;
       }
       if (!('time' in c)) throw new Error(`expected a timed contender, got ${JSON.stringify(c)}`);
-      expect(await c.time()).toBeGreaterThan(0);
+      expect(await c.time(1)).toBeGreaterThan(0);
       // A corrupt file must surface as a failed run, not a time.
       writeFileSync(file, Buffer.from('not a safetensors file'));
-      await expect(c.time()).rejects.toMatchObject({ code: 'BENCH_PEER_FAILED' });
+      await expect(c.time(1)).rejects.toMatchObject({ code: 'BENCH_PEER_FAILED' });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -97,14 +97,14 @@ describe('shell and memcpy peers', () => {
   it('cat and dd time a read of the file', async () => {
     for (const c of [catContender(file), ddContender(file, '64K')]) {
       if (!('time' in c)) throw new Error('cat and dd are part of coreutils and must be present');
-      expect(await c.time()).toBeGreaterThan(0);
+      expect(await c.time(1)).toBeGreaterThan(0);
     }
   });
 
   it('a missing file is a failure of the peer, not a time', async () => {
     const c = catContender(join(dir, 'absent.bin'));
     if (!('time' in c)) throw new Error('cat must be present');
-    await expect(c.time()).rejects.toMatchObject({ code: 'BENCH_PEER_FAILED' });
+    await expect(c.time(1)).rejects.toMatchObject({ code: 'BENCH_PEER_FAILED' });
   });
 
   it('memcpy copies half the counted bytes each way', () => {

@@ -104,8 +104,8 @@ export class PythonPeer {
     if (r.missing !== undefined) return { missing: r.missing };
     if (!r.ok) throw new NinodesError('BENCH_PEER_FAILED', `python peer could not set up ${kind}: ${r.error ?? '?'}`, { value: params, where: kind });
     return {
-      time: async () => {
-        const run = await this.request({ op: 'run', id });
+      time: async (runs) => {
+        const run = await this.request({ op: 'run', id, reps: runs });
         if (!run.ok || run.seconds === undefined) throw new NinodesError('BENCH_PEER_FAILED', `python peer run of ${kind} failed: ${run.error ?? '?'}`, { value: params, where: kind });
         return run.seconds;
       },

@@ -28,17 +28,23 @@ function timedSpawn(command: string, args: readonly string[]): Promise<number> {
   });
 }
 
+async function repeat(runs: number, once: () => Promise<number>): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < runs; i++) total += await once();
+  return total;
+}
+
 /** `cat file` with stdout to /dev/null. */
 export function catContender(file: string): Contender {
   const cat = which('cat');
   if (!cat) return { missing: 'cat not on PATH' };
   // Through sh so stdout is /dev/null itself; piping it into node would measure the pipe instead.
-  return { time: () => timedSpawn('sh', ['-c', 'exec "$0" "$1" > /dev/null', cat, file]) };
+  return { time: (runs) => repeat(runs, () => timedSpawn('sh', ['-c', 'exec "$0" "$1" > /dev/null', cat, file])) };
 }
 
 /** `dd if=file of=/dev/null bs=blockSize`. */
 export function ddContender(file: string, blockSize = '16M'): Contender {
   const dd = which('dd');
   if (!dd) return { missing: 'dd not on PATH' };
-  return { time: () => timedSpawn(dd, [`if=${file}`, 'of=/dev/null', `bs=${blockSize}`, 'status=none']) };
+  return { time: (runs) => repeat(runs, () => timedSpawn(dd, [`if=${file}`, 'of=/dev/null', `bs=${blockSize}`, 'status=none'])) };
 }
