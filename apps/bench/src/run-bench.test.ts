@@ -68,6 +68,7 @@ const testSuite: Suite = {
             memcpy: { kind: 'bound', contender: ctx.peers.memcpy((p.n as number) * 8) },
             reduce: { kind: 'baseline', contender: { run: () => a.reduce((x, y) => x + y, 0) } },
             absent: { kind: 'peer', contender: { missing: 'test: this peer is never installed' } },
+            crashing: { kind: 'peer', contender: { time: async () => Promise.reject(new NinodesError('TEST_PEER_CRASH', 'peer crashed')) } },
             torch: { kind: 'peer', contender: await ctx.peers.python('torch.linear', { m: 8, n: 8, k: 8, threads: 1 }) },
           },
           metrics: () => ({ abs_error: { value: Math.abs(naiveSum(a) - compensatedSum(a)), unit: 'abs', better: 'lower' } }),
@@ -154,6 +155,8 @@ describe('runBench with a test-only suite', () => {
         const ratios = (ours?.samples ?? []).map((s, i) => s / (k.samples[i] as number));
         expect(c.ratios.find((r) => r.against === k.name)?.timeRatio.median).toBeCloseTo(sortedMedian(ratios), 12);
       }
+      expect(c.contenders.find((k) => k.name === 'crashing')).toMatchObject({ status: 'failed', reason: 'TEST_PEER_CRASH: peer crashed', samples: [] });
+      expect(c.ratios.map((r) => r.against)).not.toContain('crashing');
       expect(c.contenders.find((k) => k.name === 'absent')).toMatchObject({ status: 'missing', reason: 'test: this peer is never installed', samples: [] });
       expect(c.contenders.find((k) => k.name === 'torch')?.status).toBe(results.env.peers.torch?.available ? 'ok' : 'missing');
       expect(c.metrics.abs_error?.value).toBe(Math.abs(naiveSum(lcgArray(n)) - compensatedSum(lcgArray(n))));

@@ -30,6 +30,15 @@ function message(e: unknown): string {
   return typeof code === 'string' ? `${code}: ${e.message}` : e.message;
 }
 
+async function trial(side: Timed): Promise<void> {
+  if ('time' in side) {
+    await side.time(1);
+    return;
+  }
+  const out = side.run();
+  if (out !== null && typeof out === 'object' && typeof (out as { then?: unknown }).then === 'function') await out;
+}
+
 async function disposeAll(fns: Array<(() => void | Promise<void>) | undefined>): Promise<void> {
   for (const fn of fns) {
     try {
@@ -52,7 +61,18 @@ export async function runCase(suite: Suite, bench: BenchCase, params: Params, ct
     disposers.push(instance.dispose);
     const entries: Array<{ name: string; kind: ContenderKind; contender: Contender }> = Object.entries(instance.against ?? {}).map(([name, a]) => ({ name, ...a }));
     for (const e of entries) if (!('missing' in e.contender)) disposers.unshift(e.contender.dispose);
-    const timed = entries.filter((e) => !('missing' in e.contender));
+    // One trial run per contender: one that throws is recorded as failed and left out of the rounds,
+    // so a broken peer cannot take ours down with it (ours throwing fails the case).
+    const failed = new Map<string, string>();
+    for (const e of entries) {
+      if ('missing' in e.contender) continue;
+      try {
+        await trial(e.contender as Timed);
+      } catch (error) {
+        failed.set(e.name, message(error));
+      }
+    }
+    const timed = entries.filter((e) => !('missing' in e.contender) && !failed.has(e.name));
     const sides: Timed[] = [{ run: instance.run }, ...timed.map((e) => e.contender as Timed)];
     const { samples } = await measureInterleaved(sides, { budget: { ...budget, ...bench.budget } });
     const oursSamples = samples[0] as number[];
@@ -63,6 +83,11 @@ export async function runCase(suite: Suite, bench: BenchCase, params: Params, ct
     for (const e of entries) {
       if ('missing' in e.contender) {
         contenders.push({ name: e.name, kind: e.kind, status: 'missing', reason: e.contender.missing, samples: [], stats: null, throughput: [] });
+        continue;
+      }
+      const why = failed.get(e.name);
+      if (why !== undefined) {
+        contenders.push({ name: e.name, kind: e.kind, status: 'failed', reason: why, samples: [], stats: null, throughput: [] });
         continue;
       }
       const s = samples[1 + timed.indexOf(e)] as number[];
