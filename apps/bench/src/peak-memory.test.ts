@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gnuTimeAvailable, measurePeakMemory, parseGnuTimeMaxRss, parseVmHwm, type PeakMethod } from './peak-memory.js';
+import { gnuTimeAvailable, measurePeakMemory, measureScriptPeakMemory, parseGnuTimeMaxRss, parseVmHwm, type PeakMethod } from './peak-memory.js';
 
 const MiB = 1024 * 1024;
 /** A node child that allocates and touches `mib` MiB outside the JS heap, then holds it briefly. */
@@ -25,6 +25,17 @@ describe('measurePeakMemory', () => {
       expect(delta).toBeLessThan(230);
     });
   }
+
+  it('a module script can import the packages and its own allocation shows in its peak', async () => {
+    const script = (mib: number) =>
+      `import { buildInfo } from '@ninodes/kernels';\nconst b = Buffer.alloc(${mib} << 20, 1);\nconsole.log(buildInfo().onednn, b[0]);`;
+    const small = await measureScriptPeakMemory(script(1));
+    const big = await measureScriptPeakMemory(script(129));
+    expect(big.stdout.trim()).toMatch(/^\d+\.\d+\.\d+ 1$/);
+    const delta = (big.peakBytes - small.peakBytes) / MiB;
+    expect(delta).toBeGreaterThan(120);
+    expect(delta).toBeLessThan(150);
+  });
 
   it('a failing child is an error with its exit code, not a number', async () => {
     await expect(measurePeakMemory(process.execPath, ['-e', 'process.exit(3)'])).rejects.toMatchObject({ code: 'BENCH_CHILD_FAILED', value: 3 });

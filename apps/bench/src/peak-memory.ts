@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { readFile, rm } from 'node:fs/promises';
 import { NinodesError } from '@ninodes/kernels';
+import { benchRoot } from './package-root.js';
 
 export type PeakMethod = 'gnu-time' | 'proc-vmhwm';
 
@@ -27,6 +28,15 @@ export interface PeakMemoryOptions {
 }
 
 export type PeakMemory = (command: string, args: readonly string[], options?: PeakMemoryOptions) => Promise<PeakMemoryResult>;
+
+/**
+ * Peak memory of a fresh Node process running `source` as an ES module. It resolves imports from
+ * apps/bench, so it can `import { ... } from '@ninodes/models'` and do one model step: the
+ * whole-process peak of exactly that work, with nothing of the bench process in it.
+ */
+export function measureScriptPeakMemory(source: string, options: Omit<PeakMemoryOptions, 'cwd'> = {}): Promise<PeakMemoryResult> {
+  return measurePeakMemory(process.execPath, ['--input-type=module', '--eval', source], { ...options, cwd: benchRoot() });
+}
 
 const GNU_TIME = '/usr/bin/time';
 

@@ -84,7 +84,7 @@ const testSuite: Suite = {
         return {
           run: async () => naiveSum(lcgArray(2000)),
           metrics: async () => {
-            const r = await ctx.peakMemory(process.execPath, ['-e', `Buffer.alloc(${mib} << 20, 1)`]);
+            const r = await ctx.peakMemoryOfScript(`import { buildInfo } from '@ninodes/kernels';\nbuildInfo();\nBuffer.alloc(${mib} << 20, 1);`);
             return { peak_rss: { value: r.peakBytes, unit: 'bytes', better: 'lower' } };
           },
         };

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { buildCharts, defaultCharts, renderCharts, type RenderedChart } from './charts.js';
 import { applyBaseline, loadBaseline } from './compare.js';
 import { captureEnv } from './env.js';
-import { measurePeakMemory } from './peak-memory.js';
+import { measurePeakMemory, measureScriptPeakMemory } from './peak-memory.js';
 import { catContender, ddContender } from './peers/shell-peers.js';
 import { memcpyContender } from './peers/memcpy-peer.js';
 import { PythonPeer } from './peers/python-peer.js';
@@ -48,6 +48,7 @@ export async function runBench(options: BenchOptions): Promise<BenchOutcome> {
       threads: env.addon.ok ? env.addon.threads : env.cpu.availableParallelism,
       tmpDir,
       peakMemory: measurePeakMemory,
+      peakMemoryOfScript: (source) => measureScriptPeakMemory(source),
       peers: {
         python: (kind, params) => python.job(kind, params),
         memcpy: (bytes) => memcpyContender(bytes),

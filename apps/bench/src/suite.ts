@@ -3,7 +3,7 @@
  * in `src/suites/index.ts`. It calls the packages' public APIs only; the harness does warm-up,
  * repetition, interleaving, statistics, environment capture and the three outputs.
  */
-import type { PeakMemory } from './peak-memory.js';
+import type { PeakMemory, PeakMemoryResult } from './peak-memory.js';
 
 /** Parameter values of one case instance; they label results and chart axes. */
 export type ParamValue = string | number | boolean;
@@ -74,6 +74,8 @@ export interface CaseContext {
   peers: Peers;
   /** Peak memory of a separate child process, measured by the OS. */
   peakMemory: PeakMemory;
+  /** Peak memory of a fresh Node process running an ES module source that imports @ninodes/* packages. */
+  peakMemoryOfScript: (source: string) => Promise<PeakMemoryResult>;
 }
 
 /** Peer contenders. Each resolves to `{ missing }` when the peer is not on this machine. */

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CaseContext } from '../suite.js';
-import { measurePeakMemory } from '../peak-memory.js';
+import { measurePeakMemory, measureScriptPeakMemory } from '../peak-memory.js';
 import { memcpyContender } from './memcpy-peer.js';
 import { attentionContenders, attentionWork, intMmContenders, intMmWork, linearContenders, linearWork } from './op-peers.js';
 import { PythonPeer } from './python-peer.js';
@@ -38,6 +38,7 @@ describe('op contenders', () => {
     threads: 1,
     tmpDir: '/tmp',
     peakMemory: measurePeakMemory,
+    peakMemoryOfScript: measureScriptPeakMemory,
     peers: {
       python: (kind, params) => python.job(kind, params),
       memcpy: memcpyContender,
