@@ -80,6 +80,12 @@ describe('python peer', () => {
     await expect(peer.job('torch.nope', {})).rejects.toMatchObject({ code: 'BENCH_PEER_FAILED' });
   });
 
+  it('a python that starts but cannot run the peer is a failure, not a missing peer', async () => {
+    if (!hasPython) return;
+    const broken = new PythonPeer(process.execPath); // node cannot run a .py file: it exits with an error
+    await expect(broken.job('torch.linear', { m: 1, n: 1, k: 1 })).rejects.toMatchObject({ code: 'BENCH_PEER_FAILED' });
+  });
+
   it('a python that does not exist makes every job missing', async () => {
     const absent = new PythonPeer('/nonexistent/python3');
     const c = await absent.job('torch.linear', { m: 1, n: 1, k: 1 });

@@ -55,6 +55,8 @@ export class PythonPeer {
       for (const p of this.pending.splice(0)) p.reject(e);
     });
     child.stderr.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4000)));
+    // A write to a peer that already died fails with EPIPE; the exit handler reports why it died.
+    child.stdin.on('error', () => undefined);
     createInterface({ input: child.stdout }).on('line', (line) => {
       const p = this.pending.shift();
       if (!p) return;
@@ -99,7 +101,9 @@ export class PythonPeer {
     try {
       r = await this.request({ op: 'setup', id, kind, params });
     } catch (e) {
-      return { missing: `python peer unavailable: ${e instanceof Error ? e.message : String(e)}` };
+      // No python at all is a missing peer; a python that starts and then dies is a broken one.
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { missing: `${this.python} not found` };
+      throw new NinodesError('BENCH_PEER_FAILED', `python peer failed: ${e instanceof Error ? e.message : String(e)}`, { value: kind, where: 'peers/python_peer.py', cause: e });
     }
     if (r.missing !== undefined) return { missing: r.missing };
     if (!r.ok) throw new NinodesError('BENCH_PEER_FAILED', `python peer could not set up ${kind}: ${r.error ?? '?'}`, { value: params, where: kind });
