@@ -6,7 +6,7 @@ import { buildCharts, defaultCharts, renderCharts, type RenderedChart } from './
 import { applyBaseline, loadBaseline } from './compare.js';
 import { captureEnv } from './env.js';
 import { measurePeakMemory, measureScriptPeakMemory } from './peak-memory.js';
-import { catContender, ddContender } from './peers/shell-peers.js';
+import { catContender, ddContender, dropFileCache } from './peers/shell-peers.js';
 import { memcpyContender } from './peers/memcpy-peer.js';
 import { PythonPeer } from './peers/python-peer.js';
 import { renderReport } from './report-html.js';
@@ -47,6 +47,7 @@ export async function runBench(options: BenchOptions): Promise<BenchOutcome> {
       quick: options.quick,
       threads: env.addon.ok ? env.addon.threads : env.cpu.availableParallelism,
       tmpDir,
+      dropFileCache,
       peakMemory: measurePeakMemory,
       peakMemoryOfScript: (source) => measureScriptPeakMemory(source),
       peers: {

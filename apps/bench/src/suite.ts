@@ -74,6 +74,8 @@ export interface CaseContext {
   peers: Peers;
   /** Peak memory of a separate child process, measured by the OS. */
   peakMemory: PeakMemory;
+  /** Evicts a file from the page cache so the next read is cold (GNU dd iflag=nocache). */
+  dropFileCache: (file: string) => Promise<void>;
   /** Peak memory of a fresh Node process running an ES module source that imports @ninodes/* packages. */
   peakMemoryOfScript: (source: string) => Promise<PeakMemoryResult>;
 }

@@ -37,6 +37,7 @@ describe('op contenders', () => {
     quick: true,
     threads: 1,
     tmpDir: '/tmp',
+    dropFileCache: async () => undefined,
     peakMemory: measurePeakMemory,
     peakMemoryOfScript: measureScriptPeakMemory,
     peers: {

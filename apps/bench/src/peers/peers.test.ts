@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { memcpyContender } from './memcpy-peer.js';
 import { PythonPeer } from './python-peer.js';
-import { catContender, ddContender } from './shell-peers.js';
+import { catContender, ddContender, dropFileCache, which } from './shell-peers.js';
 
 const imports = new Map<string, boolean>();
 /** Independent of the peer: does a fresh python3 import the module? */
@@ -105,6 +105,15 @@ describe('shell and memcpy peers', () => {
       if (!('time' in c)) throw new Error('cat and dd are part of coreutils and must be present');
       expect(await c.time(1)).toBeGreaterThan(0);
     }
+  });
+
+  it('dropFileCache evicts the file from the page cache (checked with fincore)', async () => {
+    const fs = spawnSync('stat', ['-f', '-c', '%T', dir], { encoding: 'utf8' }).stdout.trim();
+    const resident = () => Number(spawnSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], { encoding: 'utf8' }).stdout.trim());
+    spawnSync('cat', [file]);
+    await dropFileCache(file);
+    if (which('fincore') && fs !== 'tmpfs') expect(resident()).toBe(0);
+    await expect(dropFileCache(join(dir, 'absent.bin'))).rejects.toMatchObject({ code: 'BENCH_CACHE_DROP_FAILED' });
   });
 
   it('a missing file is a failure of the peer, not a time', async () => {

@@ -3,6 +3,7 @@
  * process start (about a millisecond); suites should read files big enough for that to be noise.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { open } from 'node:fs/promises';
 import { NinodesError } from '@ninodes/kernels';
 import type { Contender } from '../suite.js';
 
@@ -47,4 +48,26 @@ export function ddContender(file: string, blockSize = '16M'): Contender {
   const dd = which('dd');
   if (!dd) return { missing: 'dd not on PATH' };
   return { time: (runs) => repeat(runs, () => timedSpawn(dd, [`if=${file}`, 'of=/dev/null', `bs=${blockSize}`, 'status=none'])) };
+}
+
+/**
+ * Evicts `file` from the page cache (GNU dd `iflag=nocache count=0` = posix_fadvise DONTNEED over the
+ * whole file, after writing back its dirty pages), so the next read comes from the disk: cold-read benchmarks without root. Files on
+ * tmpfs cannot be evicted; callers that need cold reads should keep test files on a real disk.
+ */
+export async function dropFileCache(file: string): Promise<void> {
+  const dd = which('dd');
+  if (!dd) throw new NinodesError('BENCH_CACHE_DROP_FAILED', 'dd is not on PATH', { value: file, where: 'dropFileCache', hint: 'install coreutils' });
+  try {
+    // Dirty pages cannot be dropped: write them back first (fdatasync works on a read-only fd).
+    const fh = await open(file, 'r');
+    try {
+      await fh.datasync();
+    } finally {
+      await fh.close();
+    }
+    await timedSpawn(dd, [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
+  } catch (e) {
+    throw new NinodesError('BENCH_CACHE_DROP_FAILED', `could not drop ${file} from the page cache`, { value: file, where: 'dropFileCache', cause: e });
+  }
 }
