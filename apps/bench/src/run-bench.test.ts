@@ -91,6 +91,17 @@ const testSuite: Suite = {
       },
     },
     {
+      name: 'leaky',
+      description: 'a case whose dispose throws',
+      params: { full: [], quick: [{ n: 2 }] },
+      setup: () => ({
+        run: () => naiveSum(lcgArray(64)),
+        dispose: () => {
+          throw new NinodesError('TEST_LEAK', 'could not free');
+        },
+      }),
+    },
+    {
       name: 'broken',
       description: 'a case whose setup throws',
       params: { full: [], quick: [{ n: 1 }] },
@@ -134,7 +145,7 @@ describe('runBench with a test-only suite', () => {
   it('writes results.json that validates against the schema', () => {
     for (const f of Object.values(first.files)) expect(existsSync(f)).toBe(true);
     const parsed = ResultsSchema.parse(JSON.parse(readFileSync(first.files.results, 'utf8')));
-    expect(parsed.cases.map((c) => c.key)).toEqual(['sum_f64[n=4096]', 'sum_f64[n=100003]', 'step[model=tiny,format=f32]', 'step[model=tiny,format=int8]', 'broken[n=1]']);
+    expect(parsed.cases.map((c) => c.key)).toEqual(['sum_f64[n=4096]', 'sum_f64[n=100003]', 'step[model=tiny,format=f32]', 'step[model=tiny,format=int8]', 'leaky[n=2]', 'broken[n=1]']);
     expect(parsed.env.cpu.logicalCores).toBeGreaterThan(0);
     expect(parsed.env.peers.memcpy?.available).toBe(true);
   });
@@ -185,11 +196,14 @@ describe('runBench with a test-only suite', () => {
     expect(delta).toBeLessThan(80);
   });
 
-  it('records a broken case as failed, without stopping the run', () => {
+  it('records a broken case and a failed dispose as failures, without stopping the run', () => {
     const broken = results.cases.find((c) => c.case === 'broken');
     expect(broken?.error).toBe('TEST_BROKEN: this case is broken on purpose');
     expect(broken?.targets).toEqual([expect.objectContaining({ measured: null, met: null })]);
-    expect(first.failed).toBe(1);
+    const leaky = results.cases.find((c) => c.case === 'leaky');
+    expect(leaky?.error).toBe('dispose failed: TEST_LEAK: could not free');
+    expect(leaky?.contenders[0]?.samples.length).toBeGreaterThanOrEqual(budget.minRuns);
+    expect(first.failed).toBe(2);
   });
 
   it('summary.md lists every target with its measured value and verdict', () => {
@@ -208,7 +222,7 @@ describe('runBench with a test-only suite', () => {
     const second = await runBench({ suites: [testSuite], quick: true, outDir: join(dir, 'b'), budget, compare: first.files.results });
     expect(second.results.options.compare).toBe(first.files.results);
     for (const c of second.results.cases) {
-      if (c.error) {
+      if (!c.contenders.length) {
         expect(c.comparison).toBeUndefined();
         continue;
       }

@@ -39,14 +39,17 @@ async function trial(side: Timed): Promise<void> {
   if (out !== null && typeof out === 'object' && typeof (out as { then?: unknown }).then === 'function') await out;
 }
 
-async function disposeAll(fns: Array<(() => void | Promise<void>) | undefined>): Promise<void> {
+/** Runs every disposer even when some throw; returns their errors so the case can report them. */
+async function disposeAll(fns: Array<(() => void | Promise<void>) | undefined>): Promise<string[]> {
+  const errors: string[] = [];
   for (const fn of fns) {
     try {
       await fn?.();
-    } catch {
-      // Disposal failures must not hide the measurement or the original error.
+    } catch (e) {
+      errors.push(`dispose failed: ${message(e)}`);
     }
   }
+  return errors;
 }
 
 export async function runCase(suite: Suite, bench: BenchCase, params: Params, ctx: CaseContext, budget: Budget): Promise<CaseResult> {
@@ -97,11 +100,13 @@ export async function runCase(suite: Suite, bench: BenchCase, params: Params, ct
     }
     const metrics = instance.metrics ? await instance.metrics() : {};
     const targets = evaluateTargets(bench.targets ?? [], params, { ours, ratios, metrics });
-    await disposeAll(disposers);
-    return { ...base, work, contenders, ratios, metrics, targets, seconds: Number(process.hrtime.bigint() - t0) / 1e9 };
+    // Measured data stays, but a leak-prone case counts as failed so it gets fixed.
+    const disposeErrors = await disposeAll(disposers.splice(0));
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    return { ...base, work, contenders, ratios, metrics, targets, seconds, ...(disposeErrors.length ? { error: disposeErrors.join('; ') } : {}) };
   } catch (e) {
-    await disposeAll(disposers);
+    const disposeErrors = await disposeAll(disposers.splice(0));
     const targets = (bench.targets ?? []).filter((t) => paramsMatch(params, t.when)).map((t) => ({ source: t.source, description: t.description, on: t.on, op: t.op, value: t.value, measured: null, met: null, note: 'case failed' }));
-    return { ...base, work, contenders: [], ratios: [], metrics: {}, targets, seconds: Number(process.hrtime.bigint() - t0) / 1e9, error: message(e) };
+    return { ...base, work, contenders: [], ratios: [], metrics: {}, targets, seconds: Number(process.hrtime.bigint() - t0) / 1e9, error: [message(e), ...disposeErrors].join('; ') };
   }
 }
