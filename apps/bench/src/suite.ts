@@ -124,7 +124,7 @@ export type ChartRequest =
   | { kind: 'throughput'; title: string; cases?: readonly string[] }
   /** Median per-pair time ratio ours / contender per instance, with 1.0 marked. */
   | { kind: 'ratio'; title: string; cases?: readonly string[] }
-  /** Median time of ours (min-max whiskers), x and colour from parameters (e.g. model, format). */
+  /** Median time of ours (quartile whiskers), x and colour from parameters (e.g. model, format). */
   | { kind: 'time'; title: string; cases?: readonly string[]; x?: string; color?: string }
   /** A metric per instance, x and colour from parameters (e.g. peak RSS per model and format). */
   | { kind: 'metric'; title: string; metric: string; cases?: readonly string[]; x?: string; color?: string };
