@@ -2,21 +2,19 @@ import { NinodesError } from '@ninodes/kernels';
 import { z } from 'zod';
 
 /** The `<layer>.comfy_quant` JSON (and each entry of `_quantization_metadata.layers`). */
-export const comfyQuantConfigSchema = z
-  .object({
-    format: z.string(),
-    convrot: z.boolean().optional(),
-    convrot_groupsize: z.number().int().positive().optional(),
-    per_channel: z.boolean().optional(),
-    full_precision_matrix_mult: z.boolean().optional(),
-  })
-  .passthrough();
+export const comfyQuantConfigSchema = z.looseObject({
+  format: z.string(),
+  convrot: z.boolean().optional(),
+  convrot_groupsize: z.number().int().positive().optional(),
+  per_channel: z.boolean().optional(),
+  full_precision_matrix_mult: z.boolean().optional(),
+});
 
 export type ComfyQuantConfig = z.infer<typeof comfyQuantConfigSchema>;
 
 export const quantizationMetadataSchema = z.object({
   // Some converters write a bare format string per layer; ComfyUI's loaders accept it as {format}.
-  layers: z.record(z.union([comfyQuantConfigSchema, z.string().transform((format) => ({ format }))])),
+  layers: z.record(z.string(), z.union([comfyQuantConfigSchema, z.string().transform((format) => ({ format }))])),
 });
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
