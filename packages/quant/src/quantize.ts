@@ -88,8 +88,7 @@ async function sourceF32(source: CheckpointSource, entry: TensorEntry): Promise<
  * `advise`) so resident memory tracks the layer being converted, not everything read so far.
  */
 function dropPages(source: CheckpointSource, name: string): void {
-  const s = source as CheckpointSource & { advise?: (name: string, advice: 'dontneed') => void };
-  if (typeof s.advise === 'function') s.advise(name, 'dontneed');
+  source.advise?.(name, 'dontneed');
 }
 
 /**
