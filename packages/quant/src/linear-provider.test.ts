@@ -2,7 +2,7 @@ import { Tensor, encodeFp8, isNinodesError } from '@ninodes/kernels';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SafetensorsFile, tensorSources, writeSafetensors } from '@ninodes/memory';
+import { SafetensorsFile, WeightCache, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { describe, expect, it } from 'vitest';
 import { GgufCheckpoint } from './gguf-checkpoint.js';
 import { createLinearProvider } from './linear-provider.js';
@@ -156,6 +156,37 @@ describe('float, fp8 and forced compute formats', () => {
     await op.replaceWeight(w);
     const want = refLinear(x.data, wd, fx.f32(`${l}.bias`), m, n, k);
     expect(maxRel((await op.forward(x)).data as Float32Array, want)).toBeLessThan(1e-5);
+  });
+});
+
+describe('weight cache integration', () => {
+  it('materializes GGUF layers through the weight cache, within its budget, with the same results', async () => {
+    const g = GgufCheckpoint.open(fixturePath('gguf', 'quants.gguf'));
+    const names = ['t.q8_0', 't.q6_k', 't.q4_k'];
+    const src = memoryCheckpoint('m.gguf', Object.fromEntries(names.map((t) => [`${t}.weight`, g.tensor(t)])));
+    const x = Tensor.fromArray('f32', [2, 512], Float32Array.from({ length: 1024 }, (_, i) => Math.cos(i * 0.11)));
+    const plain = createLinearProvider(src);
+    // Room for one decoded layer (3 × 512 f32) at a time: every use after the first evicts.
+    const weights = new WeightCache<unknown>({ budgets: { cpu: 3 * 512 * 4 } });
+    const cached = createLinearProvider(src, { cache: { weights, model: 'm' } });
+    const ops = names.map((t) => cached.linear({ name: t, outFeatures: 3, inFeatures: 512, bias: false }));
+    weights.registerModel('m', ops.map((o) => o.weightDescriptor()));
+    expect(ops[0]?.weightDescriptor()).toEqual({ key: 't.q8_0@q8_0', bytes: 3 * 512 * 4 });
+    for (let pass = 0; pass < 2; pass++) {
+      weights.beginPass();
+      for (const [i, op] of ops.entries()) {
+        const want = await plain.linear({ name: names[i] as string, outFeatures: 3, inFeatures: 512, bias: false }).forward(x);
+        expect([...((await op.forward(x)).data as Float32Array)]).toEqual([...(want.data as Float32Array)]);
+      }
+    }
+    const stats = weights.stats('cpu');
+    // Every forward went through the cache; it never held more than its budget (plus one temporary).
+    expect(stats.requests).toBe(6);
+    expect(stats.hits + stats.materializations + stats.temporaries).toBe(6);
+    expect(stats.materializations).toBeGreaterThan(0);
+    expect(stats.peakResidentBytes).toBeLessThanOrEqual(3 * 512 * 4);
+    expect(stats.peakBytes).toBeLessThanOrEqual(2 * 3 * 512 * 4);
+    expect(stats.pinnedBytes).toBe(0);
   });
 });
 

@@ -1,5 +1,5 @@
 import { NinodesError, Tensor, cast, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8 } from '@ninodes/kernels';
-import type { CheckpointSource } from '@ninodes/memory';
+import type { CheckpointSource, WeightCache, WeightDescriptor } from '@ninodes/memory';
 import { type DetectedLayer, type FormatDetection, detectFormats } from './detect-formats.js';
 import type { LinearOp, LinearProvider, LinearSpec } from './linear-op.js';
 import { dequantizeInt8, materializeF32, rowScales, toF32, weight2d } from './materialize.js';
@@ -8,10 +8,18 @@ import { fp8Scale, relativeError } from './quant-math.js';
 
 export type ComputeMode = 'auto' | 'f32' | 'bf16' | 'int8_convrot' | 'f8_e4m3fn';
 
-/** Optional hook to keep materialized weights in a shared cache (e.g. @ninodes/memory's weight cache). */
-export interface MaterializeCache {
-  /** Returns the cached value for key or loads it (bytes: the materialized size, for the budget). */
-  getOrLoad<T>(key: string, bytes: number, load: () => Promise<T>): Promise<T>;
+/**
+ * Materialized weights live in @ninodes/memory's weight cache instead of inside each op: every
+ * forward takes a lease (materializing on a miss, within the device budget) and releases it when done,
+ * so weights can be evicted between uses. Register `op.weightDescriptor()` of every op under `model`
+ * with `weights.registerModel` before the first forward.
+ */
+export interface LinearCacheOptions {
+  // The cache holds this package's prepared weights; their type is internal.
+  readonly weights: WeightCache<any>;
+  readonly model: string;
+  /** Device whose budget the weights count against (default 'cpu'). */
+  readonly device?: string;
 }
 
 export interface LinearProviderOptions {
@@ -23,7 +31,7 @@ export interface LinearProviderOptions {
   detection?: FormatDetection;
   /** File name used for format words when detecting. */
   filename?: string;
-  cache?: MaterializeCache;
+  cache?: LinearCacheOptions;
 }
 
 /** A LinearOp with the extras quant offers: patching and requantization error. */
@@ -37,6 +45,8 @@ export interface QuantLinearOp extends LinearOp {
   replaceWeight(w: Tensor<'f32'>): Promise<void>;
   /** Drops materialized state; the next forward reloads from the source. */
   release(): void;
+  /** Cache key and materialized bytes of this op's weight (register it with the weight cache). */
+  weightDescriptor(): WeightDescriptor;
 }
 
 /** The provider quant builds: LinearProvider plus the detection it used and richer ops. */
@@ -68,6 +78,7 @@ class QuantLinear implements QuantLinearOp {
   private prepared: Promise<Prepared> | undefined;
   private bias: Tensor<'f32'> | undefined;
   private error: Promise<number> | undefined;
+  private patched = false;
 
   constructor(
     readonly spec: LinearSpec,
@@ -87,35 +98,41 @@ class QuantLinear implements QuantLinearOp {
         where: this.spec.name,
       });
     }
-    const p = await this.prepare();
     const bias = this.biasTensor();
-    switch (p.kind) {
-      case 'f32':
-      case 'bf16':
-        return linear(x, p.w, bias);
-      case 'int8': {
-        const r = await int8Linear(x, p.q, p.scale, { convrot: p.convrot, ...(bias ? { bias } : {}) });
-        return r.y;
+    return this.withPrepared(async (p) => {
+      switch (p.kind) {
+        case 'f32':
+        case 'bf16':
+          return linear(x, p.w, bias);
+        case 'int8': {
+          const r = await int8Linear(x, p.q, p.scale, { convrot: p.convrot, ...(bias ? { bias } : {}) });
+          return r.y;
+        }
+        case 'fp8':
+          // No fp8 gemm on the CPU: decode per call so only the fp8 bytes stay resident.
+          return linear(x, decodeFp8(p.w, { scale: p.scale }), bias);
       }
-      case 'fp8':
-        // No fp8 gemm on the CPU: decode per call so only the fp8 bytes stay resident.
-        return linear(x, decodeFp8(p.w, { scale: p.scale }), bias);
-    }
+    });
   }
 
   async materializedWeight(): Promise<Tensor<'f32'>> {
-    const p = await this.prepare();
-    switch (p.kind) {
-      case 'f32':
-        // Possibly a read-only mmap view: hand out a copy the caller may patch in place.
-        return p.w.copy();
-      case 'bf16':
-        return cast(p.w, 'f32') as Tensor<'f32'>;
-      case 'fp8':
-        return decodeFp8(p.w, { scale: p.scale });
-      case 'int8':
-        return dequantizeInt8(p.q, p.scale, p.convrot);
-    }
+    return this.withPrepared(async (p) => {
+      switch (p.kind) {
+        case 'f32':
+          // Possibly a read-only mmap view: hand out a copy the caller may patch in place.
+          return p.w.copy();
+        case 'bf16':
+          return cast(p.w, 'f32') as Tensor<'f32'>;
+        case 'fp8':
+          return decodeFp8(p.w, { scale: p.scale });
+        case 'int8':
+          return dequantizeInt8(p.q, p.scale, p.convrot);
+      }
+    });
+  }
+
+  weightDescriptor(): WeightDescriptor {
+    return { key: this.cacheKey(), bytes: this.estimateBytes() };
   }
 
   conversionError(): Promise<number> {
@@ -132,12 +149,15 @@ class QuantLinear implements QuantLinearOp {
     if (w.dtype !== 'f32' || w.shape.length !== 2 || w.shape[0] !== n || w.shape[1] !== k) {
       throw new NinodesError('SHAPE_MISMATCH', `replacement weight for '${this.spec.name}' must be f32 [${n}, ${k}]`, { value: w.shape, where: this.spec.name });
     }
+    // A patched weight is this op's own: it bypasses the shared cache.
     this.prepared = Promise.resolve(this.convert(w));
+    this.patched = true;
     this.error = undefined;
   }
 
   release(): void {
     this.prepared = undefined;
+    this.patched = false;
     this.bias = undefined;
   }
 
@@ -147,12 +167,26 @@ class QuantLinear implements QuantLinearOp {
     return this.bias;
   }
 
+  private cacheKey(): string {
+    return `${this.spec.name}@${this.format}`;
+  }
+
+  /** Runs `use` with the prepared weight: from the cache under a lease, or memoized in the op. */
+  private async withPrepared<R>(use: (p: Prepared) => Promise<R>): Promise<R> {
+    const cache = this.options.cache;
+    if (cache === undefined || this.patched) return use(await this.prepare());
+    const lease = await cache.weights.acquireAsync(cache.device ?? 'cpu', cache.model, this.cacheKey(), () => this.load());
+    try {
+      return await use(lease.value as Prepared);
+    } finally {
+      lease.release();
+    }
+  }
+
   private prepare(): Promise<Prepared> {
     if (this.prepared === undefined) {
-      const load = () => this.load();
-      const cache = this.options.cache;
-      this.prepared = cache ? cache.getOrLoad(`${this.source.path}#${this.spec.name}@${this.format}`, this.estimateBytes(), load) : load();
-      // A failed load is not cached: the next call retries and reports again.
+      this.prepared = this.load();
+      // A failed load is not kept: the next call retries and reports again.
       this.prepared.catch(() => {
         this.prepared = undefined;
       });
