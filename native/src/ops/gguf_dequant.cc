@@ -1,0 +1,427 @@
+// GGUF block decode (ggml block layouts) to f32 or bf16.
+//
+// Every formula below follows ggml's dequantize_row_* (ggml-quants.c) operation by operation, in
+// float32, so results equal gguf-py / llama.cpp bit for bit. This file is compiled for baseline
+// x86-64 on purpose: there is no FMA there, so the compiler cannot contract `d * q - m` into a fused
+// multiply-add (which would change the last bit). The loops are simple enough for the compiler to
+// vectorize with SSE2, and the work is split over blocks with the deterministic pool.
+#include <napi.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/async.h"
+#include "core/errors.h"
+#include "core/registry.h"
+#include "core/thread_pool.h"
+
+namespace {
+
+using ninodes::fail;
+
+inline float fp16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {
+      // Subnormal half: value = mant * 2^-24, exact in float32.
+      float v = static_cast<float>(mant) * 5.9604644775390625e-8f;
+      uint32_t vb;
+      std::memcpy(&vb, &v, 4);
+      bits = sign | vb;
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  }
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+inline float bf16_to_f32(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+inline uint16_t rd16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// ---- block decoders: one block in, blockElements floats out --------------------------------------
+
+void dq_q4_0(const uint8_t* b, float* y) {
+  const float d = fp16_to_f32(rd16(b));
+  const uint8_t* qs = b + 2;
+  for (int j = 0; j < 16; ++j) {
+    const int x0 = (qs[j] & 0x0f) - 8;
+    const int x1 = (qs[j] >> 4) - 8;
+    y[j] = static_cast<float>(x0) * d;
+    y[j + 16] = static_cast<float>(x1) * d;
+  }
+}
+
+void dq_q4_1(const uint8_t* b, float* y) {
+  const float d = fp16_to_f32(rd16(b));
+  const float m = fp16_to_f32(rd16(b + 2));
+  const uint8_t* qs = b + 4;
+  for (int j = 0; j < 16; ++j) {
+    const int x0 = qs[j] & 0x0f;
+    const int x1 = qs[j] >> 4;
+    y[j] = static_cast<float>(x0) * d + m;
+    y[j + 16] = static_cast<float>(x1) * d + m;
+  }
+}
+
+void dq_q5_0(const uint8_t* b, float* y) {
+  const float d = fp16_to_f32(rd16(b));
+  uint32_t qh;
+  std::memcpy(&qh, b + 2, 4);
+  const uint8_t* qs = b + 6;
+  for (int j = 0; j < 16; ++j) {
+    const uint8_t xh0 = static_cast<uint8_t>(((qh >> (j + 0)) << 4) & 0x10);
+    const uint8_t xh1 = static_cast<uint8_t>((qh >> (j + 12)) & 0x10);
+    const int x0 = ((qs[j] & 0x0f) | xh0) - 16;
+    const int x1 = ((qs[j] >> 4) | xh1) - 16;
+    y[j] = static_cast<float>(x0) * d;
+    y[j + 16] = static_cast<float>(x1) * d;
+  }
+}
+
+void dq_q5_1(const uint8_t* b, float* y) {
+  const float d = fp16_to_f32(rd16(b));
+  const float m = fp16_to_f32(rd16(b + 2));
+  uint32_t qh;
+  std::memcpy(&qh, b + 4, 4);
+  const uint8_t* qs = b + 8;
+  for (int j = 0; j < 16; ++j) {
+    const uint8_t xh0 = static_cast<uint8_t>(((qh >> (j + 0)) << 4) & 0x10);
+    const uint8_t xh1 = static_cast<uint8_t>((qh >> (j + 12)) & 0x10);
+    const int x0 = (qs[j] & 0x0f) | xh0;
+    const int x1 = (qs[j] >> 4) | xh1;
+    y[j] = static_cast<float>(x0) * d + m;
+    y[j + 16] = static_cast<float>(x1) * d + m;
+  }
+}
+
+void dq_q8_0(const uint8_t* b, float* y) {
+  const float d = fp16_to_f32(rd16(b));
+  const int8_t* qs = reinterpret_cast<const int8_t*>(b + 2);
+  for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(qs[j]) * d;
+}
+
+void dq_q2_k(const uint8_t* b, float* y) {
+  const uint8_t* scales = b;
+  const uint8_t* q = b + 16;
+  const float d = fp16_to_f32(rd16(b + 80));
+  const float dmin = fp16_to_f32(rd16(b + 82));
+  int is = 0;
+  for (int n = 0; n < 256; n += 128) {
+    int shift = 0;
+    for (int j = 0; j < 4; ++j) {
+      uint8_t sc = scales[is++];
+      float dl = d * static_cast<float>(sc & 0xf);
+      float ml = dmin * static_cast<float>(sc >> 4);
+      for (int l = 0; l < 16; ++l) *y++ = dl * static_cast<float>((q[l] >> shift) & 3) - ml;
+      sc = scales[is++];
+      dl = d * static_cast<float>(sc & 0xf);
+      ml = dmin * static_cast<float>(sc >> 4);
+      for (int l = 0; l < 16; ++l) *y++ = dl * static_cast<float>((q[l + 16] >> shift) & 3) - ml;
+      shift += 2;
+    }
+    q += 32;
+  }
+}
+
+void dq_q3_k(const uint8_t* b, float* y) {
+  const uint8_t* hm = b;
+  const uint8_t* q = b + 32;
+  const float d_all = fp16_to_f32(rd16(b + 108));
+  const uint32_t kmask1 = 0x03030303u;
+  const uint32_t kmask2 = 0x0f0f0f0fu;
+  uint32_t aux[4];
+  std::memcpy(aux, b + 96, 12);
+  const uint32_t tmp = aux[2];
+  aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+  aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+  aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+  aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+  int8_t scales[16];
+  std::memcpy(scales, aux, 16);
+  int is = 0;
+  uint8_t m = 1;
+  for (int n = 0; n < 256; n += 128) {
+    int shift = 0;
+    for (int j = 0; j < 4; ++j) {
+      float dl = d_all * static_cast<float>(scales[is++] - 32);
+      for (int l = 0; l < 16; ++l) {
+        const int v = ((q[l] >> shift) & 3) - ((hm[l] & m) ? 0 : 4);
+        *y++ = dl * static_cast<float>(v);
+      }
+      dl = d_all * static_cast<float>(scales[is++] - 32);
+      for (int l = 0; l < 16; ++l) {
+        const int v = ((q[l + 16] >> shift) & 3) - ((hm[l + 16] & m) ? 0 : 4);
+        *y++ = dl * static_cast<float>(v);
+      }
+      shift += 2;
+      m = static_cast<uint8_t>(m << 1);
+    }
+    q += 32;
+  }
+}
+
+inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
+  if (j < 4) {
+    *d = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *d = static_cast<uint8_t>((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
+  }
+}
+
+void dq_q4_k(const uint8_t* b, float* y) {
+  const float d = fp16_to_f32(rd16(b));
+  const float dmin = fp16_to_f32(rd16(b + 2));
+  const uint8_t* scales = b + 4;
+  const uint8_t* q = b + 16;
+  int is = 0;
+  uint8_t sc, m;
+  for (int j = 0; j < 256; j += 64) {
+    scale_min_k4(is + 0, scales, &sc, &m);
+    const float d1 = d * static_cast<float>(sc);
+    const float m1 = dmin * static_cast<float>(m);
+    scale_min_k4(is + 1, scales, &sc, &m);
+    const float d2 = d * static_cast<float>(sc);
+    const float m2 = dmin * static_cast<float>(m);
+    for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xf) - m1;
+    for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+    q += 32;
+    is += 2;
+  }
+}
+
+void dq_q5_k(const uint8_t* b, float* y) {
+  const float d = fp16_to_f32(rd16(b));
+  const float dmin = fp16_to_f32(rd16(b + 2));
+  const uint8_t* scales = b + 4;
+  const uint8_t* qh = b + 16;
+  const uint8_t* ql = b + 48;
+  int is = 0;
+  uint8_t sc, m;
+  uint8_t u1 = 1, u2 = 2;
+  for (int j = 0; j < 256; j += 64) {
+    scale_min_k4(is + 0, scales, &sc, &m);
+    const float d1 = d * static_cast<float>(sc);
+    const float m1 = dmin * static_cast<float>(m);
+    scale_min_k4(is + 1, scales, &sc, &m);
+    const float d2 = d * static_cast<float>(sc);
+    const float m2 = dmin * static_cast<float>(m);
+    for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((ql[l] & 0xf) + ((qh[l] & u1) ? 16 : 0)) - m1;
+    for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
+    ql += 32;
+    is += 2;
+    u1 = static_cast<uint8_t>(u1 << 2);
+    u2 = static_cast<uint8_t>(u2 << 2);
+  }
+}
+
+void dq_q6_k(const uint8_t* b, float* y) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = fp16_to_f32(rd16(b + 208));
+  for (int n = 0; n < 256; n += 128) {
+    for (int l = 0; l < 32; ++l) {
+      const int is = l / 16;
+      const int q1 = static_cast<int8_t>((ql[l + 0] & 0xf) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      const int q2 = static_cast<int8_t>((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      const int q3 = static_cast<int8_t>((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      const int q4 = static_cast<int8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+      y[l + 0] = d * static_cast<float>(sc[is + 0]) * static_cast<float>(q1);
+      y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+      y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+      y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+    }
+    y += 128;
+    ql += 64;
+    qh += 32;
+    sc += 8;
+  }
+}
+
+void dq_iq4_nl(const uint8_t* b, float* y) {
+  const float d = fp16_to_f32(rd16(b));
+  const uint8_t* qs = b + 2;
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * static_cast<float>(kIq4nl[qs[j] & 0xf]);
+    y[j + 16] = d * static_cast<float>(kIq4nl[qs[j] >> 4]);
+  }
+}
+
+void dq_iq4_xs(const uint8_t* b, float* y) {
+  const float d = fp16_to_f32(rd16(b));
+  const uint16_t scales_h = rd16(b + 2);
+  const uint8_t* scales_l = b + 4;
+  const uint8_t* qs = b + 8;
+  for (int ib = 0; ib < 8; ++ib) {
+    const int ls = ((scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((scales_h >> 2 * ib) & 3) << 4);
+    const float dl = d * static_cast<float>(ls - 32);
+    for (int j = 0; j < 16; ++j) {
+      y[j + 0] = dl * static_cast<float>(kIq4nl[qs[j] & 0xf]);
+      y[j + 16] = dl * static_cast<float>(kIq4nl[qs[j] >> 4]);
+    }
+    y += 32;
+    qs += 16;
+  }
+}
+
+// Element "blocks" of one value, so every type goes through the same driver.
+void dq_f32(const uint8_t* b, float* y) { std::memcpy(y, b, 4); }
+void dq_f16(const uint8_t* b, float* y) { *y = fp16_to_f32(rd16(b)); }
+void dq_bf16(const uint8_t* b, float* y) { *y = bf16_to_f32(rd16(b)); }
+
+struct BlockType {
+  const char* name;
+  size_t elements;
+  size_t bytes;
+  void (*decode)(const uint8_t*, float*);
+};
+
+const BlockType kTypes[] = {
+    {"f32", 1, 4, dq_f32},          {"f16", 1, 2, dq_f16},          {"bf16", 1, 2, dq_bf16},
+    {"q4_0", 32, 18, dq_q4_0},      {"q4_1", 32, 20, dq_q4_1},      {"q5_0", 32, 22, dq_q5_0},
+    {"q5_1", 32, 24, dq_q5_1},      {"q8_0", 32, 34, dq_q8_0},      {"q2_k", 256, 84, dq_q2_k},
+    {"q3_k", 256, 110, dq_q3_k},    {"q4_k", 256, 144, dq_q4_k},    {"q5_k", 256, 176, dq_q5_k},
+    {"q6_k", 256, 210, dq_q6_k},    {"iq4_nl", 32, 18, dq_iq4_nl},  {"iq4_xs", 256, 136, dq_iq4_xs},
+};
+
+const BlockType& find_type(const std::string& name) {
+  for (const BlockType& t : kTypes) {
+    if (name == t.name) return t;
+  }
+  fail("UNKNOWN_DTYPE", "dequantize: unsupported source dtype '" + name + "'");
+}
+
+struct Job {
+  const BlockType* type;
+  const uint8_t* src;
+  void* dst;
+  bool to_bf16;
+  size_t blocks;
+};
+
+// Blocks per parallel task: large enough that scheduling is noise, small enough to spread work.
+constexpr size_t kGrainElements = 16384;
+
+void run_job(const Job& job) {
+  const BlockType& t = *job.type;
+  const size_t grain = std::max<size_t>(1, kGrainElements / t.elements);
+  // Element types decode straight to the output; block types go through a stack buffer when the
+  // output is bf16.
+  ninodes::parallel_for(job.blocks, grain, [&](size_t begin, size_t end) {
+    if (!job.to_bf16) {
+      float* out = static_cast<float*>(job.dst);
+      if (t.elements == 1 && t.bytes == 4) {
+        std::memcpy(out + begin, job.src + begin * 4, (end - begin) * 4);
+        return;
+      }
+      for (size_t i = begin; i < end; ++i) t.decode(job.src + i * t.bytes, out + i * t.elements);
+      return;
+    }
+    uint16_t* out = static_cast<uint16_t*>(job.dst);
+    float tmp[256];
+    if (t.elements == 1) {
+      for (size_t i = begin; i < end; ++i) {
+        t.decode(job.src + i * t.bytes, tmp);
+        out[i] = f32_to_bf16(tmp[0]);
+      }
+      return;
+    }
+    for (size_t i = begin; i < end; ++i) {
+      t.decode(job.src + i * t.bytes, tmp);
+      uint16_t* o = out + i * t.elements;
+      for (size_t e = 0; e < t.elements; ++e) o[e] = f32_to_bf16(tmp[e]);
+    }
+  });
+}
+
+// Reads (dtype, src Uint8Array, dst Float32Array|Uint16Array) and checks that src holds whole
+// blocks and dst holds exactly their elements.
+Job parse(const Napi::CallbackInfo& info) {
+  if (info.Length() < 3 || !info[0].IsString() || !info[1].IsTypedArray() || !info[2].IsTypedArray()) {
+    fail("INVALID_ARGUMENT", "dequantize expects (dtype: string, src: Uint8Array, dst: Float32Array | Uint16Array)");
+  }
+  const BlockType& t = find_type(info[0].As<Napi::String>());
+  Napi::TypedArray src = info[1].As<Napi::TypedArray>();
+  Napi::TypedArray dst = info[2].As<Napi::TypedArray>();
+  if (src.TypedArrayType() != napi_uint8_array) fail("DTYPE_MISMATCH", "dequantize: src must be a Uint8Array");
+  bool to_bf16;
+  if (dst.TypedArrayType() == napi_float32_array) {
+    to_bf16 = false;
+  } else if (dst.TypedArrayType() == napi_uint16_array) {
+    to_bf16 = true;
+  } else {
+    fail("DTYPE_MISMATCH", "dequantize: dst must be a Float32Array (f32) or Uint16Array (bf16)");
+  }
+  const size_t src_bytes = src.ByteLength();
+  if (src_bytes % t.bytes != 0) {
+    fail("BLOCK_LENGTH_MISMATCH", std::string("dequantize: ") + std::to_string(src_bytes) + " bytes is not a whole number of " +
+                                      t.name + " blocks of " + std::to_string(t.bytes) + " bytes");
+  }
+  const size_t blocks = src_bytes / t.bytes;
+  if (dst.ElementLength() != blocks * t.elements) {
+    fail("BLOCK_LENGTH_MISMATCH", std::string("dequantize: ") + std::to_string(blocks) + " " + t.name + " blocks hold " +
+                                      std::to_string(blocks * t.elements) + " values but dst has " +
+                                      std::to_string(dst.ElementLength()));
+  }
+  uint8_t* src_ptr = static_cast<uint8_t*>(src.ArrayBuffer().Data()) + src.ByteOffset();
+  uint8_t* dst_ptr = static_cast<uint8_t*>(dst.ArrayBuffer().Data()) + dst.ByteOffset();
+  return Job{&t, src_ptr, dst_ptr, to_bf16, blocks};
+}
+
+Napi::Value dequantize_sync(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const Job job = parse(info);
+    run_job(job);
+    return info.Env().Undefined();
+  });
+}
+
+Napi::Value dequantize_async(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const Job job = parse(info);
+    return ninodes::AsyncOp::start(
+        info.Env(), "ninodes.dequantize", [job] { run_job(job); },
+        [](Napi::Env env) -> Napi::Value { return env.Undefined(); }, {info[1], info[2]});
+  });
+}
+
+}  // namespace
+
+NINODES_MODULE(gguf_dequant) {
+  exports.Set("ggufDequantize", Napi::Function::New(env, dequantize_sync, "ggufDequantize"));
+  exports.Set("ggufDequantizeAsync", Napi::Function::New(env, dequantize_async, "ggufDequantizeAsync"));
+}
