@@ -1,0 +1,134 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { BLOCK_DTYPES, type BlockDType, byteSizeOf } from './dtype.js';
+import { DEQUANTIZE_SOURCES, type DequantizeSource } from './gguf-dtypes.js';
+import { dequantize, dequantizeSync, reference } from './index.js';
+import { setThreadsForTest } from './test-support/threads.js';
+import { Tensor } from './tensor.js';
+import { f32Of, fixturePath, readGguf, readSafetensors } from './test-support/fixture-files.js';
+
+const gguf = readGguf(fixturePath('gguf', 'quants.gguf'));
+const expected = readSafetensors(fixturePath('gguf', 'quants.expected.safetensors')).tensors;
+const metadata = JSON.parse(
+  (await import('node:fs')).readFileSync(fixturePath('gguf', 'quants.metadata.json'), 'utf8'),
+) as { torch_shapes: Record<string, number[]> };
+
+function tensorOf(name: string): Tensor {
+  const info = gguf.tensors.find((t) => t.name === name);
+  if (!info) throw new Error(`no tensor ${name}`);
+  const bytes = byteSizeOf(info.dtype as DequantizeSource, info.shape);
+  // Copy so every dtype view is aligned; the decoders themselves read unaligned bytes too.
+  const copy = gguf.file.slice(gguf.dataStart + info.offset, gguf.dataStart + info.offset + bytes);
+  return new Tensor(info.dtype as DequantizeSource, info.shape, copy.buffer);
+}
+
+function bitsEqual(a: Float32Array, b: Float32Array): number {
+  const [x, y] = [new Uint32Array(a.buffer, a.byteOffset, a.length), new Uint32Array(b.buffer, b.byteOffset, b.length)];
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) diff++;
+  return diff;
+}
+
+describe('GGUF decode against gguf-py (quants.gguf)', () => {
+  it('the fixture covers every supported source dtype', () => {
+    const types = new Set(gguf.tensors.map((t) => t.dtype));
+    for (const dtype of DEQUANTIZE_SOURCES) expect(types).toContain(dtype);
+  });
+
+  for (const info of gguf.tensors) {
+    it(`${info.name} (${info.dtype}) decodes bit-exactly, native sync/async and reference`, async () => {
+      const want = expected.get(info.name);
+      expect(want).toBeDefined();
+      const wantValues = f32Of(want!);
+      const x = tensorOf(info.name);
+      const viaSync = dequantizeSync(x);
+      const viaAsync = await dequantize(x, 'f32');
+      const viaRef = reference.dequantize(x) as Tensor<'f32'>;
+      expect(viaSync.shape).toEqual(x.shape);
+      // Torch shape: the stored shape, except where ComfyUI records the original one.
+      expect(want!.shape.reduce((a, b) => a * b, 1)).toBe(x.numel);
+      expect(metadata.torch_shapes[info.name]).toEqual(want!.shape);
+      expect(bitsEqual(viaSync.data, wantValues)).toBe(0);
+      expect(bitsEqual(viaAsync.data, wantValues)).toBe(0);
+      expect(bitsEqual(viaRef.data, wantValues)).toBe(0);
+    });
+  }
+
+  it('bf16 output is the round-to-nearest-even of the f32 decode', async () => {
+    for (const info of gguf.tensors) {
+      const x = tensorOf(info.name);
+      const f32 = f32Of(expected.get(info.name)!);
+      const bf = await dequantize(x, 'bf16');
+      expect(bf.dtype).toBe('bf16');
+      const refBf = reference.dequantize(x, 'bf16');
+      const bits = new Uint32Array(f32.buffer, f32.byteOffset, f32.length);
+      for (let i = 0; i < bits.length; i++) {
+        const b = bits[i] as number;
+        const rne = ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
+        expect(bf.data[i]).toBe(rne);
+      }
+      expect(Array.from(refBf.data as Uint16Array)).toEqual(Array.from(bf.data));
+    }
+  });
+});
+
+describe('GGUF decode on random blocks', () => {
+  const blockTypes = Object.keys(BLOCK_DTYPES) as BlockDType[];
+  it('native equals the reference bit for bit on random bytes, any block count', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...blockTypes), fc.integer({ min: 0, max: 9 }), fc.integer({ min: 0, max: 2 ** 31 }), (dtype, blocks, seed) => {
+        const { blockElements, blockBytes } = BLOCK_DTYPES[dtype];
+        const bytes = new Uint8Array(blocks * blockBytes);
+        let s = seed;
+        for (let i = 0; i < bytes.length; i++) {
+          s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+          bytes[i] = s >>> 24;
+        }
+        const x = new Tensor(dtype, [blocks * blockElements], bytes.buffer);
+        const a = dequantizeSync(x).data;
+        const b = (reference.dequantize(x) as Tensor<'f32'>).data;
+        // NaN payloads may come from random fp16 scales; compare as bits.
+        expect(bitsEqual(a, b)).toBe(0);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('gives the same bits for any thread count', () => {
+    const dtype: BlockDType = 'q4_k';
+    const n = 256 * 300;
+    const bytes = new Uint8Array(byteSizeOf(dtype, [n]));
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 131 + 7) & 0xff;
+    const x = new Tensor(dtype, [n], bytes.buffer);
+    const one = (setThreadsForTest(1), dequantizeSync(x).data);
+    const four = (setThreadsForTest(4), dequantizeSync(x).data);
+    setThreadsForTest(0);
+    expect(bitsEqual(one, four)).toBe(0);
+  });
+});
+
+describe('GGUF decode input errors', () => {
+  it('rejects unsupported dtypes and targets with typed errors', async () => {
+    expect(() => dequantizeSync(Tensor.zeros('i32', [4]))).toThrow(expect.objectContaining({ code: 'DTYPE_MISMATCH' }));
+    expect(() => dequantizeSync(Tensor.zeros('q8_0', [32]), 'f16' as never)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    await expect(dequantize(Tensor.zeros('u8', [4]))).rejects.toMatchObject({ code: 'DTYPE_MISMATCH' });
+  });
+
+  it('rejects a shape whose last dimension is not whole blocks', () => {
+    expect(() => new Tensor('q4_0', [3, 31], new ArrayBuffer(1000))).toThrow(expect.objectContaining({ code: 'BLOCK_MISALIGNED' }));
+  });
+
+  it('native rejects byte lengths that do not match the block count', async () => {
+    const { nativeAddon } = await import('./native-addon.js');
+    const addon = nativeAddon() as unknown as { ggufDequantize(t: string, s: Uint8Array, d: Float32Array): void };
+    expect(() => addon.ggufDequantize('q4_0', new Uint8Array(17), new Float32Array(32))).toThrow(
+      expect.objectContaining({ code: 'BLOCK_LENGTH_MISMATCH' }),
+    );
+    expect(() => addon.ggufDequantize('q4_0', new Uint8Array(18), new Float32Array(33))).toThrow(
+      expect.objectContaining({ code: 'BLOCK_LENGTH_MISMATCH' }),
+    );
+    expect(() => addon.ggufDequantize('q9_9', new Uint8Array(18), new Float32Array(32))).toThrow(
+      expect.objectContaining({ code: 'UNKNOWN_DTYPE' }),
+    );
+  });
+});
