@@ -36,7 +36,8 @@ export function modulate(x: Tensor<'f32'>, shift: Tensor<'f32'>, scale: Tensor<'
 
 export function scale(x: Tensor<'f32'>, s: number): Tensor<'f32'> {
   const t = requireF32(x, 'scale', 'x');
-  const v = requireFiniteNumber(s, 'scale', 's');
+  // The scalar is rounded to float32 first, as torch does for a float32 tensor.
+  const v = Math.fround(requireFiniteNumber(s, 'scale', 's'));
   const xs = t.data;
   return periodic(xs.length, (i) => (xs[i] as number) * v, 0, t.shape);
 }
