@@ -243,7 +243,12 @@ NINODES_TARGET_AVX2 void unit_avx2(const Problem& p, size_t head, size_t q0, siz
 }
 #endif
 
+// Nothing to compute when the output is empty; this also keeps huge sequence lengths paired with
+// an empty head dimension from looping over nothing.
+bool empty_output(const Problem& p) { return p.heads == 0 || p.seq_q == 0 || p.dim == 0; }
+
 void run_tiled(const Problem& p) {
+  if (empty_output(p)) return;
   const size_t blocks = (p.seq_q + kQueryBlock - 1) / kQueryBlock;
   const size_t units = p.heads * blocks;
   const bool avx2 = ninodes::simd_path() == ninodes::SimdPath::kAvx2;
@@ -284,9 +289,14 @@ NINODES_TARGET_AVX2 void axpy_avx2(float a, const float* x, float* y, size_t n) 
 #endif
 
 void run_naive(const Problem& p) {
+  if (empty_output(p)) return;
   const size_t S = p.seq_q, T = p.seq_k, D = p.dim;
+  if (T == 0) {
+    std::fill(p.out, p.out + p.heads * S * D, 0.f);
+    return;
+  }
   const bool avx2 = ninodes::simd_path() == ninodes::SimdPath::kAvx2;
-  std::vector<float> scores(S * T);
+  std::vector<float> scores(checked_mul(S, T, "attentionNaive"));
   for (size_t h = 0; h < p.heads; ++h) {
     const float* qh = p.q + h * S * D;
     const float* kh = p.k + h * T * D;

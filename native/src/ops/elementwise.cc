@@ -104,6 +104,7 @@ Napi::Value swiglu(const Napi::CallbackInfo& info) {
     const size_t f = size_arg(info, 3, op, "features");
     expect_length(x, checked_mul(rows, checked_mul(f, 2, op), op), op, "x");
     expect_length(y, checked_mul(rows, f, op), op, "out");
+    if (y.length == 0) return info.Env().Undefined();
     const bool avx2 = use_avx2();
     ninodes::parallel_for(rows, std::max<size_t>(1, kGrain / std::max<size_t>(f, 1)), [&](size_t r0, size_t r1) {
       for (size_t r = r0; r < r1; ++r) {

@@ -172,6 +172,8 @@ Napi::Value rms_norm(const Napi::CallbackInfo& info) {
     const size_t n = checked_mul(rows, dim, op);
     expect_length(x, n, op, "x");
     expect_length(y, n, op, "out");
+    // Nothing to write: also keeps a huge row count over an empty row from looping for nothing.
+    if (n == 0) return info.Env().Undefined();
     if (w.present) expect_length(w, dim, op, "weight");
     const float* wp = w.present ? w.data : nullptr;
     const bool avx2 = use_avx2();
@@ -203,6 +205,8 @@ Napi::Value layer_norm(const Napi::CallbackInfo& info) {
     const size_t n = checked_mul(rows, dim, op);
     expect_length(x, n, op, "x");
     expect_length(y, n, op, "out");
+    // Nothing to write: also keeps a huge row count over an empty row from looping for nothing.
+    if (n == 0) return info.Env().Undefined();
     if (w.present) expect_length(w, dim, op, "weight");
     if (b.present) expect_length(b, dim, op, "bias");
     const float* wp = w.present ? w.data : nullptr;
@@ -233,6 +237,8 @@ Napi::Value softmax(const Napi::CallbackInfo& info) {
     const size_t n = checked_mul(rows, dim, op);
     expect_length(x, n, op, "x");
     expect_length(y, n, op, "out");
+    // Nothing to write: also keeps a huge row count over an empty row from looping for nothing.
+    if (n == 0) return info.Env().Undefined();
     const bool avx2 = use_avx2();
     ninodes::parallel_for(rows, row_grain(dim), [&](size_t r0, size_t r1) {
       for (size_t r = r0; r < r1; ++r) {

@@ -34,6 +34,7 @@ Napi::Value rope_split_half(const Napi::CallbackInfo& info) {
     expect_length(x, n, op, "x");
     expect_length(y, n, op, "out");
     expect_length(angles, checked_mul(s, a, op), op, "angles");
+    if (n == 0) return info.Env().Undefined();
     const size_t half = r / 2;
     ninodes::parallel_for(s, std::max<size_t>(1, 8192 / std::max<size_t>(h * d, 1)), [&](size_t s0, size_t s1) {
       std::vector<float> cs(half), sn(half);
