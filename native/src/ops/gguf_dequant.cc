@@ -1,10 +1,10 @@
 // GGUF block decode (ggml block layouts) to f32 or bf16.
 //
 // Every formula below follows ggml's dequantize_row_* (ggml-quants.c) operation by operation, in
-// float32, so results equal gguf-py / llama.cpp bit for bit. This file is compiled for baseline
-// x86-64 on purpose: there is no FMA there, so the compiler cannot contract `d * q - m` into a fused
-// multiply-add (which would change the last bit). The loops are simple enough for the compiler to
-// vectorize with SSE2, and the work is split over blocks with the deterministic pool.
+// float32, so results equal gguf-py / llama.cpp bit for bit. No code path here may use FMA: the
+// baseline build has none, and the AVX2 build is compiled for "avx2,f16c" without "fma", so the
+// compiler can never contract `d * q - m` into a fused multiply-add (which would change the last
+// bit). Work is split over blocks with the deterministic pool.
 #include <napi.h>
 
 #include <cmath>
@@ -13,7 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
+#if NINODES_HAS_X86
+#include <immintrin.h>
+#endif
+
 #include "core/async.h"
+#include "core/cpu_features.h"
 #include "core/errors.h"
 #include "core/registry.h"
 #include "core/thread_pool.h"
@@ -38,7 +44,8 @@ inline float fp16_to_f32(uint16_t h) {
       bits = sign | vb;
     }
   } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (mant << 13);
+    // Inf stays inf; NaN comes out quiet with its payload, exactly as F16C converts it.
+    bits = sign | 0x7f800000u | (mant << 13) | (mant != 0 ? 0x00400000u : 0u);
   } else {
     bits = sign | ((exp + 112u) << 23) | (mant << 13);
   }
@@ -72,7 +79,7 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
 
 // ---- block decoders: one block in, blockElements floats out --------------------------------------
 
-void dq_q4_0(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_q4_0(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   const uint8_t* qs = b + 2;
   for (int j = 0; j < 16; ++j) {
@@ -83,7 +90,7 @@ void dq_q4_0(const uint8_t* b, float* y) {
   }
 }
 
-void dq_q4_1(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_q4_1(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   const float m = fp16_to_f32(rd16(b + 2));
   const uint8_t* qs = b + 4;
@@ -95,7 +102,7 @@ void dq_q4_1(const uint8_t* b, float* y) {
   }
 }
 
-void dq_q5_0(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_q5_0(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   uint32_t qh;
   std::memcpy(&qh, b + 2, 4);
@@ -110,7 +117,7 @@ void dq_q5_0(const uint8_t* b, float* y) {
   }
 }
 
-void dq_q5_1(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_q5_1(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   const float m = fp16_to_f32(rd16(b + 2));
   uint32_t qh;
@@ -126,13 +133,13 @@ void dq_q5_1(const uint8_t* b, float* y) {
   }
 }
 
-void dq_q8_0(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_q8_0(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   const int8_t* qs = reinterpret_cast<const int8_t*>(b + 2);
   for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(qs[j]) * d;
 }
 
-void dq_q2_k(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_q2_k(const uint8_t* b, float* y) {
   const uint8_t* scales = b;
   const uint8_t* q = b + 16;
   const float d = fp16_to_f32(rd16(b + 80));
@@ -155,7 +162,7 @@ void dq_q2_k(const uint8_t* b, float* y) {
   }
 }
 
-void dq_q3_k(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_q3_k(const uint8_t* b, float* y) {
   const uint8_t* hm = b;
   const uint8_t* q = b + 32;
   const float d_all = fp16_to_f32(rd16(b + 108));
@@ -202,7 +209,7 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   }
 }
 
-void dq_q4_k(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_q4_k(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   const float dmin = fp16_to_f32(rd16(b + 2));
   const uint8_t* scales = b + 4;
@@ -223,7 +230,7 @@ void dq_q4_k(const uint8_t* b, float* y) {
   }
 }
 
-void dq_q5_k(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_q5_k(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   const float dmin = fp16_to_f32(rd16(b + 2));
   const uint8_t* scales = b + 4;
@@ -248,7 +255,7 @@ void dq_q5_k(const uint8_t* b, float* y) {
   }
 }
 
-void dq_q6_k(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_q6_k(const uint8_t* b, float* y) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
@@ -272,7 +279,7 @@ void dq_q6_k(const uint8_t* b, float* y) {
   }
 }
 
-void dq_iq4_nl(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_iq4_nl(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   const uint8_t* qs = b + 2;
   for (int j = 0; j < 16; ++j) {
@@ -281,7 +288,7 @@ void dq_iq4_nl(const uint8_t* b, float* y) {
   }
 }
 
-void dq_iq4_xs(const uint8_t* b, float* y) {
+[[gnu::always_inline]] inline void dq_iq4_xs(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   const uint16_t scales_h = rd16(b + 2);
   const uint8_t* scales_l = b + 4;
@@ -298,24 +305,21 @@ void dq_iq4_xs(const uint8_t* b, float* y) {
   }
 }
 
-// Element "blocks" of one value, so every type goes through the same driver.
-void dq_f32(const uint8_t* b, float* y) { std::memcpy(y, b, 4); }
-void dq_f16(const uint8_t* b, float* y) { *y = fp16_to_f32(rd16(b)); }
-void dq_bf16(const uint8_t* b, float* y) { *y = bf16_to_f32(rd16(b)); }
+enum class Kind { kF32, kF16, kBF16, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS };
 
 struct BlockType {
   const char* name;
   size_t elements;
   size_t bytes;
-  void (*decode)(const uint8_t*, float*);
+  Kind kind;
 };
 
 const BlockType kTypes[] = {
-    {"f32", 1, 4, dq_f32},          {"f16", 1, 2, dq_f16},          {"bf16", 1, 2, dq_bf16},
-    {"q4_0", 32, 18, dq_q4_0},      {"q4_1", 32, 20, dq_q4_1},      {"q5_0", 32, 22, dq_q5_0},
-    {"q5_1", 32, 24, dq_q5_1},      {"q8_0", 32, 34, dq_q8_0},      {"q2_k", 256, 84, dq_q2_k},
-    {"q3_k", 256, 110, dq_q3_k},    {"q4_k", 256, 144, dq_q4_k},    {"q5_k", 256, 176, dq_q5_k},
-    {"q6_k", 256, 210, dq_q6_k},    {"iq4_nl", 32, 18, dq_iq4_nl},  {"iq4_xs", 256, 136, dq_iq4_xs},
+    {"f32", 1, 4, Kind::kF32},          {"f16", 1, 2, Kind::kF16},          {"bf16", 1, 2, Kind::kBF16},
+    {"q4_0", 32, 18, Kind::kQ4_0},      {"q4_1", 32, 20, Kind::kQ4_1},      {"q5_0", 32, 22, Kind::kQ5_0},
+    {"q5_1", 32, 24, Kind::kQ5_1},      {"q8_0", 32, 34, Kind::kQ8_0},      {"q2_k", 256, 84, Kind::kQ2_K},
+    {"q3_k", 256, 110, Kind::kQ3_K},    {"q4_k", 256, 144, Kind::kQ4_K},    {"q5_k", 256, 176, Kind::kQ5_K},
+    {"q6_k", 256, 210, Kind::kQ6_K},    {"iq4_nl", 32, 18, Kind::kIQ4_NL},  {"iq4_xs", 256, 136, Kind::kIQ4_XS},
 };
 
 const BlockType& find_type(const std::string& name) {
@@ -325,6 +329,74 @@ const BlockType& find_type(const std::string& name) {
   fail("UNKNOWN_DTYPE", "dequantize: unsupported source dtype '" + name + "'");
 }
 
+// Decodes blocks [begin, end) of one kind into y (f32). The switch sits outside the block loop so
+// each decoder inlines into its own loop and vectorizes for the target this body is compiled for.
+template <Kind K>
+[[gnu::always_inline]] inline void decode_blocks(const uint8_t* src, float* y, size_t begin, size_t end, size_t bytes, size_t elems) {
+  for (size_t i = begin; i < end; ++i) {
+    const uint8_t* b = src + i * bytes;
+    float* o = y + i * elems;
+    if constexpr (K == Kind::kF16) *o = fp16_to_f32(rd16(b));
+    if constexpr (K == Kind::kBF16) *o = bf16_to_f32(rd16(b));
+    if constexpr (K == Kind::kQ4_0) dq_q4_0(b, o);
+    if constexpr (K == Kind::kQ4_1) dq_q4_1(b, o);
+    if constexpr (K == Kind::kQ5_0) dq_q5_0(b, o);
+    if constexpr (K == Kind::kQ5_1) dq_q5_1(b, o);
+    if constexpr (K == Kind::kQ8_0) dq_q8_0(b, o);
+    if constexpr (K == Kind::kQ2_K) dq_q2_k(b, o);
+    if constexpr (K == Kind::kQ3_K) dq_q3_k(b, o);
+    if constexpr (K == Kind::kQ4_K) dq_q4_k(b, o);
+    if constexpr (K == Kind::kQ5_K) dq_q5_k(b, o);
+    if constexpr (K == Kind::kQ6_K) dq_q6_k(b, o);
+    if constexpr (K == Kind::kIQ4_NL) dq_iq4_nl(b, o);
+    if constexpr (K == Kind::kIQ4_XS) dq_iq4_xs(b, o);
+  }
+}
+
+[[gnu::always_inline]] inline void decode_range(Kind kind, const uint8_t* src, float* y, size_t begin, size_t end, size_t bytes,
+                                                 size_t elems) {
+  switch (kind) {
+    case Kind::kF32: std::memcpy(y + begin, src + begin * 4, (end - begin) * 4); break;
+    case Kind::kF16: decode_blocks<Kind::kF16>(src, y, begin, end, bytes, elems); break;
+    case Kind::kBF16: decode_blocks<Kind::kBF16>(src, y, begin, end, bytes, elems); break;
+    case Kind::kQ4_0: decode_blocks<Kind::kQ4_0>(src, y, begin, end, bytes, elems); break;
+    case Kind::kQ4_1: decode_blocks<Kind::kQ4_1>(src, y, begin, end, bytes, elems); break;
+    case Kind::kQ5_0: decode_blocks<Kind::kQ5_0>(src, y, begin, end, bytes, elems); break;
+    case Kind::kQ5_1: decode_blocks<Kind::kQ5_1>(src, y, begin, end, bytes, elems); break;
+    case Kind::kQ8_0: decode_blocks<Kind::kQ8_0>(src, y, begin, end, bytes, elems); break;
+    case Kind::kQ2_K: decode_blocks<Kind::kQ2_K>(src, y, begin, end, bytes, elems); break;
+    case Kind::kQ3_K: decode_blocks<Kind::kQ3_K>(src, y, begin, end, bytes, elems); break;
+    case Kind::kQ4_K: decode_blocks<Kind::kQ4_K>(src, y, begin, end, bytes, elems); break;
+    case Kind::kQ5_K: decode_blocks<Kind::kQ5_K>(src, y, begin, end, bytes, elems); break;
+    case Kind::kQ6_K: decode_blocks<Kind::kQ6_K>(src, y, begin, end, bytes, elems); break;
+    case Kind::kIQ4_NL: decode_blocks<Kind::kIQ4_NL>(src, y, begin, end, bytes, elems); break;
+    case Kind::kIQ4_XS: decode_blocks<Kind::kIQ4_XS>(src, y, begin, end, bytes, elems); break;
+  }
+}
+
+void decode_range_base(Kind kind, const uint8_t* src, float* y, size_t begin, size_t end, size_t bytes, size_t elems) {
+  decode_range(kind, src, y, begin, end, bytes, elems);
+}
+
+#if NINODES_HAS_X86
+// AVX2 without FMA on purpose: wider vectors, but the compiler still cannot fuse `d * q - m`
+// (a fused result would differ from ggml in the last bit).
+__attribute__((target("avx2,f16c"))) void decode_range_avx2(Kind kind, const uint8_t* src, float* y, size_t begin, size_t end,
+                                                             size_t bytes, size_t elems) {
+  if (kind == Kind::kF16) {
+    // F16C converts exactly (every half is representable in float), 8 at a time.
+    size_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
+      _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+    }
+    for (; i < end; ++i) y[i] = fp16_to_f32(rd16(src + 2 * i));
+    return;
+  }
+  decode_range(kind, src, y, begin, end, bytes, elems);
+}
+#endif
+
 struct Job {
   const BlockType* type;
   const uint8_t* src;
@@ -333,37 +405,36 @@ struct Job {
   size_t blocks;
 };
 
-// Blocks per parallel task: large enough that scheduling is noise, small enough to spread work.
-constexpr size_t kGrainElements = 16384;
+// Values per parallel task: large enough that scheduling is noise, small enough to spread work.
+constexpr size_t kGrainElements = 65536;
+// bf16 output goes through an f32 staging buffer of this many values per step.
+constexpr size_t kStageElements = 4096;
 
 void run_job(const Job& job) {
   const BlockType& t = *job.type;
   const size_t grain = std::max<size_t>(1, kGrainElements / t.elements);
-  // Element types decode straight to the output; block types go through a stack buffer when the
-  // output is bf16.
+  const bool avx2 = ninodes::simd_path() == ninodes::SimdPath::kAvx2;
+  auto decode = [&](const uint8_t* src, float* y, size_t begin, size_t end) {
+#if NINODES_HAS_X86
+    if (avx2) return decode_range_avx2(t.kind, src, y, begin, end, t.bytes, t.elements);
+#endif
+    decode_range_base(t.kind, src, y, begin, end, t.bytes, t.elements);
+  };
   ninodes::parallel_for(job.blocks, grain, [&](size_t begin, size_t end) {
     if (!job.to_bf16) {
-      float* out = static_cast<float*>(job.dst);
-      if (t.elements == 1 && t.bytes == 4) {
-        std::memcpy(out + begin, job.src + begin * 4, (end - begin) * 4);
-        return;
-      }
-      for (size_t i = begin; i < end; ++i) t.decode(job.src + i * t.bytes, out + i * t.elements);
+      decode(job.src, static_cast<float*>(job.dst), begin, end);
       return;
     }
     uint16_t* out = static_cast<uint16_t*>(job.dst);
-    float tmp[256];
-    if (t.elements == 1) {
-      for (size_t i = begin; i < end; ++i) {
-        t.decode(job.src + i * t.bytes, tmp);
-        out[i] = f32_to_bf16(tmp[0]);
-      }
-      return;
-    }
-    for (size_t i = begin; i < end; ++i) {
-      t.decode(job.src + i * t.bytes, tmp);
-      uint16_t* o = out + i * t.elements;
-      for (size_t e = 0; e < t.elements; ++e) o[e] = f32_to_bf16(tmp[e]);
+    std::vector<float> stage(kStageElements);
+    const size_t step = std::max<size_t>(1, kStageElements / t.elements);
+    for (size_t b = begin; b < end; b += step) {
+      const size_t e = std::min(end, b + step);
+      // Decode blocks [b, e) as if they started at block 0 of the staging buffer.
+      decode(job.src + b * t.bytes, stage.data(), 0, e - b);
+      const size_t n = (e - b) * t.elements;
+      uint16_t* o = out + b * t.elements;
+      for (size_t k = 0; k < n; ++k) o[k] = f32_to_bf16(stage[k]);
     }
   });
 }
