@@ -468,8 +468,17 @@ Job parse(const Napi::CallbackInfo& info) {
                                       std::to_string(blocks * t.elements) + " values but dst has " +
                                       std::to_string(dst.ElementLength()));
   }
-  uint8_t* src_ptr = static_cast<uint8_t*>(src.ArrayBuffer().Data()) + src.ByteOffset();
-  uint8_t* dst_ptr = static_cast<uint8_t*>(dst.ArrayBuffer().Data()) + dst.ByteOffset();
+  // The typed array's own data pointer (already offset): works for ArrayBuffer, external and
+  // SharedArrayBuffer storage alike.
+  auto data_of = [&](const Napi::TypedArray& a) -> uint8_t* {
+    void* data = nullptr;
+    if (napi_get_typedarray_info(info.Env(), a, nullptr, nullptr, &data, nullptr, nullptr) != napi_ok) {
+      fail("INVALID_ARGUMENT", "dequantize: cannot read a typed array's memory");
+    }
+    return static_cast<uint8_t*>(data);
+  };
+  uint8_t* src_ptr = data_of(src);
+  uint8_t* dst_ptr = data_of(dst);
   return Job{&t, src_ptr, dst_ptr, to_bf16, blocks};
 }
 

@@ -49,7 +49,9 @@ if (what === 'gguf' || what === 'all') {
   const memcpy = await best(() => dst.set(src), 5);
   console.log(`\nGGUF decode, ${elements / 2 ** 20} Mi values -> f32 (best of 5)`);
   console.log(`memcpy of the f32 output size: ${((elements * 4) / memcpy / 1e9).toFixed(2)} GB/s`);
-  console.log('type      in GB/s  out GB/s  out/memcpy');
+  console.log('fresh = new output tensor per call (allocation + page faults); into = opts.out reused');
+  console.log('type      fresh out GB/s  into: in GB/s  out GB/s  out/memcpy');
+  const out = Tensor.zeros('f32', [4096, 4096]);
   for (const dtype of ['f16', 'bf16', ...Object.keys(BLOCK_DTYPES)]) {
     const bytesPer = dtype === 'f16' || dtype === 'bf16' ? 2 : BLOCK_DTYPES[dtype].blockBytes / BLOCK_DTYPES[dtype].blockElements;
     const raw = new Uint8Array(Math.round(elements * bytesPer));
@@ -75,10 +77,13 @@ if (what === 'gguf' || what === 'all') {
       for (let b = 0; b < raw.length; b += blockBytes) for (const f of fields) sane(b + f);
     }
     const x = new Tensor(dtype, [4096, 4096], raw.buffer);
-    const t = await best(() => dequantize(x), 5);
+    const fresh = await best(() => dequantize(x), 5);
+    const t = await best(() => dequantize(x, 'f32', { out }), 5);
     const inGb = raw.length / t / 1e9;
     const outGb = (elements * 4) / t / 1e9;
-    console.log(`${dtype.padEnd(8)} ${inGb.toFixed(2).padStart(7)} ${outGb.toFixed(2).padStart(9)} ${(memcpy / t).toFixed(2).padStart(10)}`);
+    console.log(
+      `${dtype.padEnd(8)} ${((elements * 4) / fresh / 1e9).toFixed(2).padStart(14)} ${inGb.toFixed(2).padStart(14)} ${outGb.toFixed(2).padStart(9)} ${(memcpy / t).toFixed(2).padStart(11)}`,
+    );
   }
   const small = new Tensor('q4_k', [64, 4096], new Uint8Array(64 * 16 * 144).buffer);
   const tRef = await best(() => reference.dequantize(small), 3);

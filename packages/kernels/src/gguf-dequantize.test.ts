@@ -112,6 +112,25 @@ describe('GGUF decode on random blocks', () => {
   });
 });
 
+describe('GGUF decode into a given tensor', () => {
+  it('fills opts.out (any shape with the same count) and returns it', async () => {
+    const x = tensorOf('t.q6_k');
+    const out = Tensor.zeros('f32', [x.numel]);
+    const y = await dequantize(x, 'f32', { out });
+    expect(y).toBe(out);
+    expect(bitsEqual(out.data, f32Of(expected.get('t.q6_k')!))).toBe(0);
+    const bf = Tensor.zeros('bf16', x.shape);
+    expect(dequantizeSync(x, 'bf16', { out: bf })).toBe(bf);
+    expect(Array.from(bf.data)).toEqual(Array.from((reference.dequantize(x, 'bf16') as Tensor<'bf16'>).data));
+  });
+
+  it('rejects an out tensor of the wrong dtype or size', () => {
+    const x = tensorOf('t.q4_0');
+    expect(() => dequantizeSync(x, 'f32', { out: Tensor.zeros('f32', [x.numel - 1]) })).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    expect(() => dequantizeSync(x, 'f32', { out: Tensor.zeros('bf16', x.shape) })).toThrow(expect.objectContaining({ code: 'DTYPE_MISMATCH' }));
+  });
+});
+
 describe('GGUF decode input errors', () => {
   it('rejects unsupported dtypes and targets with typed errors', async () => {
     expect(() => dequantizeSync(Tensor.zeros('i32', [4]))).toThrow(expect.objectContaining({ code: 'DTYPE_MISMATCH' }));

@@ -15,7 +15,7 @@ export {
 } from './dtype.js';
 export { NinodesError, fromNativeError, isNinodesError, type NinodesErrorDetails } from './errors.js';
 export { Tensor, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
-export { dequantize, dequantizeSync, type DequantizeResult, type DequantizeTarget } from './gguf-dequantize.js';
+export { dequantize, dequantizeSync, type DequantizeOptions, type DequantizeResult, type DequantizeTarget } from './gguf-dequantize.js';
 export { DEQUANTIZE_SOURCES, type DequantizeSource } from './gguf-dtypes.js';
 export { gelu, silu, swiglu } from './ops/activations.js';
 export { attention, attentionNaive, type AttentionOptions } from './ops/attention.js';
