@@ -82,24 +82,17 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
 [[gnu::always_inline]] inline void dq_q4_0(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   const uint8_t* qs = b + 2;
-  for (int j = 0; j < 16; ++j) {
-    const int x0 = (qs[j] & 0x0f) - 8;
-    const int x1 = (qs[j] >> 4) - 8;
-    y[j] = static_cast<float>(x0) * d;
-    y[j + 16] = static_cast<float>(x1) * d;
-  }
+  // Low and high nibbles in separate loops: contiguous stores the compiler vectorizes.
+  for (int j = 0; j < 16; ++j) y[j] = static_cast<float>((qs[j] & 0x0f) - 8) * d;
+  for (int j = 0; j < 16; ++j) y[j + 16] = static_cast<float>((qs[j] >> 4) - 8) * d;
 }
 
 [[gnu::always_inline]] inline void dq_q4_1(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   const float m = fp16_to_f32(rd16(b + 2));
   const uint8_t* qs = b + 4;
-  for (int j = 0; j < 16; ++j) {
-    const int x0 = qs[j] & 0x0f;
-    const int x1 = qs[j] >> 4;
-    y[j] = static_cast<float>(x0) * d + m;
-    y[j + 16] = static_cast<float>(x1) * d + m;
-  }
+  for (int j = 0; j < 16; ++j) y[j] = static_cast<float>(qs[j] & 0x0f) * d + m;
+  for (int j = 0; j < 16; ++j) y[j + 16] = static_cast<float>(qs[j] >> 4) * d + m;
 }
 
 [[gnu::always_inline]] inline void dq_q5_0(const uint8_t* b, float* y) {
@@ -107,14 +100,9 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
   uint32_t qh;
   std::memcpy(&qh, b + 2, 4);
   const uint8_t* qs = b + 6;
-  for (int j = 0; j < 16; ++j) {
-    const uint8_t xh0 = static_cast<uint8_t>(((qh >> (j + 0)) << 4) & 0x10);
-    const uint8_t xh1 = static_cast<uint8_t>((qh >> (j + 12)) & 0x10);
-    const int x0 = ((qs[j] & 0x0f) | xh0) - 16;
-    const int x1 = ((qs[j] >> 4) | xh1) - 16;
-    y[j] = static_cast<float>(x0) * d;
-    y[j + 16] = static_cast<float>(x1) * d;
-  }
+  // qh is unsigned: the 5-bit value goes through int before subtracting 16.
+  for (int j = 0; j < 16; ++j) y[j] = static_cast<float>(static_cast<int>((qs[j] & 0x0f) | (((qh >> j) << 4) & 0x10)) - 16) * d;
+  for (int j = 0; j < 16; ++j) y[j + 16] = static_cast<float>(static_cast<int>((qs[j] >> 4) | ((qh >> (j + 12)) & 0x10)) - 16) * d;
 }
 
 [[gnu::always_inline]] inline void dq_q5_1(const uint8_t* b, float* y) {
@@ -123,14 +111,8 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
   uint32_t qh;
   std::memcpy(&qh, b + 4, 4);
   const uint8_t* qs = b + 8;
-  for (int j = 0; j < 16; ++j) {
-    const uint8_t xh0 = static_cast<uint8_t>(((qh >> (j + 0)) << 4) & 0x10);
-    const uint8_t xh1 = static_cast<uint8_t>((qh >> (j + 12)) & 0x10);
-    const int x0 = (qs[j] & 0x0f) | xh0;
-    const int x1 = (qs[j] >> 4) | xh1;
-    y[j] = static_cast<float>(x0) * d + m;
-    y[j + 16] = static_cast<float>(x1) * d + m;
-  }
+  for (int j = 0; j < 16; ++j) y[j] = static_cast<float>((qs[j] & 0x0f) | (((qh >> j) << 4) & 0x10)) * d + m;
+  for (int j = 0; j < 16; ++j) y[j + 16] = static_cast<float>((qs[j] >> 4) | ((qh >> (j + 12)) & 0x10)) * d + m;
 }
 
 [[gnu::always_inline]] inline void dq_q8_0(const uint8_t* b, float* y) {
@@ -261,16 +243,19 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
   const float d = fp16_to_f32(rd16(b + 208));
   for (int n = 0; n < 256; n += 128) {
-    for (int l = 0; l < 32; ++l) {
-      const int is = l / 16;
-      const int q1 = static_cast<int8_t>((ql[l + 0] & 0xf) | (((qh[l] >> 0) & 3) << 4)) - 32;
-      const int q2 = static_cast<int8_t>((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
-      const int q3 = static_cast<int8_t>((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-      const int q4 = static_cast<int8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-      y[l + 0] = d * static_cast<float>(sc[is + 0]) * static_cast<float>(q1);
-      y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
-      y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
-      y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+    // ggml's `d * sc[is] * q` is (d * sc[is]) * q; hoisting d * sc[is] out of the l loop (is is
+    // constant over each run of 16) keeps the exact operations and lets the loops vectorize.
+    for (int is = 0; is < 2; ++is) {
+      const float s1 = d * static_cast<float>(sc[is + 0]);
+      const float s2 = d * static_cast<float>(sc[is + 2]);
+      const float s3 = d * static_cast<float>(sc[is + 4]);
+      const float s4 = d * static_cast<float>(sc[is + 6]);
+      for (int l = 16 * is; l < 16 * is + 16; ++l) {
+        y[l + 0] = s1 * static_cast<float>(((ql[l + 0] & 0xf) | (((qh[l] >> 0) & 3) << 4)) - 32);
+        y[l + 32] = s2 * static_cast<float>(((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32);
+        y[l + 64] = s3 * static_cast<float>(((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+        y[l + 96] = s4 * static_cast<float>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+      }
     }
     y += 128;
     ql += 64;
@@ -282,10 +267,8 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
 [[gnu::always_inline]] inline void dq_iq4_nl(const uint8_t* b, float* y) {
   const float d = fp16_to_f32(rd16(b));
   const uint8_t* qs = b + 2;
-  for (int j = 0; j < 16; ++j) {
-    y[j] = d * static_cast<float>(kIq4nl[qs[j] & 0xf]);
-    y[j + 16] = d * static_cast<float>(kIq4nl[qs[j] >> 4]);
-  }
+  for (int j = 0; j < 16; ++j) y[j] = d * static_cast<float>(kIq4nl[qs[j] & 0xf]);
+  for (int j = 0; j < 16; ++j) y[j + 16] = d * static_cast<float>(kIq4nl[qs[j] >> 4]);
 }
 
 [[gnu::always_inline]] inline void dq_iq4_xs(const uint8_t* b, float* y) {
@@ -296,10 +279,8 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   for (int ib = 0; ib < 8; ++ib) {
     const int ls = ((scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((scales_h >> 2 * ib) & 3) << 4);
     const float dl = d * static_cast<float>(ls - 32);
-    for (int j = 0; j < 16; ++j) {
-      y[j + 0] = dl * static_cast<float>(kIq4nl[qs[j] & 0xf]);
-      y[j + 16] = dl * static_cast<float>(kIq4nl[qs[j] >> 4]);
-    }
+    for (int j = 0; j < 16; ++j) y[j + 0] = dl * static_cast<float>(kIq4nl[qs[j] & 0xf]);
+    for (int j = 0; j < 16; ++j) y[j + 16] = dl * static_cast<float>(kIq4nl[qs[j] >> 4]);
     y += 32;
     qs += 16;
   }
@@ -379,6 +360,20 @@ void decode_range_base(Kind kind, const uint8_t* src, float* y, size_t begin, si
 }
 
 #if NINODES_HAS_X86
+// 32 IQ4 values (16 bytes of nibbles) times one scale.
+__attribute__((target("avx2,f16c"))) void iq4_sub32_avx2(const uint8_t* qs, float dl, float* o) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nl));
+  const __m128i low4 = _mm_set1_epi8(0x0f);
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(q, low4));
+  const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), low4));
+  const __m256 vd = _mm256_set1_ps(dl);
+  _mm256_storeu_ps(o + 0, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
+  _mm256_storeu_ps(o + 8, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))));
+  _mm256_storeu_ps(o + 16, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
+  _mm256_storeu_ps(o + 24, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))));
+}
+
 // AVX2 without FMA on purpose: wider vectors, but the compiler still cannot fuse `d * q - m`
 // (a fused result would differ from ggml in the last bit).
 __attribute__((target("avx2,f16c"))) void decode_range_avx2(Kind kind, const uint8_t* src, float* y, size_t begin, size_t end,
@@ -391,6 +386,25 @@ __attribute__((target("avx2,f16c"))) void decode_range_avx2(Kind kind, const uin
       _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
     }
     for (; i < end; ++i) y[i] = fp16_to_f32(rd16(src + 2 * i));
+    return;
+  }
+  if (kind == Kind::kIQ4_NL || kind == Kind::kIQ4_XS) {
+    // The 16-entry codebook lookup is one byte shuffle; int8 -> float and the one multiply by the
+    // scale are the same operations as the scalar code.
+    for (size_t i = begin; i < end; ++i) {
+      const uint8_t* b = src + i * bytes;
+      float* o = y + i * elems;
+      const float d = fp16_to_f32(rd16(b));
+      if (kind == Kind::kIQ4_NL) {
+        iq4_sub32_avx2(b + 2, d, o);
+        continue;
+      }
+      const uint16_t scales_h = rd16(b + 2);
+      for (int ib = 0; ib < 8; ++ib) {
+        const int ls = ((b[4 + ib / 2] >> 4 * (ib % 2)) & 0xf) | (((scales_h >> 2 * ib) & 3) << 4);
+        iq4_sub32_avx2(b + 8 + 16 * ib, d * static_cast<float>(ls - 32), o + 32 * ib);
+      }
+    }
     return;
   }
   decode_range(kind, src, y, begin, end, bytes, elems);
