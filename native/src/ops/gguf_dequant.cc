@@ -360,19 +360,28 @@ void decode_range_base(Kind kind, const uint8_t* src, float* y, size_t begin, si
 }
 
 #if NINODES_HAS_X86
-// 32 IQ4 values (16 bytes of nibbles) times one scale.
-__attribute__((target("avx2,f16c"))) void iq4_sub32_avx2(const uint8_t* qs, float dl, float* o) {
-  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nl));
+// 32 values from 16 bytes of nibbles (low nibbles first, then high), each mapped through a
+// 16-entry int8 table, converted to float, times `dl`, plus `m` when kAdd. The same float
+// operations, in the same order, as the scalar decoders (int -> float is exact).
+template <bool kAdd>
+__attribute__((target("avx2,f16c"))) void nibbles32_avx2(const uint8_t* qs, const int8_t* lut, float dl, float m, float* o) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lut));
   const __m128i low4 = _mm_set1_epi8(0x0f);
   const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(q, low4));
   const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), low4));
   const __m256 vd = _mm256_set1_ps(dl);
-  _mm256_storeu_ps(o + 0, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
-  _mm256_storeu_ps(o + 8, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))));
-  _mm256_storeu_ps(o + 16, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
-  _mm256_storeu_ps(o + 24, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))));
+  const __m256 vm = _mm256_set1_ps(m);
+  const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+  for (int i = 0; i < 4; ++i) {
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[i])), vd);
+    if (kAdd) v = _mm256_add_ps(v, vm);
+    _mm256_storeu_ps(o + 8 * i, v);
+  }
 }
+
+const int8_t kQ4_0Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+const int8_t kQ4_1Values[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
 // AVX2 without FMA on purpose: wider vectors, but the compiler still cannot fuse `d * q - m`
 // (a fused result would differ from ggml in the last bit).
@@ -388,21 +397,41 @@ __attribute__((target("avx2,f16c"))) void decode_range_avx2(Kind kind, const uin
     for (; i < end; ++i) y[i] = fp16_to_f32(rd16(src + 2 * i));
     return;
   }
+  if (kind == Kind::kBF16) {
+    size_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
+      _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+    }
+    for (; i < end; ++i) y[i] = bf16_to_f32(rd16(src + 2 * i));
+    return;
+  }
+  if (kind == Kind::kQ4_0 || kind == Kind::kQ4_1) {
+    for (size_t i = begin; i < end; ++i) {
+      const uint8_t* b = src + i * bytes;
+      const float d = fp16_to_f32(rd16(b));
+      if (kind == Kind::kQ4_0) {
+        nibbles32_avx2<false>(b + 2, kQ4_0Values, d, 0.f, y + i * elems);
+      } else {
+        nibbles32_avx2<true>(b + 4, kQ4_1Values, d, fp16_to_f32(rd16(b + 2)), y + i * elems);
+      }
+    }
+    return;
+  }
   if (kind == Kind::kIQ4_NL || kind == Kind::kIQ4_XS) {
-    // The 16-entry codebook lookup is one byte shuffle; int8 -> float and the one multiply by the
-    // scale are the same operations as the scalar code.
+    // The 16-entry codebook lookup is one byte shuffle.
     for (size_t i = begin; i < end; ++i) {
       const uint8_t* b = src + i * bytes;
       float* o = y + i * elems;
       const float d = fp16_to_f32(rd16(b));
       if (kind == Kind::kIQ4_NL) {
-        iq4_sub32_avx2(b + 2, d, o);
+        nibbles32_avx2<false>(b + 2, kIq4nl, d, 0.f, o);
         continue;
       }
       const uint16_t scales_h = rd16(b + 2);
       for (int ib = 0; ib < 8; ++ib) {
         const int ls = ((b[4 + ib / 2] >> 4 * (ib % 2)) & 0xf) | (((scales_h >> 2 * ib) & 3) << 4);
-        iq4_sub32_avx2(b + 8 + 16 * ib, d * static_cast<float>(ls - 32), o + 32 * ib);
+        nibbles32_avx2<false>(b + 8 + 16 * ib, kIq4nl, d * static_cast<float>(ls - 32), 0.f, o + 32 * ib);
       }
     }
     return;
