@@ -1,11 +1,15 @@
 // Standalone timing of the GGUF decoder and tiled attention (not a test; the real benchmarks live
 // in apps/bench). Run after `npm run build -w @ninodes/kernels`:
-//   node packages/kernels/scripts/time-ops.mjs [gguf|attention|all] [--threads N]
+//   node packages/kernels/scripts/time-ops.mjs [gguf|attention|all] [--threads N] [--cpu]
 import { performance } from 'node:perf_hooks';
 import { BLOCK_DTYPES, Tensor, attention, attentionNaive, buildInfo, dequantize, reference } from '../dist/index.js';
 
 const args = process.argv.slice(2);
 const what = args.find((a) => !a.startsWith('--')) ?? 'all';
+// --cpu: time by this process's CPU time instead of wall time (robust on a shared, loaded machine;
+// meaningful with --threads 1, where CPU time is the time of the one thread working).
+const useCpu = args.includes('--cpu');
+
 const threadsFlag = args.indexOf('--threads');
 if (threadsFlag >= 0) {
   const { createRequire } = await import('node:module');
@@ -13,14 +17,16 @@ if (threadsFlag >= 0) {
   native.setThreads(Number(args[threadsFlag + 1]));
 }
 const info = buildInfo();
-console.log(`simd ${info.simd}, threads ${info.threads}, ${info.compiler}, oneDNN ${info.onednn}`);
+console.log(`simd ${info.simd}, threads ${info.threads}, ${info.compiler}, oneDNN ${info.onednn}, timing by ${useCpu ? 'process CPU time' : 'wall clock'}`);
 
 async function best(fn, reps) {
   let min = Infinity;
   for (let i = 0; i < reps; i++) {
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     await fn();
-    min = Math.min(min, performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    min = Math.min(min, useCpu ? (c.user + c.system) / 1000 : performance.now() - t0);
   }
   return min / 1000;
 }
