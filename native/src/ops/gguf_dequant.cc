@@ -380,6 +380,42 @@ __attribute__((target("avx2,f16c"))) void nibbles32_avx2(const uint8_t* qs, cons
   }
 }
 
+// 32 int8 values -> float, times dl, plus m when kAdd (one rounding per operation, as in ggml).
+template <bool kAdd>
+__attribute__((target("avx2,f16c"))) void int8x32_to_f32_avx2(__m256i v, float dl, float m, float* o) {
+  const __m256 vd = _mm256_set1_ps(dl);
+  const __m256 vm = _mm256_set1_ps(m);
+  const __m128i lo = _mm256_castsi256_si128(v);
+  const __m128i hi = _mm256_extracti128_si256(v, 1);
+  const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+  for (int i = 0; i < 4; ++i) {
+    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[i])), vd);
+    if (kAdd) f = _mm256_add_ps(f, vm);
+    _mm256_storeu_ps(o + 8 * i, f);
+  }
+}
+
+// Q5_0 / Q5_1: nibbles plus a fifth bit from qh (bit j for value j), as 32 int8 values.
+template <bool kQ5_1>
+__attribute__((target("avx2,f16c"))) void q5_block_avx2(const uint8_t* b, float* o) {
+  const float d = fp16_to_f32(rd16(b));
+  const float m = kQ5_1 ? fp16_to_f32(rd16(b + 2)) : 0.f;
+  const uint8_t* qhp = b + (kQ5_1 ? 4 : 2);
+  const uint8_t* qs = b + (kQ5_1 ? 8 : 6);
+  uint32_t qh;
+  std::memcpy(&qh, qhp, 4);
+  // Byte k of `bits` is 0xff when bit k of qh is set.
+  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000);
+  __m256i bits = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)), shuf);
+  bits = _mm256_cmpeq_epi8(_mm256_or_si256(bits, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)), _mm256_set1_epi64x(-1));
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i low4 = _mm_set1_epi8(0x0f);
+  const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4), _mm_and_si128(q, low4));
+  __m256i v = _mm256_or_si256(nib, _mm256_and_si256(bits, _mm256_set1_epi8(0x10)));
+  if (!kQ5_1) v = _mm256_sub_epi8(v, _mm256_set1_epi8(16));
+  int8x32_to_f32_avx2<kQ5_1>(v, d, m, o);
+}
+
 const int8_t kQ4_0Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
 const int8_t kQ4_1Values[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
@@ -404,6 +440,16 @@ __attribute__((target("avx2,f16c"))) void decode_range_avx2(Kind kind, const uin
       _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
     }
     for (; i < end; ++i) y[i] = bf16_to_f32(rd16(src + 2 * i));
+    return;
+  }
+  if (kind == Kind::kQ5_0 || kind == Kind::kQ5_1) {
+    for (size_t i = begin; i < end; ++i) {
+      if (kind == Kind::kQ5_0) {
+        q5_block_avx2<false>(src + i * bytes, y + i * elems);
+      } else {
+        q5_block_avx2<true>(src + i * bytes, y + i * elems);
+      }
+    }
     return;
   }
   if (kind == Kind::kQ4_0 || kind == Kind::kQ4_1) {
