@@ -130,14 +130,13 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
   for (int n = 0; n < 256; n += 128) {
     int shift = 0;
     for (int j = 0; j < 4; ++j) {
-      uint8_t sc = scales[is++];
-      float dl = d * static_cast<float>(sc & 0xf);
-      float ml = dmin * static_cast<float>(sc >> 4);
-      for (int l = 0; l < 16; ++l) *y++ = dl * static_cast<float>((q[l] >> shift) & 3) - ml;
-      sc = scales[is++];
-      dl = d * static_cast<float>(sc & 0xf);
-      ml = dmin * static_cast<float>(sc >> 4);
-      for (int l = 0; l < 16; ++l) *y++ = dl * static_cast<float>((q[l + 16] >> shift) & 3) - ml;
+      for (int half = 0; half < 32; half += 16) {
+        const uint8_t sc = scales[is++];
+        const float dl = d * static_cast<float>(sc & 0xf);
+        const float ml = dmin * static_cast<float>(sc >> 4);
+        for (int l = 0; l < 16; ++l) y[l] = dl * static_cast<float>((q[l + half] >> shift) & 3) - ml;
+        y += 16;
+      }
       shift += 2;
     }
     q += 32;
@@ -164,15 +163,13 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
   for (int n = 0; n < 256; n += 128) {
     int shift = 0;
     for (int j = 0; j < 4; ++j) {
-      float dl = d_all * static_cast<float>(scales[is++] - 32);
-      for (int l = 0; l < 16; ++l) {
-        const int v = ((q[l] >> shift) & 3) - ((hm[l] & m) ? 0 : 4);
-        *y++ = dl * static_cast<float>(v);
-      }
-      dl = d_all * static_cast<float>(scales[is++] - 32);
-      for (int l = 0; l < 16; ++l) {
-        const int v = ((q[l + 16] >> shift) & 3) - ((hm[l + 16] & m) ? 0 : 4);
-        *y++ = dl * static_cast<float>(v);
+      for (int half = 0; half < 32; half += 16) {
+        const float dl = d_all * static_cast<float>(scales[is++] - 32);
+        for (int l = 0; l < 16; ++l) {
+          const int v = ((q[l + half] >> shift) & 3) - ((hm[l + half] & m) ? 0 : 4);
+          y[l] = dl * static_cast<float>(v);
+        }
+        y += 16;
       }
       shift += 2;
       m = static_cast<uint8_t>(m << 1);
