@@ -44,7 +44,9 @@ describe('ropeSplitHalf', () => {
         expectClose(y, reference.ropeSplitHalf(x, base, r).data, 1e-6, 1e-6);
         expectClose(reference.ropeSplitHalf(x, base, r).data, ropeF64(x.data, base.data, s, h, d, r, cols), 1e-6, 1e-7);
         // Dims past rotDim pass through untouched.
-        for (let t = 0; t < s * h; t++) for (let i = r; i < d; i++) expect(y[t * d + i]).toBe(x.data[t * d + i]);
+        let changed = 0;
+        for (let t = 0; t < s * h; t++) for (let i = r; i < d; i++) if (!Object.is(y[t * d + i], x.data[t * d + i])) changed++;
+        expect(changed).toBe(0);
       }),
       { numRuns: 80 },
     );
@@ -56,19 +58,23 @@ describe('ropeSplitHalf', () => {
     const angles = f32Of(tensors.get('in.rope_angles')!);
     const [seq, cols] = tensors.get('in.rope_angles')!.shape as [number, number];
     expect(cols).toBe(rotDim);
-    for (let t = 0; t < seq; t++) for (let i = 0; i < rotDim / 2; i++) expect(angles[t * cols + i + rotDim / 2]).toBe(angles[t * cols + i]);
+    let unrepeated = 0;
+    for (let t = 0; t < seq; t++) for (let i = 0; i < rotDim / 2; i++) if (angles[t * cols + i + rotDim / 2] !== angles[t * cols + i]) unrepeated++;
+    expect(unrepeated).toBe(0);
     const x = randomF32([seq, 4, 64], 77);
     const a = Tensor.fromArray('f32', [seq, cols], angles);
     const y = ropeSplitHalf(x, a, rotDim).data;
     expectClose(y, ropeF64(x.data, angles, seq, 4, 64, rotDim, cols), 1e-6, 1e-6);
+    let worst = 0;
     for (let p = 0; p < seq * 4; p++) {
       for (let i = 0; i < rotDim / 2; i++) {
         const o = p * 64;
-        const before = Math.hypot(x.data[o + i] as number, x.data[o + i + 24] as number);
-        const after = Math.hypot(y[o + i] as number, y[o + i + 24] as number);
-        expect(Math.abs(before - after)).toBeLessThanOrEqual(1e-5 * Math.max(1, before));
+        const before = Math.hypot(x.data[o + i] as number, x.data[o + i + rotDim / 2] as number);
+        const after = Math.hypot(y[o + i] as number, y[o + i + rotDim / 2] as number);
+        worst = Math.max(worst, Math.abs(before - after) / Math.max(1, before));
       }
     }
+    expect(worst).toBeLessThanOrEqual(1e-5);
   });
 
   it('gives the same bits for any thread count', () => {
