@@ -15,6 +15,7 @@ export {
 } from './dtype.js';
 export { NinodesError, fromNativeError, isNinodesError, type NinodesErrorDetails } from './errors.js';
 export { Tensor, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
+// kernels-B: GGUF block decode, fp32 transformer ops
 export { dequantize, dequantizeSync, type DequantizeOptions, type DequantizeResult, type DequantizeTarget } from './gguf-dequantize.js';
 export { DEQUANTIZE_SOURCES, type DequantizeSource } from './gguf-dtypes.js';
 export { gelu, silu, swiglu } from './ops/activations.js';
