@@ -413,6 +413,84 @@ __attribute__((target("avx2,f16c"))) void q5_block_avx2(const uint8_t* b, float*
   int8x32_to_f32_avx2<kQ5_1>(v, d, m, o);
 }
 
+// 16 int8 values -> dl * float(v) (- ml when kSub): the K-quant sub-block step.
+template <bool kSub>
+__attribute__((target("avx2,f16c"))) void int8x16_to_f32_avx2(__m128i v, float dl, float ml, float* o) {
+  const __m256 vd = _mm256_set1_ps(dl);
+  const __m256 vm = _mm256_set1_ps(ml);
+  __m256 a = _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)));
+  __m256 b = _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8))));
+  if (kSub) {
+    a = _mm256_sub_ps(a, vm);
+    b = _mm256_sub_ps(b, vm);
+  }
+  _mm256_storeu_ps(o, a);
+  _mm256_storeu_ps(o + 8, b);
+}
+
+__attribute__((target("avx2,f16c"))) void q2_k_block_avx2(const uint8_t* b, float* y) {
+  const uint8_t* scales = b;
+  const uint8_t* q = b + 16;
+  const float d = fp16_to_f32(rd16(b + 80));
+  const float dmin = fp16_to_f32(rd16(b + 82));
+  const __m256i three = _mm256_set1_epi8(3);
+  int is = 0;
+  for (int n = 0; n < 256; n += 128) {
+    const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+    for (int shift = 0; shift < 8; shift += 2) {
+      const __m256i v = _mm256_and_si256(_mm256_srl_epi16(qv, _mm_cvtsi32_si128(shift)), three);
+      for (int half = 0; half < 2; ++half) {
+        const uint8_t sc = scales[is++];
+        const float dl = d * static_cast<float>(sc & 0xf);
+        const float ml = dmin * static_cast<float>(sc >> 4);
+        const __m128i part = half == 0 ? _mm256_castsi256_si128(v) : _mm256_extracti128_si256(v, 1);
+        int8x16_to_f32_avx2<true>(part, dl, ml, y);
+        y += 16;
+      }
+    }
+    q += 32;
+  }
+}
+
+__attribute__((target("avx2,f16c"))) void q3_k_block_avx2(const uint8_t* b, float* y) {
+  const uint8_t* hm = b;
+  const uint8_t* q = b + 32;
+  const float d_all = fp16_to_f32(rd16(b + 108));
+  const uint32_t kmask1 = 0x03030303u;
+  const uint32_t kmask2 = 0x0f0f0f0fu;
+  uint32_t aux[4];
+  std::memcpy(aux, b + 96, 12);
+  const uint32_t tmp = aux[2];
+  aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+  aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+  aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+  aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+  int8_t scales[16];
+  std::memcpy(scales, aux, 16);
+  const __m256i three = _mm256_set1_epi8(3);
+  const __m256i four = _mm256_set1_epi8(4);
+  const __m256i hmv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hm));
+  int is = 0;
+  int m = 1;
+  for (int n = 0; n < 256; n += 128) {
+    const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+    for (int shift = 0; shift < 8; shift += 2) {
+      const __m256i low = _mm256_and_si256(_mm256_srl_epi16(qv, _mm_cvtsi32_si128(shift)), three);
+      // 4 where the hmask bit is clear, 0 where set.
+      const __m256i clear = _mm256_cmpeq_epi8(_mm256_and_si256(hmv, _mm256_set1_epi8(static_cast<char>(m))), _mm256_setzero_si256());
+      const __m256i v = _mm256_sub_epi8(low, _mm256_and_si256(clear, four));
+      for (int half = 0; half < 2; ++half) {
+        const float dl = d_all * static_cast<float>(scales[is++] - 32);
+        const __m128i part = half == 0 ? _mm256_castsi256_si128(v) : _mm256_extracti128_si256(v, 1);
+        int8x16_to_f32_avx2<false>(part, dl, 0.f, y);
+        y += 16;
+      }
+      m <<= 1;
+    }
+    q += 32;
+  }
+}
+
 const int8_t kQ4_0Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
 const int8_t kQ4_1Values[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
@@ -437,6 +515,16 @@ __attribute__((target("avx2,f16c"))) void decode_range_avx2(Kind kind, const uin
       _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
     }
     for (; i < end; ++i) y[i] = bf16_to_f32(rd16(src + 2 * i));
+    return;
+  }
+  if (kind == Kind::kQ2_K || kind == Kind::kQ3_K) {
+    for (size_t i = begin; i < end; ++i) {
+      if (kind == Kind::kQ2_K) {
+        q2_k_block_avx2(src + i * bytes, y + i * elems);
+      } else {
+        q3_k_block_avx2(src + i * bytes, y + i * elems);
+      }
+    }
     return;
   }
   if (kind == Kind::kQ5_0 || kind == Kind::kQ5_1) {
