@@ -114,6 +114,19 @@ describe('GGUF decode on random blocks', () => {
   });
 });
 
+describe('GGUF decode of zero-copy views', () => {
+  it('decodes tensors in place inside one file buffer, at odd byte offsets too', () => {
+    // The whole file shifted by one byte: every tensor view starts at an unaligned address.
+    const shifted = new Uint8Array(gguf.file.byteLength + 1);
+    shifted.set(gguf.file, 1);
+    for (const info of gguf.tensors) {
+      const x = new Tensor(info.dtype as DequantizeSource, info.shape, shifted.buffer, { byteOffset: 1 + gguf.dataStart + info.offset });
+      expect(bitsEqual(dequantizeSync(x).data, f32Of(expected.get(info.name)!)), info.name).toBe(0);
+      expect(bitsEqual((reference.dequantize(x) as Tensor<'f32'>).data, f32Of(expected.get(info.name)!)), info.name).toBe(0);
+    }
+  });
+});
+
 describe('GGUF decode into a given tensor', () => {
   it('fills opts.out (any shape with the same count) and returns it', async () => {
     const x = tensorOf('t.q6_k');
