@@ -24,3 +24,12 @@ export {
   type NvmlProbeResult,
 } from './probe-gpu.js';
 export { MappedFile, fileIdentity, mallocTrim, pageSize, type FileIdentity, type MadviseAdvice, type MapFileOptions } from './io-mmap.js';
+// kernels-B: GGUF block decode, fp32 transformer ops
+export { dequantize, dequantizeSync, type DequantizeOptions, type DequantizeResult, type DequantizeTarget } from './gguf-dequantize.js';
+export { DEQUANTIZE_SOURCES, type DequantizeSource } from './gguf-dtypes.js';
+export { gelu, silu, swiglu } from './ops/activations.js';
+export { attention, attentionNaive, type AttentionOptions } from './ops/attention.js';
+export { add, addcmul, modulate, mul, scale } from './ops/elementwise.js';
+export { layerNorm, rmsNorm, softmax } from './ops/norms.js';
+export { ropeSplitHalf } from './ops/rope.js';
+export * as reference from './reference/index.js';
