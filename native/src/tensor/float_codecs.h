@@ -58,14 +58,18 @@ inline uint16_t f32_to_bf16(float f) {
 
 inline float bf16_to_f32(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
 
-// PyTorch fp8e4m3fn_from_fp32_value: |x| >= 480 (and inf, NaN) -> NaN byte 0x7F with the sign.
+// PyTorch (2.13, the fixtures' producer) float -> float8_e4m3fn: round to nearest even, anything
+// beyond 448 (infinity included) saturates to ±448 (0x7E), NaN -> 0x7F with the sign. Older c10
+// code turned |x| >= 480 into NaN; the fixture bytes say saturate.
 inline uint8_t f32_to_e4m3fn(float f) {
   uint32_t x = bits_of(f);
   const uint32_t sign = x & 0x80000000u;
   x ^= sign;
   uint8_t r;
-  if (x >= (1087u << 20)) {
+  if (x > 0x7F800000u) {
     r = 0x7F;
+  } else if (x > 0x43E00000u) {  // > 448
+    r = 0x7E;
   } else if (x < (121u << 23)) {
     const float shifted = float_of(x) + float_of(141u << 23);
     r = static_cast<uint8_t>(bits_of(shifted) - (141u << 23));

@@ -15,3 +15,20 @@ export {
 } from './dtype.js';
 export { NinodesError, fromNativeError, isNinodesError, type NinodesErrorDetails } from './errors.js';
 export { Tensor, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
+// kernels-A: threads, native memory, conversions, matmul, int8, Hadamard, reference backend
+export { getThreads, setThreads } from './threads.js';
+export { allocateNative, nativeBytes } from './native-memory.js';
+export { cast, type CastSource, type CastTarget } from './cast.js';
+export { decodeFp8, encodeFp8, type DecodeFp8Options, type EncodeFp8Options, type Fp8Format } from './fp8.js';
+export { hadamard, hadamardSync, type HadamardOptions } from './hadamard.js';
+export { linear } from './linear.js';
+export {
+  int8Linear,
+  int8Matmul,
+  quantizeRowsInt8,
+  quantizeWeightInt8,
+  type Int8LinearOptions,
+  type QuantizeRowsOptions,
+  type QuantizeWeightOptions,
+} from './int8.js';
+export * as reference from './reference.js';

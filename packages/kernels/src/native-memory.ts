@@ -1,0 +1,45 @@
+import { type DType, byteSizeOf } from './dtype.js';
+import { fromNativeError } from './errors.js';
+import { nativeAddon } from './native-addon.js';
+import { type StorageOwner, Tensor } from './tensor.js';
+
+interface NativeMemoryAddon {
+  allocateNative(bytes: number): ArrayBuffer;
+  releaseNative(buffer: ArrayBuffer): boolean;
+  nativeBytes(): number;
+}
+
+const addon = (): NativeMemoryAddon => nativeAddon() as unknown as NativeMemoryAddon;
+
+class NativeStorage implements StorageOwner {
+  #released = false;
+  constructor(private readonly buffer: ArrayBuffer) {}
+  get released(): boolean {
+    return this.#released;
+  }
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    addon().releaseNative(this.buffer);
+  }
+}
+
+/**
+ * A tensor in native, 64-byte aligned memory (uninitialized). `dispose()` detaches and frees it at
+ * once; otherwise the GC's finalizer frees it. Counted in `nativeBytes()` while alive.
+ */
+export function allocateNative<D extends DType>(dtype: D, shape: readonly number[]): Tensor<D> {
+  const bytes = byteSizeOf(dtype, shape, 'allocateNative');
+  let buffer: ArrayBuffer;
+  try {
+    buffer = addon().allocateNative(bytes);
+  } catch (error) {
+    throw fromNativeError(error, 'allocateNative');
+  }
+  return new Tensor(dtype, shape, buffer, { owner: new NativeStorage(buffer) });
+}
+
+/** Bytes of native memory allocated by allocateNative and not yet freed. */
+export function nativeBytes(): number {
+  return addon().nativeBytes();
+}
