@@ -187,7 +187,12 @@ NINODES_TARGET_AVX2 void dequant_rows_avx2(const int32_t* acc, const float* xs, 
       if (bias != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + n));
       _mm256_storeu_ps(y + m * N + n, v);
     }
-    if (n < N) dequant_rows_scalar(acc + n, xs, ws + n, bias != nullptr ? bias + n : nullptr, y + n, m, m + 1, N);
+    for (; n < N; ++n) {
+      const float s = xs[m] * ws[n];
+      float v = static_cast<float>(acc[m * N + n]) * s;
+      if (bias != nullptr) v = v + bias[n];
+      y[m * N + n] = v;
+    }
   }
 }
 #endif
