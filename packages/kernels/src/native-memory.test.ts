@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { allocateNative, getThreads, nativeBytes, setThreads, Tensor } from './index.js';
+
+describe('native memory', () => {
+  it('allocates aligned external memory, counts it, and frees it early on dispose', () => {
+    const before = nativeBytes();
+    const t = allocateNative('f32', [3, 5]);
+    expect(t.byteLength).toBe(60);
+    expect(nativeBytes() - before).toBe(60);
+    t.data.fill(2.5);
+    const view = t.rows(1, 2);
+    expect(Array.from(view.data)).toEqual([2.5, 2.5, 2.5, 2.5, 2.5]);
+    t.dispose();
+    expect(nativeBytes()).toBe(before);
+    expect(t.buffer.byteLength).toBe(0); // detached: stale views cannot reach freed memory
+    expect(() => view.data).toThrow(expect.objectContaining({ code: 'TENSOR_DISPOSED' }));
+    t.dispose(); // idempotent
+    expect(nativeBytes()).toBe(before);
+  });
+
+  it('handles empty tensors and rejects negative or huge sizes', () => {
+    const e = allocateNative('i8', [0, 4]);
+    expect(e.byteLength).toBe(0);
+    e.dispose();
+    expect(() => allocateNative('f32', [-1])).toThrow(expect.objectContaining({ code: 'INVALID_SHAPE' }));
+    expect(() => allocateNative('f32', [2 ** 30, 2 ** 20])).toThrow(expect.objectContaining({ code: 'INVALID_SHAPE' }));
+    expect(() => allocateNative('q4_0', [3, 31])).toThrow(expect.objectContaining({ code: 'BLOCK_MISALIGNED' }));
+  });
+
+  it('frees by finalizer when a tensor is dropped (with --expose-gc)', async () => {
+    const gc = (globalThis as { gc?: () => void }).gc;
+    if (gc === undefined) return; // the explicit-dispose test above covers accounting without gc
+    const before = nativeBytes();
+    (() => allocateNative('u8', [1 << 20]))();
+    for (let i = 0; i < 10 && nativeBytes() !== before; i++) {
+      gc();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(nativeBytes()).toBe(before);
+  });
+});
+
+describe('threads', () => {
+  it('sets and reports the thread count; 0 means one per core', () => {
+    const initial = getThreads();
+    expect(setThreads(1)).toBe(1);
+    expect(getThreads()).toBe(1);
+    expect(setThreads(0)).toBeGreaterThanOrEqual(1);
+    expect(() => setThreads(-1)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => setThreads(1.5)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    setThreads(initial);
+    expect(Tensor.zeros('f32', [1]).numel).toBe(1);
+  });
+});
