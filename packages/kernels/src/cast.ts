@@ -1,6 +1,6 @@
 import { requireDType } from './arg-checks.js';
 import { fromNativeError } from './errors.js';
-import { type CastTarget, CAST_SOURCES, CAST_TARGETS } from './reference/cast.js';
+import { type CastTarget, CAST_SOURCES, requireCastTarget } from './reference/cast.js';
 import { nativeAddon } from './native-addon.js';
 import { Tensor } from './tensor.js';
 
@@ -14,7 +14,7 @@ type CastFn = (src: Uint8Array, from: string, dst: Uint8Array, to: string, n: nu
  */
 export function cast<T extends CastTarget>(x: Tensor, to: T): Tensor<T> {
   requireDType(x, CAST_SOURCES, 'cast input');
-  requireDType(Tensor.zeros(to, [0]), CAST_TARGETS, 'cast target');
+  requireCastTarget(to);
   const out = Tensor.zeros(to, x.shape);
   try {
     (nativeAddon().castElements as CastFn)(x.bytes(), x.dtype, out.bytes(), to, x.numel);

@@ -1,4 +1,4 @@
-import { type HadamardOrder, checkHadamardGroup, matrixDims, requireDType } from './arg-checks.js';
+import { type HadamardOrder, checkHadamardGroup, matrixDims, requireDType, requireShape } from './arg-checks.js';
 import { NinodesError } from './errors.js';
 import type { Tensor } from './tensor.js';
 
@@ -9,6 +9,8 @@ export interface HadamardOptions {
   order?: HadamardOrder;
   /** Both orders are symmetric and orthonormal, so the inverse is the same transform. */
   inverse?: boolean;
+  /** Write into this f32 tensor of x's shape (may be x itself: in place) instead of a new one. */
+  out?: Tensor;
 }
 
 export interface ResolvedHadamard {
@@ -27,5 +29,12 @@ export function resolveHadamard(x: Tensor, opts: HadamardOptions = {}, where = '
   const group = opts.group ?? 256;
   const [rows, cols] = matrixDims(x, where, true);
   checkHadamardGroup(cols, group, order, where);
+  if (opts.out !== undefined) {
+    requireDType(opts.out, ['f32'], `${where} opts.out`);
+    requireShape(opts.out, x.shape, `${where} opts.out`);
+    if (opts.out.buffer === x.buffer && opts.out.byteOffset !== x.byteOffset && opts.out.byteOffset < x.byteOffset + x.byteLength && x.byteOffset < opts.out.byteOffset + opts.out.byteLength) {
+      throw new NinodesError('INVALID_ARGUMENT', `${where}: opts.out partially overlaps the input`, { where: `${where} opts.out`, hint: 'pass x itself (in place) or disjoint memory' });
+    }
+  }
   return { rows, cols, group, order };
 }

@@ -76,3 +76,17 @@ describe('hadamard', () => {
     expect(() => reference.hadamardSync(x)).toThrow(expect.objectContaining({ code: 'GROUP_MISMATCH' }));
   });
 });
+
+describe('hadamard out', () => {
+  it('writes into opts.out, in place included, with the same bits', async () => {
+    const x = Tensor.f32([2, 64], Array.from({ length: 128 }, (_, i) => Math.cos(i)));
+    const expected = reference.hadamardSync(x, { group: 64 });
+    const out = Tensor.zeros('f32', [2, 64]);
+    expect(hadamardSync(x, { group: 64, out })).toBe(out);
+    expect(out.data).toEqual(expected.data);
+    const inPlace = x.copy() as Tensor<'f32'>;
+    await hadamard(inPlace, { group: 64, out: inPlace });
+    expect(inPlace.data).toEqual(expected.data);
+    expect(() => hadamardSync(x, { group: 64, out: Tensor.zeros('f32', [2, 32]) })).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+  });
+});

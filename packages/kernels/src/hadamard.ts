@@ -13,7 +13,7 @@ type HadamardFn<R> = (src: Uint8Array, dst: Uint8Array, rows: number, cols: numb
  */
 export function hadamardSync(x: Tensor, opts?: HadamardOptions): Tensor<'f32'> {
   const r = resolveHadamard(x, opts);
-  const out = Tensor.zeros('f32', x.shape);
+  const out = (opts?.out as Tensor<'f32'> | undefined) ?? Tensor.zeros('f32', x.shape);
   try {
     (nativeAddon().hadamardSync as HadamardFn<void>)(x.bytes(), out.bytes(), r.rows, r.cols, r.group, r.order);
   } catch (error) {
@@ -25,7 +25,7 @@ export function hadamardSync(x: Tensor, opts?: HadamardOptions): Tensor<'f32'> {
 /** hadamardSync off the JS thread. */
 export async function hadamard(x: Tensor, opts?: HadamardOptions): Promise<Tensor<'f32'>> {
   const r = resolveHadamard(x, opts);
-  const out = Tensor.zeros('f32', x.shape);
+  const out = (opts?.out as Tensor<'f32'> | undefined) ?? Tensor.zeros('f32', x.shape);
   try {
     await (nativeAddon().hadamardAsync as HadamardFn<Promise<void>>)(x.bytes(), out.bytes(), r.rows, r.cols, r.group, r.order);
   } catch (error) {

@@ -1,5 +1,6 @@
 import { requireDType } from '../arg-checks.js';
 import type { ElementDType } from '../dtype.js';
+import { NinodesError } from '../errors.js';
 import { Tensor } from '../tensor.js';
 import {
   bf16ToF32Bits,
@@ -15,6 +16,16 @@ export type CastTarget = 'f32' | 'f16' | 'bf16';
 export const CAST_SOURCES = ['f32', 'f16', 'bf16', 'f8_e4m3fn', 'f8_e5m2', 'i8', 'u8', 'i32'] as const satisfies readonly ElementDType[];
 export type CastSource = (typeof CAST_SOURCES)[number];
 export const CAST_TARGETS = ['f32', 'f16', 'bf16'] as const satisfies readonly CastTarget[];
+
+export function requireCastTarget(to: unknown): asserts to is CastTarget {
+  if (!(CAST_TARGETS as readonly unknown[]).includes(to)) {
+    throw new NinodesError('DTYPE_MISMATCH', `cast: target dtype ${String(to)} is not one of ${CAST_TARGETS.join(', ')}`, {
+      value: to,
+      where: 'cast target',
+      hint: 'fp8 targets go through encodeFp8, integer targets through quantizeRowsInt8',
+    });
+  }
+}
 
 /** The f32 bits of every element of a cast source. */
 function sourceBits(x: Tensor<CastSource>): Uint32Array {
@@ -52,7 +63,7 @@ function sourceBits(x: Tensor<CastSource>): Uint32Array {
 /** Reference cast: f32 <-> f16 <-> bf16 (round to nearest even), fp8 and integer decode to float. */
 export function cast<T extends CastTarget>(x: Tensor, to: T): Tensor<T> {
   requireDType(x, CAST_SOURCES, 'cast input');
-  requireDType(Tensor.zeros(to, [0]), CAST_TARGETS, 'cast target');
+  requireCastTarget(to);
   const bits = sourceBits(x);
   const out = Tensor.zeros(to, x.shape);
   if (to === 'f32') {

@@ -43,8 +43,11 @@ export function fwhtInPlace(x: Float32Array, group: number, order: HadamardOrder
 /** Reference Hadamard rotation x·H per group of the last dimension. */
 export function hadamardSync(x: Tensor, opts?: HadamardOptions): Tensor<'f32'> {
   const r = resolveHadamard(x, opts, 'hadamard');
-  const out = x.copy() as Tensor<'f32'>;
-  fwhtInPlace(out.data, r.group, r.order);
+  const rotated = x.copy() as Tensor<'f32'>;
+  fwhtInPlace(rotated.data, r.group, r.order);
+  if (opts?.out === undefined) return rotated;
+  const out = opts.out as Tensor<'f32'>;
+  out.data.set(rotated.data);
   return out;
 }
 
