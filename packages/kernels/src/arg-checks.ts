@@ -75,7 +75,7 @@ export function checkHadamardGroup(cols: number, group: number, order: HadamardO
   const integer = Number.isSafeInteger(group) && group >= 1 && group <= 2 ** 24;
   while (integer && g > 1 && g % base === 0) g /= base;
   if (!integer || g !== 1) {
-    throw new NinodesError('INVALID_ARGUMENT', `${where}: group ${group} is not a power of ${base}`, {
+    throw new NinodesError('INVALID_ARGUMENT', `${where}: group ${show(group)} is not a power of ${base}`, {
       value: group,
       where,
       hint: order === 'regular' ? 'the regular Hadamard exists for powers of 4 (16, 64, 256, ...)' : 'sylvester order needs a power of 2',
@@ -91,4 +91,20 @@ export function checkHadamardGroup(cols: number, group: number, order: HadamardO
       hint: 'pad K to a multiple of the group, or rotate with a group that divides it',
     });
   }
+}
+
+/** A printable form of any value (String() throws on null-prototype objects and symbols' kin). */
+export function show(value: unknown): string {
+  if (typeof value === 'string') return `'${value}'`;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value === undefined || value === null) return `${value}`;
+  return Object.prototype.toString.call(value);
+}
+
+/** Options argument: undefined -> {}, an object -> itself, anything else -> INVALID_ARGUMENT. */
+export function optionsOf<T extends object>(opts: T | undefined, where: string): Partial<T> {
+  if (opts === undefined) return {};
+  if (opts === null || typeof opts !== 'object') {
+    throw new NinodesError('INVALID_ARGUMENT', `${where}: options must be an object, got ${show(opts)}`, { value: opts, where });
+  }
+  return opts;
 }

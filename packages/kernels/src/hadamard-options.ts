@@ -1,4 +1,4 @@
-import { type HadamardOrder, checkHadamardGroup, matrixDims, requireDType, requireShape } from './arg-checks.js';
+import { type HadamardOrder, checkHadamardGroup, matrixDims, optionsOf, requireDType, requireShape } from './arg-checks.js';
 import { NinodesError } from './errors.js';
 import type { Tensor } from './tensor.js';
 
@@ -20,8 +20,9 @@ export interface ResolvedHadamard {
   order: HadamardOrder;
 }
 
-export function resolveHadamard(x: Tensor, opts: HadamardOptions = {}, where = 'hadamard'): ResolvedHadamard {
+export function resolveHadamard(x: Tensor, options?: HadamardOptions, where = 'hadamard'): ResolvedHadamard {
   requireDType(x, ['f32'], `${where} input`);
+  const opts = optionsOf(options, `${where} options`);
   const order = opts.order ?? 'regular';
   if (order !== 'regular' && order !== 'sylvester') {
     throw new NinodesError('INVALID_ARGUMENT', `${where}: order must be 'regular' or 'sylvester'`, { value: order, where: `${where} opts.order` });

@@ -1,4 +1,4 @@
-import { matrixDims, requireDType } from './arg-checks.js';
+import { matrixDims, optionsOf, requireDType } from './arg-checks.js';
 import { fromNativeError } from './errors.js';
 import {
   type Int8LinearOptions,
@@ -52,15 +52,17 @@ function quantize(x: Tensor, group: number, external: Float32Array | undefined, 
  * Per-row int8 quantization (comfy-kitchen): scale = max(absmax / 127, 1e-30), q = clamp(round half
  * to even(x / scale), -128, 127), NaN -> 0. `opts.scale` supplies the [M, 1] scales instead.
  */
-export function quantizeRowsInt8(x: Tensor, opts: QuantizeRowsOptions = {}): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
+export function quantizeRowsInt8(x: Tensor, options?: QuantizeRowsOptions): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   requireDType(x, ['f32'], 'quantizeRowsInt8 input');
+  const opts = optionsOf(options, 'quantizeRowsInt8 options');
   const [rows] = matrixDims(x, 'quantizeRowsInt8 input');
   return quantize(x, 0, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8');
 }
 
 /** Offline weight path: rotate rows W·Hᵀ per group (if convrot), then per-output-row absmax/127. */
-export function quantizeWeightInt8(w: Tensor, opts: QuantizeWeightOptions = {}): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
+export function quantizeWeightInt8(w: Tensor, options?: QuantizeWeightOptions): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   requireDType(w, ['f32'], 'quantizeWeightInt8 weight');
+  const opts = optionsOf(options, 'quantizeWeightInt8 options');
   const [, k] = matrixDims(w, 'quantizeWeightInt8 weight');
   const { group } = resolveConvrot(opts.convrot, k, 'quantizeWeightInt8');
   return quantize(w, group, undefined, 'quantizeWeightInt8');
@@ -93,9 +95,10 @@ export async function int8Linear(
   x: Tensor,
   qw: Tensor,
   wScale: Tensor,
-  opts: Int8LinearOptions = {},
+  options?: Int8LinearOptions,
 ): Promise<{ y: Tensor<'f32'>; acc?: Tensor<'i32'>; xScale: Tensor<'f32'> }> {
   const d = linearDims(x, qw, 'int8Linear', ['i8']);
+  const opts = optionsOf(options, 'int8Linear options');
   checkInt8K(d.k, 'int8Linear');
   checkWeightScale(wScale, d.n, 'int8Linear wScale');
   checkBias(opts.bias, d.n, 'int8Linear');

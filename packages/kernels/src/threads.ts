@@ -1,3 +1,4 @@
+import { show } from './arg-checks.js';
 import { NinodesError } from './errors.js';
 import { nativeAddon } from './native-addon.js';
 
@@ -8,7 +9,7 @@ import { nativeAddon } from './native-addon.js';
  */
 export function setThreads(n: number): number {
   if (!Number.isInteger(n) || n < 0 || n > 1024) {
-    throw new NinodesError('INVALID_ARGUMENT', `setThreads: ${n} is not an integer in 0..1024`, { value: n, hint: '0 means one thread per core' });
+    throw new NinodesError('INVALID_ARGUMENT', `setThreads: ${show(n)} is not an integer in 0..1024`, { value: n, hint: '0 means one thread per core' });
   }
   return (nativeAddon().setComputeThreads as (n: number) => number)(n);
 }

@@ -1,4 +1,4 @@
-import { matrixDims, requireDType } from '../arg-checks.js';
+import { matrixDims, optionsOf, requireDType } from '../arg-checks.js';
 import { NinodesError } from '../errors.js';
 import {
   type Int8LinearOptions,
@@ -62,15 +62,17 @@ function quantizeRows(rowsData: Float32Array, rows: number, cols: number, group:
 }
 
 /** Reference per-row int8 quantization (see the native quantizeRowsInt8). */
-export function quantizeRowsInt8(x: Tensor, opts: QuantizeRowsOptions = {}): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
+export function quantizeRowsInt8(x: Tensor, options?: QuantizeRowsOptions): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   requireDType(x, ['f32'], 'quantizeRowsInt8 input');
+  const opts = optionsOf(options, 'quantizeRowsInt8 options');
   const [rows, cols] = matrixDims(x, 'quantizeRowsInt8 input');
   return quantizeRows(x.data, rows, cols, 0, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'));
 }
 
 /** Reference offline weight quantization (rotation W·Hᵀ per group, then per-row absmax/127). */
-export function quantizeWeightInt8(w: Tensor, opts: QuantizeWeightOptions = {}): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
+export function quantizeWeightInt8(w: Tensor, options?: QuantizeWeightOptions): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   requireDType(w, ['f32'], 'quantizeWeightInt8 weight');
+  const opts = optionsOf(options, 'quantizeWeightInt8 options');
   const [rows, cols] = matrixDims(w, 'quantizeWeightInt8 weight');
   return quantizeRows(w.data, rows, cols, resolveConvrot(opts.convrot, cols, 'quantizeWeightInt8').group, undefined);
 }
@@ -96,8 +98,9 @@ export function int8Matmul(qx: Tensor, qw: Tensor): Tensor<'i32'> {
 }
 
 /** Reference W8A8 linear: same float operation order as the native one, so results are equal. */
-export function int8Linear(x: Tensor, qw: Tensor, wScale: Tensor, opts: Int8LinearOptions = {}): { y: Tensor<'f32'>; acc?: Tensor<'i32'>; xScale: Tensor<'f32'> } {
+export function int8Linear(x: Tensor, qw: Tensor, wScale: Tensor, options?: Int8LinearOptions): { y: Tensor<'f32'>; acc?: Tensor<'i32'>; xScale: Tensor<'f32'> } {
   const d = linearDims(x, qw, 'int8Linear', ['i8']);
+  const opts = optionsOf(options, 'int8Linear options');
   checkInt8K(d.k, 'int8Linear');
   checkWeightScale(wScale, d.n, 'int8Linear wScale');
   checkBias(opts.bias, d.n, 'int8Linear');
