@@ -31,4 +31,4 @@ export {
   type QuantizeRowsOptions,
   type QuantizeWeightOptions,
 } from './int8.js';
-export * as reference from './reference.js';
+export * as reference from './reference/index.js';
