@@ -57,12 +57,13 @@ struct Prim {
   memory::desc src, wei, dst, bias;
 };
 
-Prim& cached_matmul(const Key& key) {
+// Shared pointers: a cache flush never frees a primitive another thread is executing.
+std::shared_ptr<Prim> cached_matmul(const Key& key) {
   static std::mutex mutex;
-  static std::unordered_map<Key, std::unique_ptr<Prim>, KeyHash> cache;
+  static std::unordered_map<Key, std::shared_ptr<Prim>, KeyHash> cache;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
-  if (it != cache.end()) return *it->second;
+  if (it != cache.end()) return it->second;
   if (cache.size() >= 256) cache.clear();
   const auto M = static_cast<memory::dim>(key.m), K = static_cast<memory::dim>(key.k), N = static_cast<memory::dim>(key.n);
   const bool f32 = key.kind == MatKind::kF32;
@@ -71,16 +72,17 @@ Prim& cached_matmul(const Key& key) {
   memory::desc wei({K, N}, f32 ? memory::data_type::f32 : memory::data_type::s8, memory::format_tag::ba);
   memory::desc dst({M, N}, f32 ? memory::data_type::f32 : memory::data_type::s32, memory::format_tag::ab);
   memory::desc bias({1, N}, memory::data_type::f32, memory::format_tag::ab);
-  auto prim = std::make_unique<Prim>(Prim{
+  auto prim = std::make_shared<Prim>(Prim{
       key.bias ? dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, bias, dst), onednn_engine()))
                : dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), onednn_engine())),
       src, wei, dst, bias});
-  return *cache.emplace(key, std::move(prim)).first->second;
+  return cache.emplace(key, std::move(prim)).first->second;
 }
 
 void run_matmul(const Key& key, const void* a, const void* b, const float* bias, void* c) {
   sync_onednn_threads();
-  Prim& prim = cached_matmul(key);
+  const std::shared_ptr<Prim> held = cached_matmul(key);
+  Prim& prim = *held;
   dnnl::engine& eng = onednn_engine();
   dnnl::stream stream(eng);
   std::unordered_map<int, memory> mem{

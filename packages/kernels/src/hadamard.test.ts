@@ -32,7 +32,7 @@ describe('hadamard', () => {
   ] as const)('%s: native == reference bit for bit, and both ~ dense float64 x·H', async (order, groups) => {
     for (const group of groups) {
       await fc.assert(
-        fc.asyncProperty(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 1, max: 3 }), fc.integer(), async (rows, chunks, seed) => {
+        fc.asyncProperty(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 1, max: group >= 256 ? 1 : 3 }), fc.integer(), async (rows, chunks, seed) => {
           let s = seed;
           const rnd = (): number => (((s = (Math.imul(s, 1103515245) + 12345) | 0) >>> 8) / 2 ** 24) * 4 - 2;
           const cols = group * chunks;

@@ -23,6 +23,7 @@ export { decodeFp8, encodeFp8, type DecodeFp8Options, type EncodeFp8Options, typ
 export { hadamard, hadamardSync, type HadamardOptions } from './hadamard.js';
 export { linear } from './linear.js';
 export {
+  int8Backend,
   int8Linear,
   int8Matmul,
   quantizeRowsInt8,

@@ -203,3 +203,29 @@ describe('int8 native vs reference (random shapes)', () => {
     expect(runs[1]).toEqual(runs[0]);
   });
 });
+
+describe('int8 hand-written fallback kernel', () => {
+  it('NINODES_INT8_BACKEND=native (the non-VNNI path) gives the same exact accumulators', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { fileURLToPath } = await import('node:url');
+    const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url));
+    const script = `
+      const k = await import(${JSON.stringify(dist)});
+      const out = [];
+      for (const [m, kk, n] of [[1, 1, 1], [3, 17, 5], [7, 64, 9], [2, 300, 33], [0, 5, 3]]) {
+        let s = m * 7919 + kk * 104729 + n;
+        const rnd = () => ((s = (Math.imul(s, 1103515245) + 12345) | 0) >>> 16) % 256 - 128;
+        const a = k.Tensor.fromArray('i8', [m, kk], Int8Array.from({ length: m * kk }, rnd));
+        const b = k.Tensor.fromArray('i8', [n, kk], Int8Array.from({ length: n * kk }, rnd));
+        out.push(JSON.stringify(Array.from((await k.int8Matmul(a, b)).data)) === JSON.stringify(Array.from(k.reference.int8Matmul(a, b).data)));
+      }
+      out.push(k.int8Backend());
+      console.log(JSON.stringify(out));
+    `;
+    const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, NINODES_INT8_BACKEND: 'native' },
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(stdout.trim())).toEqual([true, true, true, true, true, 'native']);
+  });
+});

@@ -129,3 +129,8 @@ export async function int8Linear(
   }
   return acc === undefined ? { y, xScale } : { y, acc, xScale };
 }
+
+/** Which exact int8 GEMM runs: oneDNN (CPU has VNNI/AMX) or the hand-written AVX2/scalar kernel. */
+export function int8Backend(): 'onednn' | 'native' {
+  return (nativeAddon().int8Backend as () => 'onednn' | 'native')();
+}
