@@ -6,6 +6,7 @@
 #include <napi.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <memory>
@@ -93,6 +94,74 @@ void run_matmul(const Key& key, const void* a, const void* b, const float* bias,
   if (key.bias) mem.emplace(DNNL_ARG_BIAS, memory(prim.bias, eng, const_cast<float*>(bias)));
   prim.matmul.execute(stream, mem);
   stream.wait();
+}
+
+// int8Linear in row panels: the weights are reordered once per call into oneDNN's blocked layout
+// (with its s8 compensation), then each panel of rows is quantized, multiplied and dequantized
+// while its accumulators are still in cache. Integer accumulation makes this exact, so results
+// equal the single-matmul path bit for bit.
+struct PanelPrim {
+  dnnl::matmul matmul;
+  dnnl::reorder weight_reorder;
+  memory::desc src, wei_user, wei_blocked, dst;
+};
+
+std::shared_ptr<PanelPrim> cached_panel(size_t p, size_t k, size_t n) {
+  static std::mutex mutex;
+  static std::unordered_map<Key, std::shared_ptr<PanelPrim>, KeyHash> cache;
+  const Key key{MatKind::kS8, p, k, n, true};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 64) cache.clear();
+  const auto P = static_cast<memory::dim>(p), K = static_cast<memory::dim>(k), N = static_cast<memory::dim>(n);
+  dnnl::engine& eng = onednn_engine();
+  memory::desc src({P, K}, memory::data_type::s8, memory::format_tag::ab);
+  memory::desc wei_any({K, N}, memory::data_type::s8, memory::format_tag::any);
+  memory::desc wei_user({K, N}, memory::data_type::s8, memory::format_tag::ba);
+  memory::desc dst({P, N}, memory::data_type::s32, memory::format_tag::ab);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei_any, dst), eng);
+  const memory::desc blocked = pd.weights_desc();
+  dnnl::reorder::primitive_desc rpd(eng, wei_user, eng, blocked);
+  auto prim = std::make_shared<PanelPrim>(PanelPrim{dnnl::matmul(pd), dnnl::reorder(rpd), src, wei_user, blocked, dst});
+  return cache.emplace(key, std::move(prim)).first->second;
+}
+
+// Per-worker scratch reused across calls, so large temporaries do not page-fault fresh memory on
+// every call; anything above 64 MiB is returned to the system after the call.
+class Scratch {
+ public:
+  ~Scratch() { std::free(data_); }
+  void* get(size_t bytes) {
+    bytes = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    if (bytes > size_) {
+      std::free(data_);
+      data_ = std::aligned_alloc(64, bytes);
+      size_ = data_ != nullptr ? bytes : 0;
+      if (data_ == nullptr) throw std::bad_alloc();
+    }
+    return data_;
+  }
+  void trim() {
+    if (size_ > (size_t(64) << 20)) {
+      std::free(data_);
+      data_ = nullptr;
+      size_ = 0;
+    }
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+size_t panel_rows() {
+  static const size_t rows = [] {
+    const char* env = std::getenv("NINODES_INT8_PANEL");
+    const long v = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
+    return v >= 16 && v <= 4096 ? static_cast<size_t>(v) : size_t(128);
+  }();
+  return rows;
 }
 
 // Exact int8 GEMM without VNNI: widen to int16 and use madd (no saturation), 4 columns at a time.
@@ -309,6 +378,33 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
     }
     const bool regular = order == "regular";
     auto work = [=] {
+      const size_t P = panel_rows();
+      if (onednn_int8_exact() && d.m >= 2 * P && d.k > 0 && d.n > 0) {
+        sync_onednn_threads();
+        const std::shared_ptr<PanelPrim> pp = cached_panel(P, d.k, d.n);
+        dnnl::engine& eng = onednn_engine();
+        dnnl::stream stream(eng);
+        thread_local Scratch wbuf, qbuf, abuf;
+        memory wuser(pp->wei_user, eng, const_cast<int8_t*>(w));
+        memory wblk(pp->wei_blocked, eng, wbuf.get(pp->wei_blocked.get_size()));
+        pp->weight_reorder.execute(stream, wuser, wblk);
+        auto* qp = static_cast<int8_t*>(qbuf.get(P * d.k));
+        auto* ap = static_cast<int32_t*>(abuf.get(P * d.n * sizeof(int32_t)));
+        memory src(pp->src, eng, qp);
+        for (size_t m0 = 0; m0 < d.m; m0 += P) {
+          const size_t rows = std::min(P, d.m - m0);
+          quantize_rows_int8(x + m0 * d.k, rows, d.k, group, regular, external ? xs + m0 : nullptr, qp, xs + m0);
+          if (rows < P) std::memset(qp + rows * d.k, 0, (P - rows) * d.k);
+          int32_t* acc = acc_out != nullptr && rows == P ? acc_out + m0 * d.n : ap;
+          memory dst(pp->dst, eng, acc);
+          pp->matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wblk}, {DNNL_ARG_DST, dst}});
+          stream.wait();
+          if (acc_out != nullptr && rows < P) std::memcpy(acc_out + m0 * d.n, acc, rows * d.n * sizeof(int32_t));
+          dequant(acc, xs + m0, ws, bias, y + m0 * d.n, rows, d.n);
+        }
+        wbuf.trim();
+        return;
+      }
       std::unique_ptr<int8_t[]> qx(new int8_t[std::max<size_t>(1, d.m * d.k)]);
       quantize_rows_int8(x, d.m, d.k, group, regular, external ? xs : nullptr, qx.get(), xs);
       std::unique_ptr<int32_t[]> scratch;

@@ -17,7 +17,7 @@ function rand(n, seed) {
   return a;
 }
 
-async function best(fn, reps = 5) {
+async function best(fn, reps = 9) {
   await fn();
   let t = Infinity;
   for (let i = 0; i < reps; i++) {

@@ -189,9 +189,28 @@ describe('int8 native vs reference (random shapes)', () => {
     expect(sum).toEqual(full.acc?.data);
   });
 
+  it('large M (the row-panel path, partial last panel) equals the reference bit for bit', async () => {
+    const [m, k, n] = [300, 512, 40];
+    const x = Tensor.f32([m, k], Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.7) * (1 + (i % 13))));
+    const w = Tensor.f32([n, k], Array.from({ length: n * k }, (_, i) => Math.cos(i * 0.19)));
+    const bias = Tensor.f32([n], Array.from({ length: n }, (_, i) => i / 7));
+    const { q, scale } = quantizeWeightInt8(w, { convrot: 256 });
+    for (const opts of [{ bias, convrot: 256, returnAccumulators: true }, { convrot: false as const }]) {
+      const a = await int8Linear(x, q, scale, opts);
+      const b = reference.int8Linear(x, q, scale, opts);
+      expect(a.acc?.data).toEqual(b.acc?.data);
+      expect(a.xScale.data).toEqual(b.xScale.data);
+      expect(bitsOf(a.y)).toEqual(bitsOf(b.y));
+    }
+    const shared = await int8Linear(x, q, scale, { convrot: 256, xScale: Tensor.f32([m, 1], Array.from({ length: m }, (_, i) => 0.05 + i / 1000)), returnAccumulators: true });
+    const sharedRef = reference.int8Linear(x, q, scale, { convrot: 256, xScale: Tensor.f32([m, 1], Array.from({ length: m }, (_, i) => 0.05 + i / 1000)), returnAccumulators: true });
+    expect(shared.acc?.data).toEqual(sharedRef.acc?.data);
+    expect(bitsOf(shared.y)).toEqual(bitsOf(sharedRef.y));
+  });
+
   it('is bit-identical with 1 and 2 threads', async () => {
     const k = 1024;
-    const x = Tensor.f32([33, k], Array.from({ length: 33 * k }, (_, i) => Math.sin(i * 0.013) * 3));
+    const x = Tensor.f32([290, k], Array.from({ length: 290 * k }, (_, i) => Math.sin(i * 0.013) * 3));
     const w = Tensor.f32([47, k], Array.from({ length: 47 * k }, (_, i) => Math.cos(i * 0.029)));
     const runs = [];
     for (const t of [1, 2]) {
