@@ -248,3 +248,24 @@ describe('int8 hand-written fallback kernel', () => {
     expect(JSON.parse(stdout.trim())).toEqual([true, true, true, true, true, 'native']);
   });
 });
+
+describe('int8 errors', () => {
+  const x = Tensor.f32([2, 96], new Array(192).fill(0.5));
+  const qw = Tensor.zeros('i8', [3, 96]);
+  const ws = Tensor.f32([3, 1], [1, 1, 1]);
+
+  it('rejects bad shapes, dtypes and groups before touching memory', async () => {
+    await expect(int8Linear(x, qw, ws, { convrot: 256 })).rejects.toMatchObject({ code: 'GROUP_MISMATCH' });
+    await expect(int8Linear(x, qw, ws, { convrot: 32 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(int8Linear(x, Tensor.zeros('i8', [3, 95]), ws)).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    await expect(int8Linear(x, Tensor.zeros('f32', [3, 96]), ws)).rejects.toMatchObject({ code: 'DTYPE_MISMATCH' });
+    await expect(int8Linear(x, qw, Tensor.f32([2, 1], [1, 1]))).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    await expect(int8Linear(x, qw, ws, { bias: Tensor.f32([2], [0, 0]) })).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    await expect(int8Linear(x, qw, ws, { xScale: Tensor.f32([2, 1], [1, -1]) })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(int8Matmul(Tensor.zeros('i8', [2, 4]), Tensor.zeros('i8', [3, 5]))).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    await expect(int8Matmul(Tensor.zeros('i8', [1, 131073]), Tensor.zeros('i8', [1, 131073]))).rejects.toMatchObject({ code: 'INVALID_SHAPE' });
+    expect(() => quantizeWeightInt8(Tensor.f32([1, 96], new Array(96).fill(1)), { convrot: 64 })).toThrow(expect.objectContaining({ code: 'GROUP_MISMATCH' }));
+    expect(() => quantizeRowsInt8(Tensor.zeros('f32', [2, 3, 4]))).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    expect(() => reference.int8Linear(x, qw, ws, { convrot: 256 })).toThrow(expect.objectContaining({ code: 'GROUP_MISMATCH' }));
+  });
+});

@@ -52,3 +52,19 @@ describe('threads', () => {
     expect(Tensor.zeros('f32', [1]).numel).toBe(1);
   });
 });
+
+describe('native memory across ops', () => {
+  it('ops read and write native tensors in place of JS ones', async () => {
+    const { hadamardSync, linear, reference } = await import('./index.js');
+    const x = allocateNative('f32', [2, 16]);
+    x.data.set(Array.from({ length: 32 }, (_, i) => i - 8));
+    const out = allocateNative('f32', [2, 16]);
+    hadamardSync(x, { group: 16, out });
+    expect(out.data).toEqual(reference.hadamardSync(x, { group: 16 }).data);
+    const y = await linear(x, out);
+    expect(y.shape).toEqual([2, 2]);
+    x.dispose();
+    out.dispose();
+    expect(() => hadamardSync(x, { group: 16 })).toThrow(expect.objectContaining({ code: 'TENSOR_DISPOSED' }));
+  });
+});
