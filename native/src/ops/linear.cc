@@ -379,7 +379,7 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
     const bool regular = order == "regular";
     auto work = [=] {
       const size_t P = panel_rows();
-      if (onednn_int8_exact() && d.m >= 2 * P && d.k > 0 && d.n > 0) {
+      if (onednn_int8_exact() && d.m >= 4 * P && d.k > 0 && d.n > 0) {
         sync_onednn_threads();
         const std::shared_ptr<PanelPrim> pp = cached_panel(P, d.k, d.n);
         dnnl::engine& eng = onednn_engine();
