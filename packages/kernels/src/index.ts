@@ -15,6 +15,15 @@ export {
 } from './dtype.js';
 export { NinodesError, fromNativeError, isNinodesError, type NinodesErrorDetails } from './errors.js';
 export { Tensor, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
+export {
+  hipProbe,
+  nvmlProbe,
+  type HipDeviceRecord,
+  type HipProbeResult,
+  type NvmlDeviceRecord,
+  type NvmlProbeResult,
+} from './probe-gpu.js';
+export { MappedFile, fileIdentity, mallocTrim, pageSize, type FileIdentity, type MadviseAdvice, type MapFileOptions } from './io-mmap.js';
 // kernels-A: threads, native memory, conversions, matmul, int8, Hadamard, reference backend
 export { getThreads, setThreads } from './threads.js';
 export { allocateNative, nativeBytes } from './native-memory.js';
