@@ -12,6 +12,7 @@ import {
   resolveConvrot,
 } from './linear-checks.js';
 import { nativeAddon } from './native-addon.js';
+import { withPinned } from './native-memory.js';
 import { NinodesError } from './errors.js';
 import { Tensor } from './tensor.js';
 
@@ -80,7 +81,7 @@ export async function int8Matmul(qx: Tensor, qw: Tensor): Promise<Tensor<'i32'>>
   checkInt8K(k, 'int8Matmul');
   const acc = Tensor.zeros('i32', [m, n]);
   try {
-    await (nativeAddon().int8Matmul as MatmulFn)(qx.bytes(), qw.bytes(), acc.bytes(), m, k, n);
+    await withPinned([qx, qw], () => (nativeAddon().int8Matmul as MatmulFn)(qx.bytes(), qw.bytes(), acc.bytes(), m, k, n));
   } catch (error) {
     throw fromNativeError(error, 'int8Matmul');
   }
@@ -109,7 +110,7 @@ export async function int8Linear(
   if (external !== undefined) xScale.data.set(external);
   const acc = opts.returnAccumulators === true ? Tensor.zeros('i32', [d.m, d.n]) : undefined;
   try {
-    await (nativeAddon().int8Linear as Int8LinearFn)(
+    await withPinned([x, qw, wScale, opts.bias], () => (nativeAddon().int8Linear as Int8LinearFn)(
       x.bytes(),
       qw.bytes(),
       wScale.bytes(),
@@ -123,7 +124,7 @@ export async function int8Linear(
       group,
       order,
       external !== undefined,
-    );
+    ));
   } catch (error) {
     throw fromNativeError(error, 'int8Linear');
   }

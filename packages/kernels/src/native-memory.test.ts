@@ -68,3 +68,23 @@ describe('native memory across ops', () => {
     expect(() => hadamardSync(x, { group: 16 })).toThrow(expect.objectContaining({ code: 'TENSOR_DISPOSED' }));
   });
 });
+
+describe('dispose during an async op', () => {
+  it('defers the free until the op settles, so the op reads live memory', async () => {
+    const { int8Linear, quantizeWeightInt8, reference } = await import('./index.js');
+    const before = nativeBytes();
+    const x = allocateNative('f32', [64, 256]);
+    x.data.set(Array.from({ length: 64 * 256 }, (_, i) => Math.sin(i)));
+    const expected = reference.int8Linear(x.copy(), ...(() => {
+      const w = quantizeWeightInt8(Tensor.f32([8, 256], Array.from({ length: 2048 }, (_, i) => Math.cos(i))));
+      return [w.q, w.scale] as const;
+    })());
+    const w = quantizeWeightInt8(Tensor.f32([8, 256], Array.from({ length: 2048 }, (_, i) => Math.cos(i))));
+    const pending = int8Linear(x, w.q, w.scale);
+    x.dispose();
+    expect(x.disposed).toBe(true);
+    const { y } = await pending;
+    expect(y.data).toEqual(expected.y.data);
+    expect(nativeBytes()).toBe(before);
+  });
+});
