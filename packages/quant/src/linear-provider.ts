@@ -47,6 +47,11 @@ export interface QuantLinearOp extends LinearOp {
   release(): void;
   /** Cache key and materialized bytes of this op's weight (register it with the weight cache). */
   weightDescriptor(): WeightDescriptor;
+  /**
+   * The int8 operands when the op runs W8A8 (else undefined), for callers that drive the kernels
+   * themselves, e.g. row-parallel int8 with a shared activation scale and int32 accumulators.
+   */
+  int8Weight(): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false } | undefined>;
 }
 
 /** The provider quant builds: LinearProvider plus the detection it used and richer ops. */
@@ -129,6 +134,10 @@ class QuantLinear implements QuantLinearOp {
           return dequantizeInt8(p.q, p.scale, p.convrot);
       }
     });
+  }
+
+  int8Weight(): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false } | undefined> {
+    return this.withPrepared(async (p) => (p.kind === 'int8' ? { q: p.q, scale: p.scale, convrot: p.convrot } : undefined));
   }
 
   weightDescriptor(): WeightDescriptor {
