@@ -164,6 +164,39 @@ describe('float, fp8 and forced compute formats', () => {
   });
 });
 
+describe('int8 tensorwise (one scalar scale)', () => {
+  it('runs W8A8 with the scalar scale on every row; materializes q × scale', async () => {
+    const [m, n, k] = [5, 6, 64];
+    const q = Int8Array.from({ length: n * k }, (_, i) => ((i * 37) % 255) - 127);
+    const scale = 0.01;
+    const x = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.3) * (i % k === 5 ? 10 : 1));
+    const marker = new TextEncoder().encode('{"format": "int8_tensorwise"}');
+    const src = memoryCheckpoint('m.safetensors', {
+      'l.weight': Tensor.fromArray('i8', [n, k], q),
+      'l.weight_scale': Tensor.f32([], [scale]),
+      'l.comfy_quant': Tensor.fromArray('u8', [marker.length], marker),
+    });
+    const op = createLinearProvider(src).linear({ name: 'l', outFeatures: n, inFeatures: k, bias: false });
+    expect(op.format).toBe('int8_tensorwise');
+    const w = Float64Array.from(q, (v) => v * Math.fround(scale));
+    expect(maxRel((await op.materializedWeight()).data as Float32Array, w)).toBeLessThan(1e-7);
+    // Reference: per-row activation absmax/127, round half to even, in float64.
+    const xq = new Float64Array(m * k);
+    for (let i = 0; i < m; i++) {
+      let amax = 0;
+      for (let c = 0; c < k; c++) amax = Math.max(amax, Math.abs(x[i * k + c] as number));
+      const xs = amax / 127;
+      for (let c = 0; c < k; c++) {
+        const v = (x[i * k + c] as number) / xs;
+        const r = Math.abs(v - Math.trunc(v)) === 0.5 ? 2 * Math.round(v / 2) : Math.round(v);
+        xq[i * k + c] = r * xs;
+      }
+    }
+    const y = (await op.forward(Tensor.fromArray('f32', [m, k], x))).data as Float32Array;
+    expect(maxRel(y, refLinear(xq, w, undefined, m, n, k))).toBeLessThan(1e-4);
+  });
+});
+
 describe('weight cache integration', () => {
   it('materializes GGUF layers through the weight cache, within its budget, with the same results', async () => {
     const g = GgufCheckpoint.open(fixturePath('gguf', 'quants.gguf'));
