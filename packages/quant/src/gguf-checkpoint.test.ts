@@ -3,8 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isNinodesError } from '@ninodes/kernels';
 import { readF32 } from './materialize.js';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { GgufCheckpoint, readGgufHeader } from './gguf-checkpoint.js';
+import type { GgufValue } from './gguf-types.js';
+import { encodeGguf } from './testing/gguf-bytes.js';
 import { fixturePath, readSafetensorsFixture } from './testing/fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quant-gguf-'));
@@ -91,5 +94,67 @@ describe('GgufCheckpoint views', () => {
     writeFileSync(bad, 'GGUF\u0001\u0000\u0000\u0000');
     expect(() => GgufCheckpoint.open(bad)).toThrow(expect.objectContaining({ code: 'GGUF_UNSUPPORTED_VERSION' }));
     expect(() => GgufCheckpoint.open(join(dir, 'missing.gguf'))).toThrow(expect.objectContaining({ code: 'FILE_NOT_FOUND' }));
+  });
+});
+
+describe('GgufCheckpoint property: random valid files', () => {
+  // ggml type id, kernels dtype, block elements, block bytes
+  const TYPES = [
+    [0, 'f32', 1, 4],
+    [1, 'f16', 1, 2],
+    [30, 'bf16', 1, 2],
+    [8, 'q8_0', 32, 34],
+    [12, 'q4_k', 256, 144],
+    [23, 'iq4_xs', 256, 136],
+  ] as const;
+  it('entries and tensor bytes round-trip (dims reversed, orig_shape honoured)', () => {
+    let file = 0;
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            type: fc.constantFrom(...(TYPES as readonly (typeof TYPES)[number][])),
+            blocks: fc.integer({ min: 1, max: 3 }),
+            rows: fc.array(fc.integer({ min: 1, max: 3 }), { maxLength: 2 }),
+            fold: fc.boolean(),
+          }),
+          { minLength: 1, maxLength: 4 },
+        ),
+        fc.constantFrom(16, 32, 64),
+        (specs, alignment) => {
+          const tensors = specs.map((sp, i) => {
+            const ggmlType: number = sp.type[0];
+            const blockElements: number = sp.type[2];
+            const blockBytes: number = sp.type[3];
+            const ne = [sp.blocks * blockElements, ...sp.rows];
+            const count = ne.reduce((a, b) => a * b, 1) / blockElements;
+            const data = Uint8Array.from({ length: count * blockBytes }, (_, j) => (j * 31 + i * 7) & 0xff);
+            return { name: `t${i}.weight`, ne, ggmlType, data };
+          });
+          // Fold the first tensor with an orig_shape that splits its outermost torch dim in two.
+          const first = tensors[0] as (typeof tensors)[number];
+          const torch0 = [...first.ne].reverse();
+          const orig = specs[0]?.fold && torch0.length > 1 ? [1, ...torch0] : undefined;
+          const metadata: [string, GgufValue][] = orig
+            ? [[`comfy.gguf.orig_shape.${first.name}`, { type: 'array', itemType: 'i32', value: orig.map((v) => ({ type: 'i32', value: v })) }]]
+            : [];
+          const path = join(dir, `prop-${file++}.gguf`);
+          writeFileSync(path, encodeGguf({ tensors, alignment, metadata }));
+          const g = GgufCheckpoint.open(path);
+          try {
+            tensors.forEach((t, i) => {
+              const e = g.entry(t.name);
+              expect(e.dtype).toBe(specs[i]?.type[1]);
+              expect(e.shape).toEqual(i === 0 && orig ? orig : [...t.ne].reverse());
+              expect(e.byteLength).toBe(t.data.length);
+              expect([...g.tensor(t.name).bytes()]).toEqual([...t.data]);
+            });
+          } finally {
+            g.close();
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 });
