@@ -62,3 +62,4 @@ export {
   type QuantizedLayerReport,
 } from './quantize.js';
 export { accuracyReport, normalStream, sampleActivations, type AccuracyFormat, type AccuracyOptions, type AccuracyRow } from './accuracy-report.js';
+export { randomBlockTensor } from './synthetic-blocks.js';
