@@ -3,5 +3,6 @@
  * `Suite` (see ../suite.ts), and one line here.
  */
 import type { Suite } from '../suite.js';
+import { ioSuite } from './io.js';
 
-export const SUITES: readonly Suite[] = [];
+export const SUITES: readonly Suite[] = [ioSuite];
