@@ -4,5 +4,6 @@
  */
 import type { Suite } from '../suite.js';
 import { ioSuite } from './io.js';
+import { kernelsSuite } from './kernels.js';
 
-export const SUITES: readonly Suite[] = [ioSuite];
+export const SUITES: readonly Suite[] = [kernelsSuite, ioSuite];
