@@ -91,16 +91,24 @@ function torchOf(a: Against): Against[string] & object {
 
 const bytesMetric = (value: number): Metric => ({ value, unit: 'bytes', better: 'lower' });
 
-/** Child that allocates q, k, v and an output, then runs `mode` once: its peak is measured by the OS. */
+/**
+ * Child that allocates q, k, v and an output, then runs `mode` once: its peak is measured by the OS.
+ * Every mode first runs one tiny attention, so the addon's one-off costs (thread pool, first-call
+ * allocations) are in the baseline and the differences are the op's own memory.
+ */
 function attentionScript(h: number, s: number, d: number, mode: 'none' | 'tiled' | 'naive'): string {
   return `
 import { Tensor, attention, attentionNaive } from '@ninodes/kernels';
-const mk = (seed) => { const a = new Float32Array(${String(h * s * d)}); for (let i = 0; i < a.length; i++) a[i] = Math.sin(i * 0.37 + seed); return Tensor.fromArray('f32', [${String(h)}, ${String(s)}, ${String(d)}], a); };
-const q = mk(1), k = mk(2), v = mk(3);
+const mk = (shape, seed) => { const a = new Float32Array(shape[0] * shape[1] * shape[2]); for (let i = 0; i < a.length; i++) a[i] = Math.sin(i * 0.37 + seed); return Tensor.fromArray('f32', shape, a); };
+const t = [1, 4, ${String(d)}];
+await attention(mk(t, 1), mk(t, 2), mk(t, 3));
+await attentionNaive(mk(t, 1), mk(t, 2), mk(t, 3));
+const shape = [${String(h)}, ${String(s)}, ${String(d)}];
+const q = mk(shape, 1), k = mk(shape, 2), v = mk(shape, 3);
 const mode = ${JSON.stringify(mode)};
 if (mode === 'tiled') await attention(q, k, v);
 else if (mode === 'naive') await attentionNaive(q, k, v);
-else Tensor.zeros('f32', [${String(h)}, ${String(s)}, ${String(d)}]).data.fill(1);
+else Tensor.zeros('f32', shape).data.fill(1);
 `;
 }
 
