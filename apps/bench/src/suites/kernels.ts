@@ -3,16 +3,20 @@
  * memcpy, GGUF decode per type, and tiled attention against the materialized-softmax one, with
  * PyTorch CPU beside ours where it imports (same thread count).
  *
- * Inputs are deterministic pseudo-random values. GGUF blocks are random bytes: decode cost does not
- * depend on the values (no data-dependent branches; f16 scales never decode to f32 denormals).
+ * Inputs are deterministic pseudo-random values. GGUF blocks come from @ninodes/quant's
+ * `randomBlockTensor` (random quant bytes, sane fp16 scales, as the GGUF fixture was made); the
+ * f32/f16/bf16 sources are random values in [-1, 1).
  */
 import {
+  BLOCK_DTYPES,
+  type BlockDType,
   DEQUANTIZE_SOURCES,
   type DequantizeSource,
   Tensor,
   attention,
   attentionNaive,
   byteSizeOf,
+  cast,
   dequantize,
   hadamard,
   hadamardSync,
@@ -23,6 +27,7 @@ import {
   quantizeRowsInt8,
   quantizeWeightInt8,
 } from '@ninodes/kernels';
+import { randomBlockTensor } from '@ninodes/quant';
 import { type Against, attentionContenders, attentionWork, intMmContenders, linearContenders, linearWork, memcpyBound } from '../peers/op-peers.js';
 import type { CaseContext, Metric, Params, Suite, Target } from '../suite.js';
 
@@ -40,18 +45,11 @@ function randomF32(shape: readonly number[], seed: number): Tensor<'f32'> {
   return Tensor.fromArray('f32', shape, a);
 }
 
-function randomBytes(t: Tensor, seed: number): Tensor {
-  const b = t.bytes();
-  const words = new Uint32Array(b.buffer, b.byteOffset, b.byteLength >>> 2);
-  let s = (seed * 2654435761) | 1;
-  for (let i = 0; i < words.length; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    words[i] = s;
-  }
-  for (let i = words.length * 4; i < b.length; i++) b[i] = i & 0xff;
-  return t;
+/** A decode source of `type`: GGUF blocks with sane scales, or random values as f32 / f16 / bf16. */
+function decodeSource(type: DequantizeSource, shape: readonly number[]): Tensor {
+  if (Object.hasOwn(BLOCK_DTYPES, type)) return randomBlockTensor(type as BlockDType, shape, 5);
+  const x = randomF32(shape, 5);
+  return type === 'f32' ? x : cast(x, type as 'f16' | 'bf16');
 }
 
 const shapeOf = (p: Params) => ({ m: p.m as number, n: p.n as number, k: p.k as number });
@@ -205,7 +203,7 @@ export const kernelsSuite: Suite = {
     },
     {
       name: 'gguf_decode',
-      description: 'dequantize(x, "f32") of GGUF-encoded storage into a preallocated output; bytes = encoded read + f32 written',
+      description: 'dequantize(x, "f32") of GGUF blocks (randomBlockTensor) or f16/bf16/f32 values into a preallocated output; bytes = encoded read + f32 written',
       params: {
         full: DEQUANTIZE_SOURCES.map((type) => ({ type, rows: 4096, cols: 4096 })),
         quick: GGUF_QUICK.map((type) => ({ type, rows: 512, cols: 1024 })),
@@ -216,7 +214,7 @@ export const kernelsSuite: Suite = {
       },
       setup: (p, ctx) => {
         const shape = [p.rows as number, p.cols as number];
-        const x = randomBytes(Tensor.zeros(p.type as DequantizeSource, shape), 5);
+        const x = decodeSource(p.type as DequantizeSource, shape);
         const out = Tensor.zeros('f32', shape);
         return { run: () => dequantize(x, 'f32', { out }), against: memcpyBound(ctx, { bytes: x.byteLength + out.byteLength }) };
       },
