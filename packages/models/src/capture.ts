@@ -137,8 +137,3 @@ export function compareCaptures(referenceDir: string, candidateDir: string, tole
   }
   return { equal: true, filesCompared: compared, first: undefined };
 }
-
-/** Helper for captures: an f32 tensor copy that survives later in-place reuse of buffers. */
-export function snapshot(t: Tensor<'f32'>): Tensor<'f32'> {
-  return Tensor.fromArray('f32', t.shape, Float32Array.from(t.data));
-}

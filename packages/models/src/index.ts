@@ -12,3 +12,17 @@ export { flowSigmas } from './sigma-schedule.js';
 export { h3RopeAngles, h3VideoPositions } from './video-grid.js';
 export { timestepFeatures } from './timestep-embedding.js';
 export { type LatentDims, latentDims, patchify, unpatchify } from './patchify.js';
+export { H3Block, type BlockTrace, type ParameterReader } from './h3-block.js';
+export { H3VideoModel, type H3ModelOptions, type VelocityModel } from './h3-model.js';
+export type { LinearOp, LinearProvider, LinearSpec } from './linear-provider.js';
+export {
+  type CaptureComparison,
+  type CaptureDifference,
+  type CaptureSink,
+  captureFromEnv,
+  compareCaptures,
+  createCaptureSink,
+} from './capture.js';
+export { GaussianStream, gaussianNoise, hashSeed } from './noise.js';
+export { SAMPLER_DEFAULTS, type SamplerOptions, type SamplerResult, type StepInfo, runSampler } from './sampler.js';
+export { type SyntheticCheckpointOptions, type SyntheticCheckpointResult, writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
