@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Tensor } from '@ninodes/kernels';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareCaptures, createCaptureSink } from './capture.js';
 import { detectArchitecture } from './detect-architecture.js';
 import { H3_DEFAULTS, type H3Config } from './h3-config.js';
@@ -23,7 +23,9 @@ const config: H3Config = { ...H3_DEFAULTS, layers: 2, hidden: 256, heads: 4, hea
 
 describe('H3 video model, whole forward and sampler', () => {
   const path = join(dir, 'small.safetensors');
-  writeSyntheticH3Checkpoint(path, { config, seed: 3, prefix: 'model.diffusion_model.' });
+  beforeAll(async () => {
+    await writeSyntheticH3Checkpoint(path, { config, seed: 3, prefix: 'model.diffusion_model.' });
+  });
 
   it('4 Euler steps match the float64 reference within 1e-4 relative (odd width: circular padding)', async () => {
     const source = openTestSource(path);
@@ -47,7 +49,7 @@ describe('H3 video model, whole forward and sampler', () => {
     expect(maxRelError(noise.data, want)).toBeGreaterThan(1e-2);
   });
 
-  it('the synthetic checkpoint: ComfyUI keys, bf16 with fp32 islands, deterministic, detected as H3', () => {
+  it('the synthetic checkpoint: ComfyUI keys, bf16 with fp32 islands, deterministic, detected as H3', async () => {
     const ck = readSafetensorsFile(path);
     const dtype = (n: string): string | undefined => ck.tensors.get(`model.diffusion_model.${n}`)?.dtype;
     expect(dtype('video_patch_proj.weight')).toBe('F32');
@@ -56,7 +58,7 @@ describe('H3 video model, whole forward and sampler', () => {
     expect(dtype('blocks.1.attn.qkv_proj.weight')).toBe('BF16');
     expect(dtype('blocks.0.norm1.weight')).toBe('BF16');
     const again = join(dir, 'again.safetensors');
-    writeSyntheticH3Checkpoint(again, { config, seed: 3, prefix: 'model.diffusion_model.' });
+    await writeSyntheticH3Checkpoint(again, { config, seed: 3, prefix: 'model.diffusion_model.' });
     const b = readSafetensorsFile(again);
     for (const [name, t] of ck.tensors) expect(Buffer.compare(Buffer.from(t.bytes), Buffer.from(b.tensors.get(name)?.bytes ?? new Uint8Array()))).toBe(0);
     // realistic scale: weight std ≈ 1/sqrt(K), and a few outlier hidden channels in the norms
@@ -71,9 +73,9 @@ describe('H3 video model, whole forward and sampler', () => {
     expect(d.family === 'h3' && d.h3).toEqual(config);
   });
 
-  it('h3-full as a sparse file: real shape, no disk', () => {
+  it('h3-full as a sparse file: real shape, no disk', async () => {
     const full = join(dir, 'full.safetensors');
-    const r = writeSyntheticH3Checkpoint(full, { preset: 'h3-full' });
+    const r = await writeSyntheticH3Checkpoint(full, { preset: 'h3-full' });
     expect(r.sparse).toBe(true);
     const st = statSync(full);
     expect(st.size).toBeGreaterThan(60e9);

@@ -55,7 +55,7 @@ export async function ensureSyntheticCheckpoint(options: {
       return { path, sha256: want, reused: true, bytes: Number(size) };
     }
   }
-  const written = writeSyntheticH3Checkpoint(path, { preset: preset.name, seed, sparse, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
+  const written = await writeSyntheticH3Checkpoint(path, { preset: preset.name, seed, sparse, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
   const sha256 = await digest();
   const tmp = `${sidecar}.partial-${process.pid}`;
   writeFileSync(tmp, `${sha256} ${written.bytes}\n`);

@@ -128,7 +128,7 @@ function generate(t: PlannedTensor, config: H3Config, seed: number, outliers: re
  * weights N(0, gain²/K) with a few outlier hidden channels, deterministic from the seed. Written to
  * a temporary name and renamed, so a failure never leaves a partial file at `path`.
  */
-export function writeSyntheticH3Checkpoint(path: string, options: SyntheticCheckpointOptions = {}): SyntheticCheckpointResult {
+export async function writeSyntheticH3Checkpoint(path: string, options: SyntheticCheckpointOptions = {}): Promise<SyntheticCheckpointResult> {
   const config = validateH3Config(options.config ?? h3Preset(options.preset ?? 'h3-tiny').config);
   const seed = options.seed ?? 145;
   if (!Number.isSafeInteger(seed) || seed < 0) throw new NinodesError('INVALID_ARGUMENT', `seed must be a non-negative integer, got ${String(seed)}`, { value: seed, where: 'seed' });
