@@ -2,6 +2,7 @@ import { NinodesError, Tensor } from '@ninodes/kernels';
 import { type H3Config, rotDim } from './h3-config.js';
 import { h3BlockLinears } from './h3-tensors.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
+import { type OpProfiler, timed, timedAsync } from './op-profile.js';
 import { addcmul, attention, modulate, ropeSplitHalf, rmsNorm, silu, swiglu } from './ops.js';
 
 /** Reads a non-linear parameter (norm weight, buffer) as f32, by its name without the file prefix. */
@@ -59,9 +60,12 @@ export class H3Block {
   readonly linears: { readonly adaln: LinearOp; readonly qkv: LinearOp; readonly out: LinearOp; readonly fc1: LinearOp; readonly fc2: LinearOp };
   private readonly config: H3Config;
   private readonly params: ParameterReader;
+  /** Receives per-op wall times when set (bench); undefined costs nothing. */
+  profiler: OpProfiler | undefined;
 
-  constructor(config: H3Config, index: number, provider: LinearProvider, params: ParameterReader, prefix = '') {
+  constructor(config: H3Config, index: number, provider: LinearProvider, params: ParameterReader, prefix = '', profiler?: OpProfiler) {
     this.config = config;
+    this.profiler = profiler;
     this.index = index;
     this.params = params;
     const ops = h3BlockLinears(config, index).map((l) =>
@@ -80,24 +84,34 @@ export class H3Block {
     }
     const p = `blocks.${this.index}`;
     const inner = heads * hd;
-    const mod = await this.linears.adaln.forward(silu(tEmb.reshape([1, -1])));
+    const prof = this.profiler;
+    const lin = (op: LinearOp, v: Tensor<'f32'>): Promise<Tensor<'f32'>> => timedAsync(prof, 'linear', () => op.forward(v));
+    const mod = await lin(this.linears.adaln, timed(prof, 'elementwise', () => silu(tEmb.reshape([1, -1]))));
     const [shiftA, scaleA, gateA, shiftM, scaleM, gateM] = [0, 1, 2, 3, 4, 5].map((c) => chunk(mod, c, d)) as Tensor<'f32'>[];
 
-    const h1 = modulate(rmsNorm(x, this.params(`${p}.norm1.weight`), eps), shiftA as Tensor<'f32'>, scaleA as Tensor<'f32'>);
-    const qkv = (await this.linears.qkv.forward(h1)).data;
+    const n1 = timed(prof, 'norm', () => rmsNorm(x, this.params(`${p}.norm1.weight`), eps));
+    const h1 = timed(prof, 'elementwise', () => modulate(n1, shiftA as Tensor<'f32'>, scaleA as Tensor<'f32'>));
+    const qkv = (await lin(this.linears.qkv, h1)).data;
     const rot = rotDim(this.config);
-    const qn = rmsNorm(splitHeads(qkv, s, 3 * inner, 0, heads, hd, false), this.params(`${p}.attn.q_norm.weight`), qkEps);
-    const kn = rmsNorm(splitHeads(qkv, s, 3 * inner, inner, heads, hd, false), this.params(`${p}.attn.k_norm.weight`), qkEps);
-    const q = headsFirst(ropeSplitHalf(qn, angles, rot));
-    const k = headsFirst(ropeSplitHalf(kn, angles, rot));
-    const v = splitHeads(qkv, s, 3 * inner, 2 * inner, heads, hd, true);
-    const att = await attention(q, k, v, { scale: 1 / Math.sqrt(hd) });
-    const attnOut = await this.linears.out.forward(mergeHeads(att));
-    const x1 = addcmul(x, attnOut, gateA as Tensor<'f32'>);
+    const [qs, ks, v] = timed(prof, 'layout', () => [
+      splitHeads(qkv, s, 3 * inner, 0, heads, hd, false),
+      splitHeads(qkv, s, 3 * inner, inner, heads, hd, false),
+      splitHeads(qkv, s, 3 * inner, 2 * inner, heads, hd, true),
+    ]) as [Tensor<'f32'>, Tensor<'f32'>, Tensor<'f32'>];
+    const qn = timed(prof, 'norm', () => rmsNorm(qs, this.params(`${p}.attn.q_norm.weight`), qkEps));
+    const kn = timed(prof, 'norm', () => rmsNorm(ks, this.params(`${p}.attn.k_norm.weight`), qkEps));
+    const qr = timed(prof, 'rope', () => ropeSplitHalf(qn, angles, rot));
+    const kr = timed(prof, 'rope', () => ropeSplitHalf(kn, angles, rot));
+    const [q, k] = timed(prof, 'layout', () => [headsFirst(qr), headsFirst(kr)]) as [Tensor<'f32'>, Tensor<'f32'>];
+    const att = await timedAsync(prof, 'attention', () => attention(q, k, v, { scale: 1 / Math.sqrt(hd) }));
+    const attnOut = await lin(this.linears.out, timed(prof, 'layout', () => mergeHeads(att)));
+    const x1 = timed(prof, 'elementwise', () => addcmul(x, attnOut, gateA as Tensor<'f32'>));
 
-    const h2 = modulate(rmsNorm(x1, this.params(`${p}.norm2.weight`), eps), shiftM as Tensor<'f32'>, scaleM as Tensor<'f32'>);
-    const mlpOut = await this.linears.fc2.forward(swiglu(await this.linears.fc1.forward(h2)));
-    const x2 = addcmul(x1, mlpOut, gateM as Tensor<'f32'>);
+    const n2 = timed(prof, 'norm', () => rmsNorm(x1, this.params(`${p}.norm2.weight`), eps));
+    const h2 = timed(prof, 'elementwise', () => modulate(n2, shiftM as Tensor<'f32'>, scaleM as Tensor<'f32'>));
+    const f1 = await lin(this.linears.fc1, h2);
+    const mlpOut = await lin(this.linears.fc2, timed(prof, 'elementwise', () => swiglu(f1)));
+    const x2 = timed(prof, 'elementwise', () => addcmul(x1, mlpOut, gateM as Tensor<'f32'>));
     trace?.({ attnOut, mlpOut, afterAttn: x1 });
     return x2;
   }

@@ -9,6 +9,7 @@ import { H3_DEFAULTS, type H3Config } from './h3-config.js';
 import { H3VideoModel } from './h3-model.js';
 import type { LinearProvider } from './linear-provider.js';
 import { gaussianNoise } from './noise.js';
+import { OP_FAMILIES, createOpProfiler } from './op-profile.js';
 import { runSampler } from './sampler.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 import { maxRelError } from './test-support/compare.js';
@@ -113,6 +114,22 @@ describe('H3 video model, whole forward and sampler', () => {
     const cmp = compareCaptures(a, b, { rtol: 1e-6 });
     expect(cmp.equal).toBe(false);
     expect(cmp.first).toMatchObject({ file: 'call-0000/block-001', tensor: 'out.x', reason: 'values' });
+  });
+
+  it('an op profiler sees every op family; without one nothing is measured', async () => {
+    const source = openTestSource(path);
+    const profiler = createOpProfiler();
+    const model = H3VideoModel.create(source, testLinearProvider(source), { capture: false, profiler });
+    await model.forward(gaussianNoise([1, 24, 1, 4, 4], 2), 0.7);
+    // time embedder, patch projection, 5 per block, final adaLN and head
+    expect(profiler.calls.linear).toBe(4 + 5 * config.layers);
+    expect(profiler.calls.attention).toBe(config.layers);
+    expect(profiler.calls.norm).toBe(4 * config.layers + 1);
+    for (const f of OP_FAMILIES) expect(profiler.seconds[f]).toBeGreaterThanOrEqual(0);
+    model.setProfiler(undefined);
+    profiler.reset();
+    await model.forward(gaussianNoise([1, 24, 1, 4, 4], 2), 0.7);
+    expect(profiler.calls.linear).toBe(0);
   });
 
   it('fails early with the missing tensor named', () => {

@@ -6,6 +6,7 @@ import { type H3Block as H3BlockType, H3Block } from './h3-block.js';
 import { type H3Config, patchDim, validateH3Config } from './h3-config.js';
 import { h3Linears, h3Parameters, h3UnusedKeys } from './h3-tensors.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
+import { type OpProfiler, timed, timedAsync } from './op-profile.js';
 import { castF32, modulate, rmsNorm, silu } from './ops.js';
 import { latentDims, patchify, unpatchify } from './patchify.js';
 import { timestepFeatures } from './timestep-embedding.js';
@@ -18,6 +19,8 @@ export interface H3ModelOptions {
   readonly prefix?: string;
   /** Capture sink; default: `NINODES_CAPTURE` from the environment (none when unset). `false` disables. */
   readonly capture?: CaptureSink | false;
+  /** Per-op wall times (bench); settable later with `setProfiler`. */
+  readonly profiler?: OpProfiler;
 }
 
 /** Anything the sampler can drive: a velocity for a latent at a noise level. */
@@ -42,6 +45,7 @@ export class H3VideoModel implements VelocityModel {
   private readonly capture: CaptureSink | undefined;
   private readonly paramCache = new Map<string, Tensor<'f32'>>();
   private anglesCache: { key: string; angles: Tensor<'f32'> } | undefined;
+  private profiler: OpProfiler | undefined;
 
   private constructor(source: CheckpointSource, provider: LinearProvider, config: H3Config, prefix: string, capture: CaptureSink | undefined) {
     this.source = source;
@@ -92,7 +96,15 @@ export class H3VideoModel implements VelocityModel {
       if (e.shape.length !== p.shape.length || e.shape.some((d, i) => d !== p.shape[i])) throw wrongShape(source, name, e.shape, p.shape);
     }
     const capture = options.capture === false ? undefined : (options.capture ?? captureFromEnv());
-    return new H3VideoModel(source, provider, config, prefix, capture);
+    const model = new H3VideoModel(source, provider, config, prefix, capture);
+    model.setProfiler(options.profiler);
+    return model;
+  }
+
+  /** Routes per-op wall times to `profiler` (undefined: measure nothing). */
+  setProfiler(profiler: OpProfiler | undefined): void {
+    this.profiler = profiler;
+    for (const b of this.blocks) b.profiler = profiler;
   }
 
   get latentChannels(): number {
@@ -151,10 +163,11 @@ export class H3VideoModel implements VelocityModel {
     if (latent.dtype !== 'f32') throw new NinodesError('DTYPE_MISMATCH', `latent must be f32, got ${latent.dtype}`, { value: latent.dtype, where: 'latent' });
     const cap = this.capture;
     if (cap) cap.beginCall();
-    const rows = patchify(latent);
-    const tEmb = await this.timeEmbedding(sigma);
-    const angles = this.ropeAngles(dims.frames, dims.height + (dims.height % 2), dims.width + (dims.width % 2));
-    let x = await this.linear('video_patch_proj').forward(rows);
+    const prof = this.profiler;
+    const rows = timed(prof, 'layout', () => patchify(latent));
+    const tEmb = await timedAsync(prof, 'linear', () => this.timeEmbedding(sigma));
+    const angles = timed(prof, 'rope', () => this.ropeAngles(dims.frames, dims.height + (dims.height % 2), dims.width + (dims.width % 2)));
+    let x = await timedAsync(prof, 'linear', () => this.linear('video_patch_proj').forward(rows));
     if (cap) cap.write('embed', { patches: rows, 'out.x': x, 't_emb': tEmb, rope_angles: angles, sigma: Tensor.f32([1], [sigma]) });
     for (const block of this.blocks) {
       const input = x;
@@ -162,13 +175,14 @@ export class H3VideoModel implements VelocityModel {
       if (cap) cap.write(`block-${String(block.index).padStart(3, '0')}`, { 'in.x': input, 'out.x': x });
     }
     const d = this.config.hidden;
-    const mod = await this.linear('final_layer.adaln_proj.linear').forward(silu(tEmb));
+    const mod = await timedAsync(prof, 'linear', () => this.linear('final_layer.adaln_proj.linear').forward(silu(tEmb)));
     const shift = mod.view('f32', [d], mod.byteOffset);
     const scale = mod.view('f32', [d], mod.byteOffset + d * 4);
-    const normed = modulate(rmsNorm(x, this.param('final_layer.norm.weight'), this.config.finalEps), shift, scale);
-    const head = await this.linear('final_layer.video_out').forward(normed);
+    const xn = timed(prof, 'norm', () => rmsNorm(x, this.param('final_layer.norm.weight'), this.config.finalEps));
+    const normed = timed(prof, 'elementwise', () => modulate(xn, shift, scale));
+    const head = await timedAsync(prof, 'linear', () => this.linear('final_layer.video_out').forward(normed));
     if (head.shape[1] !== patchDim(this.config)) throw new NinodesError('SHAPE_MISMATCH', `video_out gave [${head.shape.join(', ')}]`, { value: head.shape });
-    const out = unpatchify(head, dims, true);
+    const out = timed(prof, 'layout', () => unpatchify(head, dims, true));
     if (cap) cap.write('final', { 'in.x': x, head, velocity: out.reshape([out.numel]) });
     return out;
   }

@@ -27,3 +27,4 @@ export { GaussianStream, gaussianNoise, hashSeed } from './noise.js';
 export { SAMPLER_DEFAULTS, type SamplerOptions, type SamplerResult, type StepInfo, runSampler } from './sampler.js';
 export { type SyntheticCheckpointOptions, type SyntheticCheckpointResult, writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 export { type CachedCheckpoint, ensureSyntheticCheckpoint } from './synthetic-cache.js';
+export { OP_FAMILIES, type OpFamily, type OpProfiler, createOpProfiler } from './op-profile.js';
