@@ -28,3 +28,4 @@ export { SAMPLER_DEFAULTS, type SamplerOptions, type SamplerResult, type StepInf
 export { type SyntheticCheckpointOptions, type SyntheticCheckpointResult, writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 export { type CachedCheckpoint, ensureSyntheticCheckpoint } from './synthetic-cache.js';
 export { OP_FAMILIES, type OpFamily, type OpProfiler, createOpProfiler } from './op-profile.js';
+export { bytesByGroup, tensorGroup } from './tensor-group.js';
