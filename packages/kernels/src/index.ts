@@ -23,3 +23,4 @@ export {
   type NvmlDeviceRecord,
   type NvmlProbeResult,
 } from './probe-gpu.js';
+export { MappedFile, fileIdentity, mallocTrim, pageSize, type FileIdentity, type MadviseAdvice, type MapFileOptions } from './io-mmap.js';
