@@ -5,12 +5,13 @@ import { H3Block } from './h3-block.js';
 import { H3_DEFAULTS, type H3Config } from './h3-config.js';
 import { castF32 } from './ops.js';
 import { maxRelError } from './test-support/compare.js';
-import { openTestSource, testLinearProvider } from './test-support/test-source.js';
+import { testLinearProvider } from './test-support/test-source.js';
+import { openSafetensors } from '@ninodes/memory';
 
 const fixture = join(process.env.NINODES_FIXTURES ?? '', 'dit', 'h3_blocks.safetensors');
 
 describe('H3Block against the PyTorch fixture', () => {
-  const source = openTestSource(fixture);
+  const source = openSafetensors(fixture);
   const meta = JSON.parse(source.metadata.config ?? '{}') as Record<string, number>;
   const config: H3Config = {
     ...H3_DEFAULTS,

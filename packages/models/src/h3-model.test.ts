@@ -15,7 +15,8 @@ import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 import { maxRelError } from './test-support/compare.js';
 import { readSafetensorsFile, tensorF64 } from './test-support/read-safetensors.js';
 import { type RefConfig, refSample } from './test-support/reference-f64.js';
-import { openTestSource, testLinearProvider } from './test-support/test-source.js';
+import { testLinearProvider } from './test-support/test-source.js';
+import { type CheckpointSource, openSafetensors } from '@ninodes/memory';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-models-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -29,7 +30,7 @@ describe('H3 video model, whole forward and sampler', () => {
   });
 
   it('4 Euler steps match the float64 reference within 1e-4 relative (odd width: circular padding)', async () => {
-    const source = openTestSource(path);
+    const source = openSafetensors(path);
     const model = H3VideoModel.create(source, testLinearProvider(source), { capture: false });
     expect(model.prefix).toBe('model.diffusion_model.');
     expect(model.config).toEqual(config);
@@ -69,7 +70,7 @@ describe('H3 video model, whole forward and sampler', () => {
     expect(std * Math.sqrt(512)).toBeLessThan(1.1);
     const norm = tensorF64(ck, 'model.diffusion_model.blocks.0.norm1.weight');
     expect(norm.filter((v) => v > 4).length).toBeGreaterThanOrEqual(1);
-    const source = openTestSource(path);
+    const source = openSafetensors(path);
     const d = detectArchitecture(source.entries());
     expect(d.family === 'h3' && d.h3).toEqual(config);
   });
@@ -87,7 +88,7 @@ describe('H3 video model, whole forward and sampler', () => {
   });
 
   it('capture mode writes every block and compareCaptures names the first differing block', async () => {
-    const source = openTestSource(path);
+    const source = openSafetensors(path);
     const a = join(dir, 'cap-a');
     const b = join(dir, 'cap-b');
     const latent = gaussianNoise([1, 24, 1, 4, 4], 9);
@@ -117,7 +118,7 @@ describe('H3 video model, whole forward and sampler', () => {
   });
 
   it('an op profiler sees every op family; without one nothing is measured', async () => {
-    const source = openTestSource(path);
+    const source = openSafetensors(path);
     const profiler = createOpProfiler();
     const model = H3VideoModel.create(source, testLinearProvider(source), { capture: false, profiler });
     await model.forward(gaussianNoise([1, 24, 1, 4, 4], 2), 0.7);
@@ -133,8 +134,18 @@ describe('H3 video model, whole forward and sampler', () => {
   });
 
   it('fails early with the missing tensor named', () => {
-    const source = openTestSource(path);
-    const partial = { ...source, has: (n: string) => n !== 'model.diffusion_model.blocks.1.attn.k_norm.weight' && source.has(n) };
+    const source = openSafetensors(path);
+    const gone = 'model.diffusion_model.blocks.1.attn.k_norm.weight';
+    const partial: CheckpointSource = {
+      format: source.format,
+      path: source.path,
+      metadata: source.metadata,
+      entries: () => source.entries().filter((e) => e.name !== gone),
+      has: (n) => n !== gone && source.has(n),
+      entry: (n) => source.entry(n),
+      tensor: (n) => source.tensor(n),
+      close: () => source.close(),
+    };
     expect(() => H3VideoModel.create(partial, testLinearProvider(source), { config, prefix: 'model.diffusion_model.' })).toThrow(
       expect.objectContaining({ code: 'TENSOR_NOT_FOUND', value: 'model.diffusion_model.blocks.1.attn.k_norm.weight' }),
     );

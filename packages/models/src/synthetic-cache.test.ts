@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { detectArchitecture } from './detect-architecture.js';
 import { H3_PRESETS } from './presets.js';
 import { ensureSyntheticCheckpoint } from './synthetic-cache.js';
-import { openTestSource } from './test-support/test-source.js';
+import { openSafetensors } from '@ninodes/memory';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-cache-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -16,7 +16,7 @@ describe('ensureSyntheticCheckpoint', () => {
     expect(first.reused).toBe(false);
     // a few hundred MB at most
     expect(first.bytes).toBeLessThan(300e6);
-    const d = detectArchitecture(openTestSource(first.path).entries());
+    const d = detectArchitecture(openSafetensors(first.path).entries());
     expect(d.family === 'h3' && d.h3).toEqual(H3_PRESETS['h3-tiny'].config);
     const second = await ensureSyntheticCheckpoint({ dir, preset: 'h3-tiny' });
     expect(second).toMatchObject({ reused: true, sha256: first.sha256 });

@@ -1,6 +1,7 @@
 import { closeSync, ftruncateSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { NinodesError } from '@ninodes/kernels';
+import { type TensorSource, buildHeader, writeSafetensors } from '@ninodes/memory';
 import { type H3Config, validateH3Config } from './h3-config.js';
 import { h3Linears, h3Parameters } from './h3-tensors.js';
 import { GaussianStream, hashSeed } from './noise.js';
@@ -89,37 +90,29 @@ function outlierChannels(hidden: number, seed: number): number[] {
   return [...set].sort((a, b) => a - b);
 }
 
-/** Fills one tensor's values (f32) chunk by chunk of rows; calls sink for each chunk. */
-function generate(t: PlannedTensor, config: H3Config, seed: number, outliers: readonly number[], sink: (values: Float32Array) => void): void {
+/** One tensor's values (f32): normal rows generated in order, so the bytes depend only on seed and name. */
+function generate(t: PlannedTensor, config: H3Config, seed: number, outliers: readonly number[]): Float32Array {
   const g = new GaussianStream(hashSeed(seed, t.name));
   const numel = t.shape.reduce((a, b) => a * b, 1);
-  if (t.kind === 'inv_freq') {
-    const L = numel;
-    sink(Float32Array.from({ length: L }, (_, i) => 10000 ** (-i / L)));
-    return;
-  }
+  if (t.kind === 'inv_freq') return Float32Array.from({ length: numel }, (_, i) => 10000 ** (-i / numel));
   if (t.kind === 'norm') {
     const v = g.fill(new Float32Array(numel), 0.1, 1);
     // hidden-size norms amplify the outlier channels: the "massive activations" of real DiTs
     if (numel === config.hidden && !t.name.includes('final_layer')) for (const c of outliers) v[c] = (v[c] as number) * 8;
-    sink(v);
-    return;
+    return v;
   }
-  if (t.kind === 'bias') {
-    sink(g.fill(new Float32Array(numel), 0.02));
-    return;
-  }
+  if (t.kind === 'bias') return g.fill(new Float32Array(numel), 0.02);
   const [n, k] = t.shape as [number, number];
-  const std = t.gain / Math.sqrt(k);
-  const rowsPerChunk = Math.max(1, Math.floor((1 << 20) / k));
-  for (let r = 0; r < n; r += rowsPerChunk) {
-    const rows = Math.min(rowsPerChunk, n - r);
-    const v = g.fill(new Float32Array(rows * k), std);
-    if (t.outlierColumns) {
-      for (let i = 0; i < rows; i++) for (const c of outliers) v[i * k + c] = (v[i * k + c] as number) * 4;
-    }
-    sink(v);
-  }
+  const v = g.fill(new Float32Array(n * k), t.gain / Math.sqrt(k));
+  if (t.outlierColumns) for (let i = 0; i < n; i++) for (const c of outliers) v[i * k + c] = (v[i * k + c] as number) * 4;
+  return v;
+}
+
+function encode(t: PlannedTensor, values: Float32Array): Uint8Array {
+  if (t.dtype === 'F32') return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  const b = new Uint16Array(values.length);
+  toBf16(values, b);
+  return new Uint8Array(b.buffer);
 }
 
 /**
@@ -136,50 +129,63 @@ export async function writeSyntheticH3Checkpoint(path: string, options: Syntheti
   const prefix = options.prefix ?? '';
   const { tensors, total } = plan(config, prefix);
 
-  const header: Record<string, unknown> = {
-    __metadata__: {
-      format: 'pt',
-      'ninodes.synthetic': JSON.stringify({ architecture: 'minimax-h3-video', preset: options.preset ?? null, seed, sparse }),
-      'ninodes.h3_config': JSON.stringify(config),
-    },
+  const metadata = {
+    format: 'pt',
+    'ninodes.synthetic': JSON.stringify({ architecture: 'minimax-h3-video', preset: options.preset ?? null, seed, sparse }),
+    'ninodes.h3_config': JSON.stringify(config),
   };
-  for (const t of tensors) header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [t.begin, t.end] };
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - ((8 + json.length) % 8)) % 8);
-  const headBytes = Buffer.from(json, 'utf8');
-  const head = Buffer.alloc(8 + headBytes.length);
-  head.writeBigUInt64LE(BigInt(headBytes.length), 0);
-  headBytes.copy(head, 8);
-  const base = head.length;
-
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.partial-${process.pid}`;
-  const fd = openSync(tmp, 'w');
   const outliers = outlierChannels(config.hidden, seed);
   let done = 0;
-  try {
-    writeSync(fd, head, 0, head.length, 0);
-    for (const t of tensors) {
-      if (!(sparse && (t.kind === 'weight' || t.kind === 'bias'))) {
-        let pos = base + t.begin;
-        generate(t, config, seed, outliers, (values) => {
-          let bytes: Uint8Array;
-          if (t.dtype === 'F32') bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
-          else {
-            const b = new Uint16Array(values.length);
-            toBf16(values, b);
-            bytes = new Uint8Array(b.buffer);
-          }
-          writeSync(fd, bytes, 0, bytes.length, pos);
-          pos += bytes.length;
-        });
-      }
-      done += t.end - t.begin;
+  const sources: TensorSource[] = tensors.map((t) => ({
+    name: t.name,
+    dtype: t.dtype === 'F32' ? 'f32' : 'bf16',
+    shape: t.shape,
+    data: () => {
+      const bytes = encode(t, generate(t, config, seed, outliers));
+      done += bytes.byteLength;
       options.onProgress?.(done, total, t.name);
+      return bytes;
+    },
+  }));
+  mkdirSync(dirname(path), { recursive: true });
+  try {
+    if (!sparse) {
+      const r = await writeSafetensors(path, sources, { metadata });
+      return { path, config, seed, sparse, bytes: r.bytes, tensors: tensors.length };
     }
-    ftruncateSync(fd, base + total);
+    return { path, config, seed, sparse, bytes: writeSparse(path, sources, tensors, metadata), tensors: tensors.length };
+  } catch (error) {
+    throw new NinodesError('WRITE_FAILED', `could not write synthetic checkpoint ${path}: ${(error as Error).message}`, { where: path, cause: error, hint: 'check free disk space and permissions' });
+  }
+}
+
+/**
+ * Header, then only the norm weights and buffers; the file is extended to its full size so every
+ * linear reads as zeros from a hole. Temporary name + rename, like the dense writer.
+ */
+function writeSparse(path: string, sources: readonly TensorSource[], tensors: readonly PlannedTensor[], metadata: Record<string, string>): number {
+  const { json, sizes } = buildHeader(sources, metadata, path);
+  const base = 8 + json.byteLength;
+  const total = base + sizes.reduce((a, b) => a + b, 0);
+  const tmp = `${path}.partial-${process.pid}`;
+  const fd = openSync(tmp, 'w');
+  try {
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(json.byteLength), 0);
+    writeSync(fd, len, 0, 8, 0);
+    writeSync(fd, json, 0, json.byteLength, 8);
+    let offset = base;
+    for (const [i, t] of tensors.entries()) {
+      if (t.kind !== 'weight' && t.kind !== 'bias') {
+        const bytes = (sources[i] as TensorSource).data() as Uint8Array;
+        writeSync(fd, bytes, 0, bytes.byteLength, offset);
+      }
+      offset += sizes[i] as number;
+    }
+    ftruncateSync(fd, total);
     closeSync(fd);
     renameSync(tmp, path);
+    return total;
   } catch (error) {
     try {
       closeSync(fd);
@@ -187,7 +193,6 @@ export async function writeSyntheticH3Checkpoint(path: string, options: Syntheti
       // already closed
     }
     rmSync(tmp, { force: true });
-    throw new NinodesError('WRITE_FAILED', `could not write synthetic checkpoint ${path}: ${(error as Error).message}`, { where: path, cause: error, hint: 'check free disk space and permissions' });
+    throw error;
   }
-  return { path, config, seed, sparse, bytes: base + total, tensors: tensors.length };
 }
