@@ -3,7 +3,7 @@ import { type H3Config, rotDim } from './h3-config.js';
 import { h3BlockLinears } from './h3-tensors.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { type OpProfiler, timed, timedAsync } from './op-profile.js';
-import { addcmul, attention, modulate, ropeSplitHalf, rmsNorm, silu, swiglu } from './ops.js';
+import { attention, gatedResidual, modulate, ropeSplitHalf, rmsNorm, silu, swiglu } from './ops.js';
 
 /** Reads a non-linear parameter (norm weight, buffer) as f32, by its name without the file prefix. */
 export type ParameterReader = (name: string) => Tensor<'f32'>;
@@ -105,13 +105,13 @@ export class H3Block {
     const [q, k] = timed(prof, 'layout', () => [headsFirst(qr), headsFirst(kr)]) as [Tensor<'f32'>, Tensor<'f32'>];
     const att = await timedAsync(prof, 'attention', () => attention(q, k, v, { scale: 1 / Math.sqrt(hd) }));
     const attnOut = await lin(this.linears.out, timed(prof, 'layout', () => mergeHeads(att)));
-    const x1 = timed(prof, 'elementwise', () => addcmul(x, attnOut, gateA as Tensor<'f32'>));
+    const x1 = timed(prof, 'elementwise', () => gatedResidual(x, attnOut, gateA as Tensor<'f32'>));
 
     const n2 = timed(prof, 'norm', () => rmsNorm(x1, this.params(`${p}.norm2.weight`), eps));
     const h2 = timed(prof, 'elementwise', () => modulate(n2, shiftM as Tensor<'f32'>, scaleM as Tensor<'f32'>));
     const f1 = await lin(this.linears.fc1, h2);
     const mlpOut = await lin(this.linears.fc2, timed(prof, 'elementwise', () => swiglu(f1)));
-    const x2 = timed(prof, 'elementwise', () => addcmul(x1, mlpOut, gateM as Tensor<'f32'>));
+    const x2 = timed(prof, 'elementwise', () => gatedResidual(x1, mlpOut, gateM as Tensor<'f32'>));
     trace?.({ attnOut, mlpOut, afterAttn: x1 });
     return x2;
   }
