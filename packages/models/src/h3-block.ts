@@ -15,7 +15,7 @@ function splitHeads(x: Float32Array, s: number, width: number, offset: number, h
     for (let h = 0; h < heads; h++) {
       const src = t * width + offset + h * hd;
       const dst = headsFirst ? (h * s + t) * hd : (t * heads + h) * hd;
-      out.set(x.subarray(src, src + hd), dst);
+      for (let c = 0; c < hd; c++) out[dst + c] = x[src + c] as number;
     }
   }
   return Tensor.fromArray('f32', headsFirst ? [heads, s, hd] : [s, heads, hd], out);
@@ -33,7 +33,11 @@ function mergeHeads(x: Tensor<'f32'>): Tensor<'f32'> {
   const src = x.data;
   const out = new Float32Array(s * h * d);
   for (let hh = 0; hh < h; hh++) {
-    for (let t = 0; t < s; t++) out.set(src.subarray((hh * s + t) * d, (hh * s + t + 1) * d), (t * h + hh) * d);
+    for (let t = 0; t < s; t++) {
+      const from = (hh * s + t) * d;
+      const to = (t * h + hh) * d;
+      for (let c = 0; c < d; c++) out[to + c] = src[from + c] as number;
+    }
   }
   return Tensor.fromArray('f32', [s, h * d], out);
 }
