@@ -3,6 +3,8 @@
  * `Suite` (see ../suite.ts), and one line here.
  */
 import type { Suite } from '../suite.js';
+import { ioSuite } from './io.js';
+import { kernelsSuite } from './kernels.js';
 import { quantSuite } from './quant.js';
 
-export const SUITES: readonly Suite[] = [quantSuite];
+export const SUITES: readonly Suite[] = [kernelsSuite, ioSuite, quantSuite];
