@@ -10,6 +10,7 @@ import { defaultCacheDir } from '@ninodes/device';
 import { BLOCK_DTYPES, type BlockDType, Tensor, byteSizeOf, dequantize } from '@ninodes/kernels';
 import { SafetensorsFile, type TensorSource, h3Layout, writeSafetensors } from '@ninodes/memory';
 import { type AccuracyFormat, type AccuracyRow, type QuantizeReport, type QuantizeTarget, accuracyReport, detectFormats, quantize, randomBlockTensor } from '@ninodes/quant';
+import { ensureSyntheticCheckpoint } from '@ninodes/models';
 import { memcpyBound } from '../peers/op-peers.js';
 import type { BenchCase, CaseContext, Metric, Params, Suite } from '../suite.js';
 
@@ -245,10 +246,19 @@ const decode: BenchCase = {
 
 const ERROR_FORMATS: readonly AccuracyFormat[] = ['int8_rowwise', 'int8_convrot', 'f8_e4m3fn'];
 
-const ERROR_MODELS: Record<string, { ckpt: Bf16Checkpoint; samples: number }> = {
-  'bench-h3-2x512': { ckpt: { blocks: 2, hidden: 512 }, samples: 16 },
-  'bench-h3-4x1536': { ckpt: { blocks: 4, hidden: 1536 }, samples: 32 },
-};
+/** @ninodes/models' synthetic H3 presets: bf16, N(0, gain²/K) weights with four outlier hidden channels. */
+const ERROR_SAMPLES: Record<string, number> = { 'h3-tiny': 16, 'h3-small': 32 };
+
+const errorCheckpoints = new Map<string, Promise<string>>();
+
+function presetCheckpoint(preset: 'h3-tiny' | 'h3-small'): Promise<string> {
+  let p = errorCheckpoints.get(preset);
+  if (p === undefined) {
+    p = ensureSyntheticCheckpoint({ dir: join(benchCacheDir(), 'models'), preset }).then((c) => c.path);
+    errorCheckpoints.set(preset, p);
+  }
+  return p;
+}
 
 function blockLinears(source: SafetensorsFile): string[] {
   return [...detectFormats(source).layers.values()].filter((l) => l.shape.length === 2 && /(?:^|\.)blocks\.\d+\./.test(l.name)).map((l) => l.name);
@@ -279,10 +289,10 @@ function summarizeErrors(rows: readonly AccuracyRow[], format: AccuracyFormat): 
 
 const errorTable: BenchCase = {
   name: 'quant_error',
-  description: 'relative error of y = x·Wᵀ against the f32 linear, per format, over the block linears (inputs with 1% outlier channels at 20x)',
+  description: 'relative error of y = x·Wᵀ against the f32 linear, per format, over the block linears of the synthetic H3 preset (inputs with 1% outlier channels at 20x)',
   params: {
-    full: ERROR_FORMATS.map((format) => ({ model: 'bench-h3-4x1536', format })),
-    quick: ERROR_FORMATS.map((format) => ({ model: 'bench-h3-2x512', format })),
+    full: ERROR_FORMATS.map((format) => ({ model: 'h3-small', format })),
+    quick: ERROR_FORMATS.map((format) => ({ model: 'h3-tiny', format })),
   },
   // The error is the measurement; the time is only how long assessing it takes.
   budget: { warmup: 0, minRuns: 1, maxRuns: 1, seconds: 0 },
@@ -297,11 +307,11 @@ const errorTable: BenchCase = {
     },
   ],
   setup: async (p: Params, _ctx: CaseContext) => {
-    const spec = ERROR_MODELS[p.model as string]!;
+    const preset = p.model as 'h3-tiny' | 'h3-small';
     const format = p.format as AccuracyFormat;
-    const source = SafetensorsFile.open(await ensureBf16Checkpoint(spec.ckpt));
+    const source = SafetensorsFile.open(await presetCheckpoint(preset));
     const layers = blockLinears(source);
-    const options = { layers, samples: spec.samples, seed: 145 };
+    const options = { layers, samples: ERROR_SAMPLES[preset] ?? 32, seed: 145 };
     let rows: AccuracyRow[] = [];
     return {
       run: async () => {
