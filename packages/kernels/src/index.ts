@@ -15,3 +15,12 @@ export {
 } from './dtype.js';
 export { NinodesError, fromNativeError, isNinodesError, type NinodesErrorDetails } from './errors.js';
 export { Tensor, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
+export {
+  hipProbe,
+  nvmlProbe,
+  type HipDeviceRecord,
+  type HipProbeResult,
+  type NvmlDeviceRecord,
+  type NvmlProbeResult,
+} from './probe-gpu.js';
+export { MappedFile, fileIdentity, mallocTrim, pageSize, type FileIdentity, type MadviseAdvice, type MapFileOptions } from './io-mmap.js';

@@ -32,4 +32,8 @@ export interface CheckpointSource {
   tensor(name: string): Tensor;
   /** Unmaps; views taken earlier become empty rather than dangling. */
   close(): void;
+  /** Optional page-cache hint for one tensor: prefetch (`willneed`) or drop after use (`dontneed`). */
+  advise?(name: string, advice: 'willneed' | 'dontneed'): void;
+  /** Optional: faults in every page of one tensor without copying; returns a byte sum. */
+  touch?(name: string): number;
 }

@@ -1,0 +1,304 @@
+// Read-only file mappings exposed as external ArrayBuffers (no copy), plus the page-cache hints and
+// allocator trim the memory layer needs.
+//
+// One mmap per file; JS gets an opaque handle and takes views of byte ranges as external
+// ArrayBuffers (Node 20 caps an ArrayBuffer at 4 GiB, checkpoints are far larger). The mapping is
+// reference counted by the handle and every view, so a view that outlives a forgotten handle never
+// dangles. ioUnmap() is the early release: JS detaches every view first (ioDetach), so stale typed
+// arrays read as empty, then the pages are unmapped at once. JS owns the file descriptor and checks
+// the file's identity with fstat; this file owns only the mapping.
+#include <malloc.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+#include <algorithm>
+
+#include "core/errors.h"
+#include "core/registry.h"
+#include "core/thread_pool.h"
+
+namespace {
+
+struct Mapping {
+  char* addr;
+  uint64_t length;
+  uint64_t refs;  // the handle plus one per live view
+  bool unmapped;
+};
+
+std::mutex g_mutex;
+
+void drop_ref(Mapping* m) {
+  bool last;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    last = --m->refs == 0;
+    if (last && !m->unmapped) {
+      munmap(m->addr, static_cast<size_t>(m->length));
+      m->unmapped = true;
+    }
+  }
+  if (last) delete m;
+}
+
+// SIGBUS guard for native reads of mapped pages. A file truncated while mapped raises SIGBUS on
+// the missing pages; a read loop here arms a thread-local jump buffer, and the handler jumps back
+// out of the loop so the call fails with MMAP_SIGBUS instead of killing the process. Signals that
+// do not come from an armed loop go to the previous handler (or the default action). The loops
+// guarded this way own no objects with destructors between sigsetjmp and the read.
+// volatile: the compiler must not drop the arming store as dead (nothing "reads" it but the handler).
+thread_local sigjmp_buf* volatile t_bus_jump = nullptr;
+struct sigaction g_previous_bus;
+std::once_flag g_bus_once;
+
+void on_sigbus(int sig, siginfo_t* info, void* context) {
+  if (t_bus_jump != nullptr) siglongjmp(*t_bus_jump, 1);
+  if (g_previous_bus.sa_flags & SA_SIGINFO) {
+    if (g_previous_bus.sa_sigaction != nullptr) return g_previous_bus.sa_sigaction(sig, info, context);
+  } else if (g_previous_bus.sa_handler != SIG_DFL && g_previous_bus.sa_handler != SIG_IGN && g_previous_bus.sa_handler != nullptr) {
+    return g_previous_bus.sa_handler(sig);
+  }
+  signal(SIGBUS, SIG_DFL);
+  raise(SIGBUS);
+}
+
+void install_bus_guard() {
+  std::call_once(g_bus_once, [] {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof(action));
+    action.sa_sigaction = on_sigbus;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGBUS, &action, &g_previous_bus);
+  });
+}
+
+// Sums bytes [lo, hi) of base; returns false when a page was missing (SIGBUS).
+bool guarded_sum(const unsigned char* base, size_t lo, size_t hi, size_t step, uint64_t* out) {
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 1) != 0) {
+    t_bus_jump = nullptr;
+    return false;
+  }
+  t_bus_jump = &jump;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  const unsigned char* p = base;
+  uint64_t sum = 0;
+  for (size_t i = lo; i < hi; i += step) sum += p[i];
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_bus_jump = nullptr;
+  *out = sum;
+  return true;
+}
+
+[[noreturn]] void fail_bus(const char* fn) {
+  ninodes::fail("MMAP_SIGBUS", std::string(fn) + ": the mapped file is shorter than when it was mapped (truncated while in use); reopen it");
+}
+
+double number_arg(const Napi::CallbackInfo& info, size_t i, const char* fn, const char* what) {
+  if (info.Length() <= i || !info[i].IsNumber()) ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": " + what + " must be a number");
+  double v = info[i].As<Napi::Number>().DoubleValue();
+  if (!(v >= 0) || v > 9007199254740991.0 || v != static_cast<double>(static_cast<uint64_t>(v))) {
+    ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": " + what + " must be a non-negative integer, got " + std::to_string(v));
+  }
+  return v;
+}
+
+Mapping* handle_arg(const Napi::CallbackInfo& info, const char* fn) {
+  if (info.Length() < 1 || !info[0].IsExternal()) ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": expects a mapping handle from ioMapFile");
+  return info[0].As<Napi::External<Mapping>>().Data();
+}
+
+// Validates [offset, offset + length) against a live mapping; returns nothing, fails with a code.
+void check_range(const Mapping* m, uint64_t offset, uint64_t length, const char* fn) {
+  if (m->unmapped) ninodes::fail("MMAP_UNMAPPED", std::string(fn) + ": the file was already unmapped (closed)");
+  if (offset > m->length || length > m->length - offset) {
+    ninodes::fail("MMAP_RANGE", std::string(fn) + ": range " + std::to_string(offset) + "+" + std::to_string(length) +
+                                    " is outside the " + std::to_string(m->length) + "-byte mapping");
+  }
+}
+
+// ioMapFile(fd, length, private): maps [0, length) of fd read-only and shared, or copy-on-write when
+// `private` (writes through views then stay in this process instead of faulting).
+Napi::Value map_file(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const int fd = static_cast<int>(number_arg(info, 0, "ioMapFile", "fd"));
+    const uint64_t length = static_cast<uint64_t>(number_arg(info, 1, "ioMapFile", "length"));
+    const bool priv = info.Length() > 2 && info[2].ToBoolean().Value();
+    if (length == 0) ninodes::fail("MMAP_EMPTY", "ioMapFile: cannot map 0 bytes");
+    struct stat st;
+    if (fstat(fd, &st) != 0) ninodes::fail("MMAP_FAILED", std::string("fstat failed: ") + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) ninodes::fail("MMAP_NOT_REGULAR", "only regular files can be mapped");
+    if (static_cast<uint64_t>(st.st_size) < length) {
+      ninodes::fail("MMAP_PAST_END", "cannot map " + std::to_string(length) + " bytes of a " + std::to_string(st.st_size) + "-byte file");
+    }
+    const int prot = priv ? (PROT_READ | PROT_WRITE) : PROT_READ;
+    const int flags = priv ? MAP_PRIVATE : MAP_SHARED;
+    void* addr = mmap(nullptr, static_cast<size_t>(length), prot, flags, fd, 0);
+    if (addr == MAP_FAILED) ninodes::fail("MMAP_FAILED", std::string("mmap failed: ") + std::strerror(errno));
+    auto* m = new Mapping{static_cast<char*>(addr), length, 1, false};
+    return Napi::External<Mapping>::New(info.Env(), m, [](Napi::Env, Mapping* data) { drop_ref(data); });
+  });
+}
+
+// ioMapView(handle, offset, length): an external ArrayBuffer over bytes [offset, offset + length).
+Napi::Value map_view(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Mapping* m = handle_arg(info, "ioMapView");
+    const uint64_t offset = static_cast<uint64_t>(number_arg(info, 1, "ioMapView", "offset"));
+    const uint64_t length = static_cast<uint64_t>(number_arg(info, 2, "ioMapView", "length"));
+    check_range(m, offset, length, "ioMapView");
+    if (length == 0) return Napi::ArrayBuffer::New(info.Env(), 0);
+    if (length > (uint64_t{1} << 32)) {
+      ninodes::fail("MMAP_VIEW_TOO_LARGE", "ioMapView: a view of " + std::to_string(length) +
+                                               " bytes exceeds the 4 GiB ArrayBuffer limit of this Node version");
+    }
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      ++m->refs;
+    }
+    napi_value out;
+    napi_status status = napi_create_external_arraybuffer(
+        info.Env(), m->addr + offset, static_cast<size_t>(length),
+        [](napi_env, void*, void* hint) { drop_ref(static_cast<Mapping*>(hint)); }, m, &out);
+    if (status != napi_ok) {
+      drop_ref(m);
+      ninodes::fail("MMAP_VIEW_FAILED", "ioMapView: Node refused an external ArrayBuffer of " + std::to_string(length) + " bytes");
+    }
+    return Napi::Value(info.Env(), out);
+  });
+}
+
+// ioDetach(buffer): detaches an ArrayBuffer so every typed array over it reads as empty.
+Napi::Value detach(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsArrayBuffer()) ninodes::fail("INVALID_ARGUMENT", "ioDetach: expects an ArrayBuffer");
+    Napi::ArrayBuffer buffer = info[0].As<Napi::ArrayBuffer>();
+    if (buffer.IsDetached()) return Napi::Boolean::New(info.Env(), false);
+    buffer.Detach();
+    return Napi::Boolean::New(info.Env(), true);
+  });
+}
+
+// ioUnmap(handle): unmaps now; JS has detached every view first. Idempotent.
+Napi::Value unmap(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Mapping* m = handle_arg(info, "ioUnmap");
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (m->unmapped) return Napi::Boolean::New(info.Env(), false);
+    munmap(m->addr, static_cast<size_t>(m->length));
+    m->unmapped = true;
+    return Napi::Boolean::New(info.Env(), true);
+  });
+}
+
+// ioMadvise(handle, offset, length, advice): willneed | dontneed | sequential | random | normal.
+Napi::Value madvise_range(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Mapping* m = handle_arg(info, "ioMadvise");
+    const uint64_t offset = static_cast<uint64_t>(number_arg(info, 1, "ioMadvise", "offset"));
+    const uint64_t length = static_cast<uint64_t>(number_arg(info, 2, "ioMadvise", "length"));
+    if (info.Length() < 4 || !info[3].IsString()) ninodes::fail("INVALID_ARGUMENT", "ioMadvise: advice must be a string");
+    const std::string name = info[3].As<Napi::String>();
+    int advice;
+    if (name == "willneed") advice = MADV_WILLNEED;
+    else if (name == "dontneed") advice = MADV_DONTNEED;
+    else if (name == "sequential") advice = MADV_SEQUENTIAL;
+    else if (name == "random") advice = MADV_RANDOM;
+    else if (name == "normal") advice = MADV_NORMAL;
+    else ninodes::fail("INVALID_ARGUMENT", "ioMadvise: unknown advice '" + name + "' (willneed, dontneed, sequential, random, normal)");
+    check_range(m, offset, length, "ioMadvise");
+    if (length == 0) return info.Env().Undefined();
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t start = offset / page * page;
+    if (madvise(m->addr + start, static_cast<size_t>(offset + length - start), advice) != 0) {
+      ninodes::fail("MADVISE_FAILED", std::string("madvise(") + name + ") failed: " + std::strerror(errno));
+    }
+    return info.Env().Undefined();
+  });
+}
+
+// ioTouchPages(handle, offset, length): reads one byte per page so the range is faulted in; returns
+// a byte sum so the compiler cannot drop the reads.
+Napi::Value touch_pages(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Mapping* m = handle_arg(info, "ioTouchPages");
+    const uint64_t offset = static_cast<uint64_t>(number_arg(info, 1, "ioTouchPages", "offset"));
+    const uint64_t length = static_cast<uint64_t>(number_arg(info, 2, "ioTouchPages", "length"));
+    check_range(m, offset, length, "ioTouchPages");
+    install_bus_guard();
+    const unsigned char* base = reinterpret_cast<const unsigned char*>(m->addr);
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    uint64_t sum = 0, last = 0;
+    if (!guarded_sum(base, static_cast<size_t>(offset), static_cast<size_t>(offset + length), page, &sum)) fail_bus("ioTouchPages");
+    if (length > 0 && !guarded_sum(base, static_cast<size_t>(offset + length - 1), static_cast<size_t>(offset + length), 1, &last)) fail_bus("ioTouchPages");
+    return Napi::Number::New(info.Env(), static_cast<double>(sum + last));
+  });
+}
+
+// ioSumBytes(handle, offset, length): reads every byte of the range (the full-read benchmark) and
+// returns their sum, exact below 2^53 (any file under ~35 TB). Chunks are summed in parallel; integer
+// addition makes the result independent of the thread count.
+Napi::Value sum_bytes(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Mapping* m = handle_arg(info, "ioSumBytes");
+    const uint64_t offset = static_cast<uint64_t>(number_arg(info, 1, "ioSumBytes", "offset"));
+    const uint64_t length = static_cast<uint64_t>(number_arg(info, 2, "ioSumBytes", "length"));
+    check_range(m, offset, length, "ioSumBytes");
+    const unsigned char* base = reinterpret_cast<const unsigned char*>(m->addr) + offset;
+    constexpr size_t kChunk = size_t{1} << 20;
+    const size_t chunks = static_cast<size_t>((length + kChunk - 1) / kChunk);
+    install_bus_guard();
+    std::vector<uint64_t> partial(chunks, 0);
+    std::vector<unsigned char> faulted(chunks, 0);
+    ninodes::parallel_for(chunks, 1, [&](size_t begin, size_t end) {
+      for (size_t c = begin; c < end; ++c) {
+        const size_t lo = c * kChunk;
+        const size_t hi = std::min<size_t>(static_cast<size_t>(length), lo + kChunk);
+        if (!guarded_sum(base, lo, hi, 1, &partial[c])) faulted[c] = 1;
+      }
+    });
+    uint64_t total = 0;
+    for (size_t c = 0; c < chunks; ++c) {
+      if (faulted[c]) fail_bus("ioSumBytes");
+      total += partial[c];
+    }
+    return Napi::Number::New(info.Env(), static_cast<double>(total));
+  });
+}
+
+// ioMallocTrim(pad): returns glibc's free heap memory to the OS after large frees.
+Napi::Value malloc_trim_binding(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const size_t pad = info.Length() > 0 ? static_cast<size_t>(number_arg(info, 0, "ioMallocTrim", "pad")) : 0;
+    return Napi::Boolean::New(info.Env(), malloc_trim(pad) == 1);
+  });
+}
+
+Napi::Value page_size(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(sysconf(_SC_PAGESIZE)));
+}
+
+}  // namespace
+
+NINODES_MODULE(io_mmap) {
+  exports.Set("ioMapFile", Napi::Function::New(env, map_file, "ioMapFile"));
+  exports.Set("ioMapView", Napi::Function::New(env, map_view, "ioMapView"));
+  exports.Set("ioDetach", Napi::Function::New(env, detach, "ioDetach"));
+  exports.Set("ioUnmap", Napi::Function::New(env, unmap, "ioUnmap"));
+  exports.Set("ioMadvise", Napi::Function::New(env, madvise_range, "ioMadvise"));
+  exports.Set("ioTouchPages", Napi::Function::New(env, touch_pages, "ioTouchPages"));
+  exports.Set("ioSumBytes", Napi::Function::New(env, sum_bytes, "ioSumBytes"));
+  exports.Set("ioMallocTrim", Napi::Function::New(env, malloc_trim_binding, "ioMallocTrim"));
+  exports.Set("ioPageSize", Napi::Function::New(env, page_size, "ioPageSize"));
+}

@@ -1,0 +1,38 @@
+import { readFileSync } from 'node:fs';
+import { hipProbe, nvmlProbe, type HipProbeResult, type NvmlProbeResult } from '@ninodes/kernels';
+
+/**
+ * Where NVIDIA answers come from. NVML has no file tree to record, so tests use recorded answers
+ * of real machines through this interface; production uses the native dlopen probe.
+ */
+export interface NvmlSource {
+  probe(): NvmlProbeResult;
+}
+
+/** Where HIP runtime answers come from (native dlopen probe, or recorded answers in tests). */
+export interface HipSource {
+  probe(): HipProbeResult;
+}
+
+export const nativeNvml: NvmlSource = { probe: nvmlProbe };
+export const nativeHip: HipSource = { probe: hipProbe };
+
+/** Replays one recorded answer (a JSON file written from a real machine's probe). */
+export function recordedNvml(answer: NvmlProbeResult | string): NvmlSource {
+  const value = typeof answer === 'string' ? (JSON.parse(readFileSync(answer, 'utf8')) as NvmlProbeResult) : answer;
+  return { probe: () => structuredClone(value) };
+}
+
+export function recordedHip(answer: HipProbeResult | string): HipSource {
+  const value = typeof answer === 'string' ? (JSON.parse(readFileSync(answer, 'utf8')) as HipProbeResult) : answer;
+  return { probe: () => structuredClone(value) };
+}
+
+/** A source whose library is absent, as on a machine without that vendor's driver. */
+export function absentNvml(reason = 'libnvidia-ml.so.1 not loadable'): NvmlSource {
+  return { probe: () => ({ available: false, reason }) };
+}
+
+export function absentHip(reason = 'libamdhip64.so not loadable'): HipSource {
+  return { probe: () => ({ available: false, reason }) };
+}

@@ -1,0 +1,72 @@
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MappedFile, mallocTrim, pageSize } from './io-mmap.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'ninodes-mmap-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('MappedFile', () => {
+  const path = join(dir, 'bytes.bin');
+  const content = Uint8Array.from({ length: 3 * 4096 + 17 }, (_, i) => (i * 31 + 7) & 0xff);
+  writeFileSync(path, content);
+
+  it('views byte ranges without copying and detaches them on close', () => {
+    const f = MappedFile.open(path);
+    expect(f.byteLength).toBe(content.byteLength);
+    const v = new Uint8Array(f.view(4095, 300));
+    expect([...v]).toEqual([...content.subarray(4095, 4395)]);
+    f.advise(0, f.byteLength, 'willneed');
+    f.advise(100, 10, 'dontneed');
+    expect(f.touch(0, f.byteLength)).toBeGreaterThan(0);
+    expect(f.sumBytes(0, f.byteLength)).toBe(content.reduce((a, b) => a + b, 0));
+    expect(f.sumBytes(5000, 17)).toBe(content.subarray(5000, 5017).reduce((a, b) => a + b, 0));
+    f.close();
+    expect(v.length).toBe(0);
+    expect(f.released).toBe(true);
+    expect(() => f.view(0, 1)).toThrow(expect.objectContaining({ code: 'FILE_CLOSED' }));
+    f.close();
+  });
+
+  it('rejects out-of-range views and bad advice with typed errors', () => {
+    const f = MappedFile.open(path);
+    expect(() => f.view(content.byteLength - 1, 2)).toThrow(expect.objectContaining({ code: 'MMAP_RANGE' }));
+    expect(() => f.view(-1, 2)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => f.advise(0, 1, 'bogus' as never)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    const a = f.view(0, 8);
+    f.detachView(a);
+    expect(a.byteLength).toBe(0);
+    expect(new Uint8Array(f.view(0, 8))[1]).toBe(content[1]);
+    f.close();
+  });
+
+  it('maps empty files and reports a missing file by path', () => {
+    const empty = join(dir, 'empty.bin');
+    writeFileSync(empty, new Uint8Array(0));
+    const f = MappedFile.open(empty);
+    expect(f.view(0, 0).byteLength).toBe(0);
+    f.close();
+    expect(() => MappedFile.open(join(dir, 'missing.bin'))).toThrow(expect.objectContaining({ code: 'FILE_NOT_FOUND' }));
+  });
+
+  it('native reads of a file truncated after mapping fail with MMAP_SIGBUS instead of killing the process', () => {
+    const victim = join(dir, 'victim.bin');
+    writeFileSync(victim, new Uint8Array(16 * 4096).fill(3));
+    const f = MappedFile.open(victim);
+    expect(f.sumBytes(0, f.byteLength)).toBe(3 * 16 * 4096);
+    truncateSync(victim, 100);
+    expect(() => f.verify()).toThrow(expect.objectContaining({ code: 'FILE_TRUNCATED' }));
+    expect(() => f.sumBytes(0, f.byteLength)).toThrow(expect.objectContaining({ code: 'MMAP_SIGBUS' }));
+    expect(() => f.touch(0, f.byteLength)).toThrow(expect.objectContaining({ code: 'MMAP_SIGBUS' }));
+    // Pages still backed by the file read fine, again and again.
+    expect(f.sumBytes(0, 100)).toBe(300);
+    expect(() => f.sumBytes(0, f.byteLength)).toThrow(expect.objectContaining({ code: 'MMAP_SIGBUS' }));
+    f.close();
+  });
+
+  it('exposes malloc_trim and the page size', () => {
+    expect(typeof mallocTrim()).toBe('boolean');
+    expect(pageSize() % 4096).toBe(0);
+  });
+});

@@ -1,0 +1,236 @@
+// Typed wrapper over the addon's file mapping (native/src/io/mmap.cc). A MappedFile owns one
+// mmap of a whole file and hands out zero-copy views of byte ranges; close() detaches every view
+// it handed out before unmapping, so stale typed arrays read as empty instead of faulting.
+import { closeSync, fstatSync, openSync } from 'node:fs';
+import { NinodesError, fromNativeError } from './errors.js';
+import { nativeAddon } from './native-addon.js';
+import type { StorageOwner } from './tensor.js';
+
+type Handle = { readonly __mapping: unique symbol };
+
+interface IoAddon {
+  ioMapFile(fd: number, length: number, priv: boolean): Handle;
+  ioMapView(handle: Handle, offset: number, length: number): ArrayBuffer;
+  ioDetach(buffer: ArrayBuffer): boolean;
+  ioUnmap(handle: Handle): boolean;
+  ioMadvise(handle: Handle, offset: number, length: number, advice: MadviseAdvice): void;
+  ioTouchPages(handle: Handle, offset: number, length: number): number;
+  ioSumBytes(handle: Handle, offset: number, length: number): number;
+  ioMallocTrim(pad: number): boolean;
+  ioPageSize(): number;
+}
+
+function io(): IoAddon {
+  return nativeAddon() as unknown as IoAddon;
+}
+
+/** madvise hints: prefetch (`willneed`), drop after use (`dontneed`), or the access pattern. */
+export type MadviseAdvice = 'willneed' | 'dontneed' | 'sequential' | 'random' | 'normal';
+
+/** What identifies the file a mapping was made from: a change means it was truncated or replaced. */
+export interface FileIdentity {
+  readonly dev: bigint;
+  readonly ino: bigint;
+  readonly size: bigint;
+  readonly mtimeNs: bigint;
+}
+
+export interface MapFileOptions {
+  /**
+   * `shared` (default): read-only MAP_SHARED, pages come straight from the page cache; writing
+   * through a view faults. `private`: copy-on-write MAP_PRIVATE, writes stay in this process.
+   */
+  mode?: 'shared' | 'private';
+}
+
+/** The identity of an open file descriptor (fstat, nanosecond mtime). */
+export function fileIdentity(fd: number): FileIdentity {
+  const st = fstatSync(fd, { bigint: true });
+  return { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs };
+}
+
+/** A whole file mapped into memory. Implements StorageOwner so tensors can be views of it. */
+export class MappedFile implements StorageOwner {
+  readonly path: string;
+  readonly byteLength: number;
+  readonly identity: FileIdentity;
+  private fd: number;
+  private handle: Handle | undefined;
+  private readonly views = new Set<WeakRef<ArrayBuffer>>();
+  private closed = false;
+  private pruneAt = 1024;
+
+  private constructor(path: string, fd: number, byteLength: number, identity: FileIdentity, handle: Handle | undefined) {
+    this.path = path;
+    this.fd = fd;
+    this.byteLength = byteLength;
+    this.identity = identity;
+    this.handle = handle;
+  }
+
+  /** Maps the whole file. Throws FILE_NOT_FOUND / FILE_OPEN_FAILED / MMAP_* with the path. */
+  static open(path: string, options: MapFileOptions = {}): MappedFile {
+    let fd: number;
+    try {
+      fd = openSync(path, 'r');
+    } catch (error) {
+      const code = (error as { code?: string }).code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_OPEN_FAILED';
+      throw new NinodesError(code, `cannot open ${path}: ${(error as Error).message}`, { where: path, value: path, cause: error });
+    }
+    try {
+      const identity = fileIdentity(fd);
+      const size = Number(identity.size);
+      const handle = size === 0 ? undefined : io().ioMapFile(fd, size, options.mode === 'private');
+      return new MappedFile(path, fd, size, identity, handle);
+    } catch (error) {
+      closeSync(fd);
+      throw fromNativeError(error, path);
+    }
+  }
+
+  get released(): boolean {
+    return this.closed;
+  }
+
+  /** The descriptor the mapping was made from (kept open for identity checks). */
+  get descriptor(): number {
+    return this.fd;
+  }
+
+  /** Zero-copy view of bytes [offset, offset + length); at most 4 GiB (Node 20's ArrayBuffer limit). */
+  view(offset: number, length: number): ArrayBuffer {
+    this.assertOpen();
+    if (length === 0 && offset <= this.byteLength) return new ArrayBuffer(0);
+    try {
+      const buffer = io().ioMapView(this.liveHandle(), offset, length);
+      this.views.add(new WeakRef(buffer));
+      if (this.views.size > this.pruneAt) this.pruneViews();
+      return buffer;
+    } catch (error) {
+      throw fromNativeError(error, this.path);
+    }
+  }
+
+  /** Detaches one view early (its typed arrays read as empty); the mapping stays. */
+  detachView(buffer: ArrayBuffer): void {
+    if (buffer.byteLength === 0) return;
+    io().ioDetach(buffer);
+  }
+
+  /** Throws FILE_TRUNCATED, FILE_REPLACED or FILE_MODIFIED when the file is no longer the one mapped. */
+  verify(): void {
+    this.assertOpen();
+    const now = fileIdentity(this.fd);
+    if (now.size < this.identity.size) {
+      throw new NinodesError('FILE_TRUNCATED', `${this.path} shrank from ${this.identity.size} to ${now.size} bytes after it was mapped`, {
+        where: this.path,
+        value: { mapped: this.identity.size, now: now.size },
+        hint: 'reading the missing pages would raise SIGBUS; reopen the file',
+      });
+    }
+    if (now.mtimeNs !== this.identity.mtimeNs || now.size !== this.identity.size) {
+      throw new NinodesError('FILE_MODIFIED', `${this.path} was written to after it was mapped`, {
+        where: this.path,
+        value: { mtimeNs: String(now.mtimeNs), size: String(now.size) },
+        hint: 'tensors would mix old and new bytes; reopen the file',
+      });
+    }
+    let onDisk: FileIdentity | undefined;
+    try {
+      const fd = openSync(this.path, 'r');
+      try {
+        onDisk = fileIdentity(fd);
+      } finally {
+        closeSync(fd);
+      }
+    } catch {
+      onDisk = undefined;
+    }
+    if (onDisk === undefined || onDisk.ino !== this.identity.ino || onDisk.dev !== this.identity.dev) {
+      throw new NinodesError('FILE_REPLACED', `${this.path} is no longer the file that was mapped (deleted or replaced)`, {
+        where: this.path,
+        hint: 'the mapping still shows the old contents; reopen the checkpoint to read the new file',
+      });
+    }
+  }
+
+  /** madvise over a byte range (page-aligned outward by the addon). */
+  advise(offset: number, length: number, advice: MadviseAdvice): void {
+    this.assertOpen();
+    if (length === 0 || this.handle === undefined) return;
+    try {
+      io().ioMadvise(this.handle, offset, length, advice);
+    } catch (error) {
+      throw fromNativeError(error, this.path);
+    }
+  }
+
+  /** Faults in every page of a range (reads one byte per page); returns a byte sum. */
+  touch(offset: number, length: number): number {
+    this.assertOpen();
+    if (length === 0 || this.handle === undefined) return 0;
+    try {
+      return io().ioTouchPages(this.handle, offset, length);
+    } catch (error) {
+      throw fromNativeError(error, this.path);
+    }
+  }
+
+  /** Reads every byte of a range (in parallel) and returns their sum: a full read without a copy. */
+  sumBytes(offset: number, length: number): number {
+    this.assertOpen();
+    if (length === 0 || this.handle === undefined) return 0;
+    try {
+      return io().ioSumBytes(this.handle, offset, length);
+    } catch (error) {
+      throw fromNativeError(error, this.path);
+    }
+  }
+
+  /** Detaches every view, unmaps and closes the descriptor. Idempotent. */
+  release(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const addon = this.handle === undefined ? undefined : io();
+    for (const ref of this.views) {
+      const buffer = ref.deref();
+      if (buffer !== undefined) addon?.ioDetach(buffer);
+    }
+    this.views.clear();
+    if (this.handle !== undefined) addon?.ioUnmap(this.handle);
+    this.handle = undefined;
+    closeSync(this.fd);
+    this.fd = -1;
+  }
+
+  close(): void {
+    this.release();
+  }
+
+  // Views are tracked weakly (close() must detach the live ones); forget the collected ones.
+  private pruneViews(): void {
+    for (const ref of this.views) if (ref.deref() === undefined) this.views.delete(ref);
+    this.pruneAt = Math.max(1024, this.views.size * 2);
+  }
+
+  private liveHandle(): Handle {
+    if (this.handle === undefined) {
+      throw new NinodesError('MMAP_RANGE', `${this.path} is empty; there is nothing to view`, { where: this.path });
+    }
+    return this.handle;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new NinodesError('FILE_CLOSED', `${this.path} was closed`, { where: this.path, hint: 'reopen it' });
+  }
+}
+
+/** glibc malloc_trim: hands free heap memory back to the OS after large frees. True when some was. */
+export function mallocTrim(pad = 0): boolean {
+  return io().ioMallocTrim(pad);
+}
+
+/** The system page size in bytes. */
+export function pageSize(): number {
+  return io().ioPageSize();
+}

@@ -1,0 +1,86 @@
+// Watches system memory and asks the weight cache to shrink when the machine runs low, with
+// hysteresis so it does not flap: pressure starts at `thresholdPercent` used and ends only below
+// `thresholdPercent - hysteresisPercent` (default 85% / 80%).
+import { NinodesError, mallocTrim } from '@ninodes/kernels';
+import { type SystemMemory, systemMemory } from './process-memory.js';
+import type { WeightCache } from './weight-cache.js';
+
+export interface PressureReading {
+  readonly usedPercent: number;
+  readonly underPressure: boolean;
+  /** Bytes to free to get back below the release level (0 when not under pressure). */
+  readonly bytesToFree: number;
+}
+
+export interface MemoryPressureOptions {
+  thresholdPercent?: number;
+  hysteresisPercent?: number;
+  /** Poll period for start() (default 1000 ms). */
+  intervalMs?: number;
+  /** Where readings come from (default /proc/meminfo). */
+  read?: () => SystemMemory;
+  /** Called on every check while under pressure. */
+  onPressure: (bytesToFree: number, reading: PressureReading) => void;
+}
+
+export class MemoryPressureMonitor {
+  readonly thresholdPercent: number;
+  readonly hysteresisPercent: number;
+  private readonly intervalMs: number;
+  private readonly read: () => SystemMemory;
+  private readonly onPressure: MemoryPressureOptions['onPressure'];
+  private pressure = false;
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(options: MemoryPressureOptions) {
+    this.thresholdPercent = options.thresholdPercent ?? 85;
+    this.hysteresisPercent = options.hysteresisPercent ?? 5;
+    if (!(this.thresholdPercent > 0 && this.thresholdPercent <= 100) || !(this.hysteresisPercent >= 0 && this.hysteresisPercent < this.thresholdPercent)) {
+      throw new NinodesError('PRESSURE_INVALID_THRESHOLD', `memory pressure threshold ${this.thresholdPercent}% with hysteresis ${this.hysteresisPercent}% is not usable`, {
+        value: { thresholdPercent: this.thresholdPercent, hysteresisPercent: this.hysteresisPercent },
+        hint: 'threshold in (0, 100], hysteresis in [0, threshold)',
+      });
+    }
+    this.intervalMs = options.intervalMs ?? 1000;
+    this.read = options.read ?? systemMemory;
+    this.onPressure = options.onPressure;
+  }
+
+  get underPressure(): boolean {
+    return this.pressure;
+  }
+
+  check(): PressureReading {
+    const { total, available } = this.read();
+    const used = Math.max(0, total - available);
+    const usedPercent = total > 0 ? (used / total) * 100 : 0;
+    const release = this.thresholdPercent - this.hysteresisPercent;
+    if (!this.pressure && usedPercent >= this.thresholdPercent) this.pressure = true;
+    else if (this.pressure && usedPercent < release) this.pressure = false;
+    const bytesToFree = this.pressure ? Math.max(0, Math.ceil(used - (release / 100) * total)) : 0;
+    const reading = { usedPercent, underPressure: this.pressure, bytesToFree };
+    if (this.pressure) this.onPressure(bytesToFree, reading);
+    return reading;
+  }
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => this.check(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/** An onPressure handler: shrinks the cache on `device` by the bytes asked, then trims malloc. */
+export function shrinkCacheOnPressure<T>(cache: WeightCache<T>, device = 'cpu'): (bytesToFree: number) => number {
+  return (bytesToFree) => {
+    const resident = cache.stats(device).residentBytes;
+    const freed = cache.shrink(device, Math.max(0, resident - bytesToFree));
+    if (freed > 0) mallocTrim();
+    return freed;
+  };
+}

@@ -1,0 +1,136 @@
+import { readSync } from 'node:fs';
+import { type MadviseAdvice, MappedFile, NinodesError, Tensor, type StorageOwner } from '@ninodes/kernels';
+import type { CheckpointSource, TensorEntry } from './checkpoint-source.js';
+import { type SafetensorsHeader, parseHeader, readHeaderLength } from './safetensors-header.js';
+
+export interface OpenSafetensorsOptions {
+  /** `shared` (default) read-only mapping; `private` copy-on-write (writes through views stay local). */
+  mode?: 'shared' | 'private';
+  /** Check size, inode and mtime on every tensor() call (default true): the SIGBUS guard. */
+  verifyOnUse?: boolean;
+}
+
+// A tensor's own handle on its view: disposing one tensor detaches only its view, while closing the
+// file disposes every tensor.
+class ViewOwner implements StorageOwner {
+  private own = false;
+  constructor(
+    private readonly file: MappedFile,
+    private readonly buffer: ArrayBuffer,
+  ) {}
+  get released(): boolean {
+    return this.own || this.file.released;
+  }
+  release(): void {
+    if (this.own) return;
+    this.own = true;
+    if (!this.file.released) this.file.detachView(this.buffer);
+  }
+}
+
+/** One safetensors file over a read-only mmap; the header is parsed and validated at open. */
+export class SafetensorsFile implements CheckpointSource {
+  readonly format = 'safetensors' as const;
+  readonly path: string;
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly header: SafetensorsHeader;
+  private readonly file: MappedFile;
+  private readonly byName: Map<string, TensorEntry>;
+  private readonly verifyOnUse: boolean;
+
+  private constructor(path: string, file: MappedFile, header: SafetensorsHeader, verifyOnUse: boolean) {
+    this.path = path;
+    this.file = file;
+    this.header = header;
+    this.metadata = header.metadata;
+    this.verifyOnUse = verifyOnUse;
+    this.byName = new Map(header.entries.map((e) => [e.name, e]));
+  }
+
+  static open(path: string, options: OpenSafetensorsOptions = {}): SafetensorsFile {
+    const file = MappedFile.open(path, options.mode === undefined ? {} : { mode: options.mode });
+    try {
+      const size = file.byteLength;
+      const prefix = new Uint8Array(8);
+      const got = size >= 8 ? readSync(file.descriptor, prefix, 0, 8, 0) : 0;
+      const headerBytes = readHeaderLength(prefix.subarray(0, got), size, path);
+      const json = new Uint8Array(headerBytes);
+      let read = 0;
+      while (read < headerBytes) {
+        const n = readSync(file.descriptor, json, read, headerBytes - read, 8 + read);
+        if (n === 0) break;
+        read += n;
+      }
+      const header = parseHeader(json.subarray(0, read), size - 8 - headerBytes, path);
+      return new SafetensorsFile(path, file, header, options.verifyOnUse ?? true);
+    } catch (error) {
+      file.release();
+      throw error;
+    }
+  }
+
+  get closed(): boolean {
+    return this.file.released;
+  }
+
+  /** Bytes of the whole file. */
+  get byteLength(): number {
+    return this.file.byteLength;
+  }
+
+  entries(): readonly TensorEntry[] {
+    return this.header.entries;
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  entry(name: string): TensorEntry {
+    const e = this.byName.get(name);
+    if (e === undefined) {
+      throw new NinodesError('TENSOR_NOT_FOUND', `${this.path} has no tensor '${name}'`, {
+        where: this.path,
+        value: name,
+        hint: `it has ${this.byName.size} tensors; list them with entries()`,
+      });
+    }
+    return e;
+  }
+
+  tensor(name: string): Tensor {
+    const e = this.entry(name);
+    if (this.verifyOnUse) this.file.verify();
+    const buffer = this.file.view(e.byteOffset, e.byteLength);
+    return new Tensor(e.dtype, e.shape, buffer, { owner: new ViewOwner(this.file, buffer) });
+  }
+
+  /** madvise a tensor's pages: `willneed` prefetches, `dontneed` drops them after use. */
+  advise(name: string, advice: MadviseAdvice): void {
+    const e = this.entry(name);
+    this.file.advise(e.byteOffset, e.byteLength, advice);
+  }
+
+  /** Faults in a tensor's pages (one byte read per page); returns a byte sum. */
+  touch(name: string): number {
+    const e = this.entry(name);
+    if (this.verifyOnUse) this.file.verify();
+    return this.file.touch(e.byteOffset, e.byteLength);
+  }
+
+  /** Reads every byte of a tensor (in parallel, no copy) and returns their sum. */
+  sumBytes(name: string): number {
+    const e = this.entry(name);
+    if (this.verifyOnUse) this.file.verify();
+    return this.file.sumBytes(e.byteOffset, e.byteLength);
+  }
+
+  /** Throws FILE_TRUNCATED / FILE_MODIFIED / FILE_REPLACED when the file changed since open. */
+  verify(): void {
+    this.file.verify();
+  }
+
+  close(): void {
+    this.file.release();
+  }
+}

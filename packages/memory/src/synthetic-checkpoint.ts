@@ -1,0 +1,133 @@
+// Checkpoints with a real model's key layout, for tests and the `io` benchmark: a MiniMax-H3-style
+// DiT (ComfyUI key names), written either sparse (header + ftruncate: instant, any size, no disk
+// blocks) or filled with bytes (for read-throughput measurements).
+import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
+import type { Tensor } from '@ninodes/kernels';
+import type { CheckpointSource } from './checkpoint-source.js';
+import { type TensorSource, buildHeader, writeSafetensors } from './safetensors-writer.js';
+import type { CacheStats, WeightCache } from './weight-cache.js';
+
+export interface H3LayoutOptions {
+  blocks?: number;
+  hidden?: number;
+  /** Tensor bytes are produced by this when the checkpoint is written filled (default: a byte pattern). */
+  fill?: (name: string, bytes: number) => Uint8Array;
+}
+
+const pattern = (name: string, bytes: number): Uint8Array => {
+  const out = new Uint8Array(bytes);
+  let h = 2166136261;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619);
+  for (let i = 0; i < bytes; i++) {
+    h = Math.imul(h ^ (h >>> 13), 0x5bd1e995);
+    out[i] = h & 0xff;
+  }
+  return out;
+};
+
+/** bf16 tensors of an H3-style DiT: 14 per block (`blocks.N.attn.qkv_proj.weight`, `mlp.fc1`, ...). */
+export function h3Layout(options: H3LayoutOptions = {}): TensorSource[] {
+  const blocks = options.blocks ?? 72;
+  const hidden = options.hidden ?? 3072;
+  const fill = options.fill ?? pattern;
+  const out: TensorSource[] = [];
+  const add = (name: string, shape: number[]): void => {
+    const bytes = shape.reduce((a, b) => a * b, 1) * 2;
+    out.push({ name, dtype: 'bf16', shape, data: () => fill(name, bytes) });
+  };
+  add('x_embedder.proj.weight', [hidden, 64]);
+  add('t_embedder.mlp.0.weight', [hidden, 256]);
+  for (let b = 0; b < blocks; b++) {
+    const p = `blocks.${b}.`;
+    add(`${p}norm1.weight`, [hidden]);
+    add(`${p}attn.qkv_proj.weight`, [3 * hidden, hidden]);
+    add(`${p}attn.qkv_proj.bias`, [3 * hidden]);
+    add(`${p}attn.q_norm.weight`, [128]);
+    add(`${p}attn.k_norm.weight`, [128]);
+    add(`${p}attn.out_proj.weight`, [hidden, hidden]);
+    add(`${p}attn.out_proj.bias`, [hidden]);
+    add(`${p}norm2.weight`, [hidden]);
+    add(`${p}mlp.fc1.weight`, [8 * hidden, hidden]);
+    add(`${p}mlp.fc1.bias`, [8 * hidden]);
+    add(`${p}mlp.fc2.weight`, [hidden, 4 * hidden]);
+    add(`${p}mlp.fc2.bias`, [hidden]);
+    add(`${p}adaln_proj.linear.weight`, [6 * hidden, hidden]);
+    add(`${p}adaln_proj.linear.bias`, [6 * hidden]);
+  }
+  add('final_layer.linear.weight', [64, hidden]);
+  return out;
+}
+
+/** Writes the header and extends the file sparsely to its full size; returns the file size. */
+export function writeSparseCheckpoint(path: string, tensors: readonly TensorSource[], metadata: Readonly<Record<string, string>> = { format: 'pt' }): number {
+  const { json, sizes } = buildHeader(tensors, metadata, path);
+  const length = new Uint8Array(8);
+  new DataView(length.buffer).setBigUint64(0, BigInt(json.byteLength), true);
+  const total = 8 + json.byteLength + sizes.reduce((a, b) => a + b, 0);
+  const fd = openSync(path, 'w');
+  try {
+    writeSync(fd, length);
+    writeSync(fd, json);
+    ftruncateSync(fd, total);
+  } finally {
+    closeSync(fd);
+  }
+  return total;
+}
+
+/** Writes every tensor's bytes (streaming, atomic); returns the file size. */
+export async function writeFilledCheckpoint(path: string, tensors: readonly TensorSource[], metadata: Readonly<Record<string, string>> = { format: 'pt' }): Promise<number> {
+  return (await writeSafetensors(path, tensors, { metadata })).bytes;
+}
+
+/**
+ * Reads every tensor of a checkpoint (the "read all" of the io benchmark). `bytes` (default) reads
+ * every byte and returns their sum as the checksum; `pages` only faults in each page (one byte per
+ * page), which measures mapping cost rather than a full read.
+ */
+export function readAllTensors(source: CheckpointSource & { sumBytes?(name: string): number }, options: { mode?: 'bytes' | 'pages' } = {}): { bytes: number; checksum: number } {
+  const mode = options.mode ?? 'bytes';
+  let bytes = 0;
+  let checksum = 0;
+  for (const e of source.entries()) {
+    if (mode === 'bytes' && source.sumBytes !== undefined) {
+      checksum += source.sumBytes(e.name);
+    } else if (mode === 'pages' && source.touch !== undefined) {
+      checksum += source.touch(e.name);
+    } else {
+      const t = source.tensor(e.name);
+      const b = t.bytes();
+      const step = mode === 'pages' ? 4096 : 1;
+      for (let i = 0; i < b.length; i += step) checksum += b[i] as number;
+      t.dispose();
+    }
+    bytes += e.byteLength;
+  }
+  return { bytes, checksum };
+}
+
+/** Registers a checkpoint's tensors with a cache in file order (the load order). */
+export function registerCheckpoint<T>(cache: WeightCache<T>, model: string, source: CheckpointSource): void {
+  cache.registerModel(model, source.entries().map((e) => ({ key: e.name, bytes: e.byteLength })));
+}
+
+/**
+ * One layer-by-layer pass through the cache: every tensor in file order is acquired, materialized
+ * on a miss by `materialize` (e.g. a copy or a dequantization) and released. Returns the device's
+ * statistics after the pass.
+ */
+export function cachePass<T>(cache: WeightCache<T>, device: string, model: string, source: CheckpointSource, materialize: (tensor: Tensor) => T): CacheStats {
+  cache.beginPass();
+  for (const e of source.entries()) {
+    const lease = cache.acquire(device, model, e.name, () => {
+      const view = source.tensor(e.name);
+      try {
+        return materialize(view);
+      } finally {
+        view.dispose();
+      }
+    });
+    lease.release();
+  }
+  return cache.stats(device);
+}
