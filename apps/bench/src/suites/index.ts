@@ -1,0 +1,7 @@
+/**
+ * Every suite the CLI knows, in run order. Adding a suite: one file in this folder exporting a
+ * `Suite` (see ../suite.ts), and one line here.
+ */
+import type { Suite } from '../suite.js';
+
+export const SUITES: readonly Suite[] = [];
