@@ -94,6 +94,7 @@ export function numelOf(shape: readonly number[], where?: string): number {
 
 /** Bytes that `shape` occupies in `dtype` (block dtypes: the last dimension must fill whole blocks). */
 export function byteSizeOf(dtype: DType, shape: readonly number[], where?: string): number {
+  assertDType(dtype, where);
   const numel = numelOf(shape, where);
   if (isElementDType(dtype)) return numel * ELEMENT_DTYPES[dtype].bytes;
   const { blockElements, blockBytes } = BLOCK_DTYPES[dtype];

@@ -24,3 +24,29 @@ export {
   type NvmlProbeResult,
 } from './probe-gpu.js';
 export { MappedFile, fileIdentity, mallocTrim, pageSize, type FileIdentity, type MadviseAdvice, type MapFileOptions } from './io-mmap.js';
+// kernels-B: GGUF block decode, fp32 transformer ops
+export { dequantize, dequantizeSync, type DequantizeOptions, type DequantizeResult, type DequantizeTarget } from './gguf-dequantize.js';
+export { DEQUANTIZE_SOURCES, type DequantizeSource } from './gguf-dtypes.js';
+export { gelu, silu, swiglu } from './ops/activations.js';
+export { attention, attentionNaive, type AttentionOptions } from './ops/attention.js';
+export { add, addcmul, modulate, mul, scale } from './ops/elementwise.js';
+export { layerNorm, rmsNorm, softmax } from './ops/norms.js';
+export { ropeSplitHalf } from './ops/rope.js';
+// kernels-A: threads, native memory, conversions, matmul, int8, Hadamard, reference backend
+export { getThreads, setThreads } from './threads.js';
+export { allocateNative, nativeBytes } from './native-memory.js';
+export { cast, type CastSource, type CastTarget } from './cast.js';
+export { decodeFp8, encodeFp8, type DecodeFp8Options, type EncodeFp8Options, type Fp8Format } from './fp8.js';
+export { hadamard, hadamardSync, type HadamardOptions } from './hadamard.js';
+export { linear } from './linear.js';
+export {
+  int8Backend,
+  int8Linear,
+  int8Matmul,
+  quantizeRowsInt8,
+  quantizeWeightInt8,
+  type Int8LinearOptions,
+  type QuantizeRowsOptions,
+  type QuantizeWeightOptions,
+} from './int8.js';
+export * as reference from './reference/index.js';

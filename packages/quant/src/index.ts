@@ -1,1 +1,65 @@
-export {};
+export {
+  GGML_TYPE_NAMES,
+  GGML_TYPE_TO_DTYPE,
+  GGUF_VALUE_TYPE,
+  ggmlTypeNameOf,
+  ggufValueToString,
+  plainGgufValue,
+  type GgufPlainValue,
+  type GgufValue,
+  type GgufValueTypeName,
+} from './gguf-types.js';
+export { GgufNeedMoreBytes, parseGguf, type GgufHeader, type GgufTensorInfo, type ParseGgufOptions } from './gguf-parser.js';
+export { GgufCheckpoint, readGgufHeader, type OpenGgufOptions } from './gguf-checkpoint.js';
+export {
+  CONVROT_GROUP,
+  FLOAT_FORMATS,
+  FP8_FORMATS,
+  GGUF_FORMATS,
+  INT8_FORMATS,
+  WEIGHT_FORMATS,
+  WEIGHT_FORMAT_INFO,
+  bytesPerParameter,
+  isWeightFormat,
+  weightBytes,
+  weightFormatInfo,
+  type FloatFormat,
+  type Fp8Format,
+  type Int8Format,
+  type LinearPath,
+  type Materialization,
+  type WeightFormat,
+  type WeightFormatInfo,
+} from './weight-format.js';
+export {
+  comfyQuantConfigSchema,
+  encodeComfyQuant,
+  parseComfyQuantBytes,
+  parseComfyQuantJson,
+  quantizationMetadataSchema,
+  type ComfyQuantConfig,
+} from './comfy-quant-config.js';
+export {
+  detectFormats,
+  formatHintFromFilename,
+  type DetectOptions,
+  type DetectedLayer,
+  type DetectionSource,
+  type FilenameHint,
+  type FormatConflict,
+  type FormatDetection,
+} from './detect-formats.js';
+export type { LinearOp, LinearProvider, LinearSpec } from './linear-op.js';
+export { createLinearProvider, type ComputeMode, type LinearCacheOptions, type LinearProviderOptions, type QuantLinearOp, type QuantLinearProvider } from './linear-provider.js';
+export { dequantizeInt8, materializeF32, readF32, readScalar, rowScales, toF32, weight2d } from './materialize.js';
+export { FP8_MAX, absMax, fp8Scale, relativeError } from './quant-math.js';
+export {
+  quantize,
+  type QuantizeOptions,
+  type QuantizeProgress,
+  type QuantizeReport,
+  type QuantizeTarget,
+  type QuantizedLayerReport,
+} from './quantize.js';
+export { accuracyReport, normalStream, sampleActivations, type AccuracyFormat, type AccuracyOptions, type AccuracyRow } from './accuracy-report.js';
+export { randomBlockTensor } from './synthetic-blocks.js';

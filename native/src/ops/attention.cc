@@ -1,0 +1,391 @@
+// Scaled dot-product attention, fp32, tiled flash-style: q [H,S,D], k/v [H,T,D] -> out [H,S,D].
+//
+// Work units are (head, block of kQueryBlock queries); each unit streams the keys in blocks of
+// kKeyBlock with an online softmax (running max m, running sum l, rescaled accumulator), so extra
+// memory is O(kQueryBlock·D + kKeyBlock·D) per thread, never O(S·T). Every query row's arithmetic
+// (the order of its dot products, exps and accumulations) is fixed by the block sizes alone, not by
+// which thread runs it or how rows are grouped, so results are bit-identical for any thread count
+// and for any split of the heads.
+//
+// attentionNaiveF32 is the textbook materialized-softmax version (an S×T score matrix per head). It
+// is exported only as the benchmark baseline the tiled kernel is measured against.
+#include <napi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/async.h"
+#include "core/cpu_features.h"
+#include "core/errors.h"
+#include "core/registry.h"
+#include "core/thread_pool.h"
+#include "ops/op_args.h"
+#include "ops/vec_math.h"
+
+namespace {
+
+using ninodes::fail;
+using namespace ninodes::ops;
+
+constexpr size_t kQueryBlock = 32;
+constexpr size_t kKeyBlock = 64;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct Problem {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* out;
+  size_t heads, seq_q, seq_k, dim;
+  float scale;
+};
+
+size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+// ---- scalar path ---------------------------------------------------------------------------------
+
+void unit_scalar(const Problem& p, size_t head, size_t q0, size_t nq, std::vector<float>& scratch) {
+  const size_t d = p.dim;
+  scratch.assign(d + kKeyBlock, 0.f);
+  float* acc = scratch.data();
+  float* s = acc + d;
+  for (size_t r = 0; r < nq; ++r) {
+    const float* qr = p.q + (head * p.seq_q + q0 + r) * d;
+    std::fill(acc, acc + d, 0.f);
+    float m = kNegInf, l = 0.f;
+    for (size_t kb = 0; kb < p.seq_k; kb += kKeyBlock) {
+      const size_t nk = std::min(kKeyBlock, p.seq_k - kb);
+      float mblk = kNegInf;
+      for (size_t j = 0; j < nk; ++j) {
+        const float* kr = p.k + (head * p.seq_k + kb + j) * d;
+        float dot = 0.f;
+        for (size_t i = 0; i < d; ++i) dot += qr[i] * kr[i];
+        s[j] = dot * p.scale;
+        mblk = std::max(mblk, s[j]);
+      }
+      const float mnew = std::max(m, mblk);
+      const float alpha = std::exp(m - mnew);
+      float lsum = 0.f;
+      for (size_t j = 0; j < nk; ++j) {
+        s[j] = std::exp(s[j] - mnew);
+        lsum += s[j];
+      }
+      l = l * alpha + lsum;
+      m = mnew;
+      for (size_t i = 0; i < d; ++i) acc[i] *= alpha;
+      for (size_t j = 0; j < nk; ++j) {
+        const float* vr = p.v + (head * p.seq_k + kb + j) * d;
+        for (size_t i = 0; i < d; ++i) acc[i] += s[j] * vr[i];
+      }
+    }
+    float* o = p.out + (head * p.seq_q + q0 + r) * d;
+    for (size_t i = 0; i < d; ++i) o[i] = p.seq_k == 0 ? 0.f : acc[i] / l;
+  }
+}
+
+// ---- AVX2 path -----------------------------------------------------------------------------------
+#if NINODES_HAS_X86
+
+struct Scratch {
+  std::vector<float> buf;
+  float *qb, *kt, *vb, *ob, *pb, *m, *l, *alpha;
+  size_t dp;
+  void init(size_t dim) {
+    dp = round_up(std::max<size_t>(dim, 1), 8);
+    const size_t need = kQueryBlock * dp + dp * kKeyBlock + kKeyBlock * dp + kQueryBlock * dp + kQueryBlock * kKeyBlock +
+                        3 * kQueryBlock + 64;
+    buf.assign(need, 0.f);
+    // 32-byte alignment for the packed tiles.
+    float* base = buf.data();
+    base += (8 - (reinterpret_cast<uintptr_t>(base) / 4) % 8) % 8;
+    qb = base;
+    kt = qb + kQueryBlock * dp;
+    vb = kt + dp * kKeyBlock;
+    ob = vb + kKeyBlock * dp;
+    pb = ob + kQueryBlock * dp;
+    m = pb + kQueryBlock * kKeyBlock;
+    l = m + kQueryBlock;
+    alpha = l + kQueryBlock;
+  }
+};
+
+// Scores for 4 query rows x 16 keys: fma chains over d in order.
+NINODES_TARGET_AVX2 void scores_4x16(const float* qb, const float* kt, float* pb, size_t dp, size_t jc, float scale) {
+  __m256 a00 = _mm256_setzero_ps(), a01 = _mm256_setzero_ps(), a10 = _mm256_setzero_ps(), a11 = _mm256_setzero_ps();
+  __m256 a20 = _mm256_setzero_ps(), a21 = _mm256_setzero_ps(), a30 = _mm256_setzero_ps(), a31 = _mm256_setzero_ps();
+  for (size_t d = 0; d < dp; ++d) {
+    const __m256 k0 = _mm256_load_ps(kt + d * kKeyBlock + jc);
+    const __m256 k1 = _mm256_load_ps(kt + d * kKeyBlock + jc + 8);
+    __m256 q = _mm256_broadcast_ss(qb + 0 * dp + d);
+    a00 = _mm256_fmadd_ps(q, k0, a00);
+    a01 = _mm256_fmadd_ps(q, k1, a01);
+    q = _mm256_broadcast_ss(qb + 1 * dp + d);
+    a10 = _mm256_fmadd_ps(q, k0, a10);
+    a11 = _mm256_fmadd_ps(q, k1, a11);
+    q = _mm256_broadcast_ss(qb + 2 * dp + d);
+    a20 = _mm256_fmadd_ps(q, k0, a20);
+    a21 = _mm256_fmadd_ps(q, k1, a21);
+    q = _mm256_broadcast_ss(qb + 3 * dp + d);
+    a30 = _mm256_fmadd_ps(q, k0, a30);
+    a31 = _mm256_fmadd_ps(q, k1, a31);
+  }
+  const __m256 s = _mm256_set1_ps(scale);
+  _mm256_store_ps(pb + 0 * kKeyBlock + jc, _mm256_mul_ps(a00, s));
+  _mm256_store_ps(pb + 0 * kKeyBlock + jc + 8, _mm256_mul_ps(a01, s));
+  _mm256_store_ps(pb + 1 * kKeyBlock + jc, _mm256_mul_ps(a10, s));
+  _mm256_store_ps(pb + 1 * kKeyBlock + jc + 8, _mm256_mul_ps(a11, s));
+  _mm256_store_ps(pb + 2 * kKeyBlock + jc, _mm256_mul_ps(a20, s));
+  _mm256_store_ps(pb + 2 * kKeyBlock + jc + 8, _mm256_mul_ps(a21, s));
+  _mm256_store_ps(pb + 3 * kKeyBlock + jc, _mm256_mul_ps(a30, s));
+  _mm256_store_ps(pb + 3 * kKeyBlock + jc + 8, _mm256_mul_ps(a31, s));
+}
+
+// o[r] = o[r] * alpha[r] + sum_j p[r][j] * v[j] for NR rows and NV vectors of the head dimension.
+template <int NR, int NV>
+NINODES_TARGET_AVX2 void pv_tile(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t dc,
+                                 size_t nk) {
+  __m256 acc[NR][NV];
+  for (int r = 0; r < NR; ++r) {
+    const __m256 a = _mm256_set1_ps(alpha[r]);
+    for (int i = 0; i < NV; ++i) acc[r][i] = _mm256_mul_ps(_mm256_load_ps(ob + r * dp + dc + 8 * i), a);
+  }
+  for (size_t j = 0; j < nk; ++j) {
+    __m256 vv[NV];
+    for (int i = 0; i < NV; ++i) vv[i] = _mm256_load_ps(vb + j * dp + dc + 8 * i);
+    for (int r = 0; r < NR; ++r) {
+      const __m256 pj = _mm256_broadcast_ss(pb + r * kKeyBlock + j);
+      for (int i = 0; i < NV; ++i) acc[r][i] = _mm256_fmadd_ps(pj, vv[i], acc[r][i]);
+    }
+  }
+  for (int r = 0; r < NR; ++r) {
+    for (int i = 0; i < NV; ++i) _mm256_store_ps(ob + r * dp + dc + 8 * i, acc[r][i]);
+  }
+}
+
+template <int NR>
+NINODES_TARGET_AVX2 void pv_rows(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) {
+  size_t dc = 0;
+  for (; dc + 32 <= dp; dc += 32) pv_tile<NR, 4>(pb, vb, ob, alpha, dp, dc, nk);
+  switch ((dp - dc) / 8) {
+    case 3: pv_tile<NR, 3>(pb, vb, ob, alpha, dp, dc, nk); break;
+    case 2: pv_tile<NR, 2>(pb, vb, ob, alpha, dp, dc, nk); break;
+    case 1: pv_tile<NR, 1>(pb, vb, ob, alpha, dp, dc, nk); break;
+    default: break;
+  }
+}
+
+NINODES_TARGET_AVX2 void unit_avx2(const Problem& p, size_t head, size_t q0, size_t nq, Scratch& sc) {
+  const size_t d = p.dim, dp = sc.dp;
+  const size_t nq4 = round_up(nq, 4);
+  // Queries, zero padded to dp columns and to a multiple of 4 rows.
+  std::memset(sc.qb, 0, sizeof(float) * kQueryBlock * dp);
+  for (size_t r = 0; r < nq; ++r) std::memcpy(sc.qb + r * dp, p.q + (head * p.seq_q + q0 + r) * d, d * sizeof(float));
+  std::memset(sc.ob, 0, sizeof(float) * kQueryBlock * dp);
+  std::memset(sc.kt, 0, sizeof(float) * dp * kKeyBlock);
+  std::memset(sc.vb, 0, sizeof(float) * kKeyBlock * dp);
+  for (size_t r = 0; r < nq; ++r) {
+    sc.m[r] = kNegInf;
+    sc.l[r] = 0.f;
+  }
+  const float* kh = p.k + head * p.seq_k * d;
+  const float* vh = p.v + head * p.seq_k * d;
+  for (size_t kb = 0; kb < p.seq_k; kb += kKeyBlock) {
+    const size_t nk = std::min(kKeyBlock, p.seq_k - kb);
+    const size_t nk16 = round_up(nk, 16);
+    if (nk < kKeyBlock) {
+      std::memset(sc.kt, 0, sizeof(float) * dp * kKeyBlock);
+      std::memset(sc.vb, 0, sizeof(float) * kKeyBlock * dp);
+    }
+    for (size_t j = 0; j < nk; ++j) {
+      const float* kr = kh + (kb + j) * d;
+      for (size_t i = 0; i < d; ++i) sc.kt[i * kKeyBlock + j] = kr[i];
+      std::memcpy(sc.vb + j * dp, vh + (kb + j) * d, d * sizeof(float));
+    }
+    for (size_t r = 0; r < nq4; r += 4) {
+      for (size_t jc = 0; jc < nk16; jc += 16) scores_4x16(sc.qb + r * dp, sc.kt, sc.pb + r * kKeyBlock, dp, jc, p.scale);
+    }
+    // Online softmax per row; padded key lanes become exp(-inf) = 0.
+    for (size_t r = 0; r < nq; ++r) {
+      float* pr = sc.pb + r * kKeyBlock;
+      for (size_t j = nk; j < nk16; ++j) pr[j] = kNegInf;
+      __m256 vmax = _mm256_set1_ps(kNegInf);
+      for (size_t j = 0; j < nk16; j += 8) vmax = _mm256_max_ps(vmax, _mm256_load_ps(pr + j));
+      const float mnew = std::max(sc.m[r], hmax256(vmax));
+      const __m256 vm = _mm256_set1_ps(mnew);
+      __m256 vsum = _mm256_setzero_ps();
+      for (size_t j = 0; j < nk16; j += 8) {
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_load_ps(pr + j), vm));
+        _mm256_store_ps(pr + j, e);
+        vsum = _mm256_add_ps(vsum, e);
+      }
+      const float alpha = std::exp(sc.m[r] - mnew);
+      sc.l[r] = sc.l[r] * alpha + hsum256(vsum);
+      sc.m[r] = mnew;
+      sc.alpha[r] = alpha;
+    }
+    size_t r = 0;
+    for (; r + 2 <= nq; r += 2) pv_rows<2>(sc.pb + r * kKeyBlock, sc.vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
+    if (r < nq) pv_rows<1>(sc.pb + r * kKeyBlock, sc.vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
+  }
+  for (size_t r = 0; r < nq; ++r) {
+    float* o = p.out + (head * p.seq_q + q0 + r) * d;
+    const float* a = sc.ob + r * dp;
+    if (p.seq_k == 0) {
+      std::fill(o, o + d, 0.f);
+      continue;
+    }
+    const float l = sc.l[r];
+    for (size_t i = 0; i < d; ++i) o[i] = a[i] / l;
+  }
+}
+#endif
+
+// Nothing to compute when the output is empty; this also keeps huge sequence lengths paired with
+// an empty head dimension from looping over nothing.
+bool empty_output(const Problem& p) { return p.heads == 0 || p.seq_q == 0 || p.dim == 0; }
+
+void run_tiled(const Problem& p) {
+  if (empty_output(p)) return;
+  const size_t blocks = (p.seq_q + kQueryBlock - 1) / kQueryBlock;
+  const size_t units = p.heads * blocks;
+  const bool avx2 = ninodes::simd_path() == ninodes::SimdPath::kAvx2;
+  ninodes::parallel_for(units, 1, [&](size_t u0, size_t u1) {
+#if NINODES_HAS_X86
+    if (avx2) {
+      Scratch sc;
+      sc.init(p.dim);
+      for (size_t u = u0; u < u1; ++u) {
+        const size_t head = u / blocks, q0 = (u % blocks) * kQueryBlock;
+        unit_avx2(p, head, q0, std::min(kQueryBlock, p.seq_q - q0), sc);
+      }
+      return;
+    }
+#endif
+    std::vector<float> scratch;
+    for (size_t u = u0; u < u1; ++u) {
+      const size_t head = u / blocks, q0 = (u % blocks) * kQueryBlock;
+      unit_scalar(p, head, q0, std::min(kQueryBlock, p.seq_q - q0), scratch);
+    }
+  });
+}
+
+// ---- naive baseline: materialize softmax(q kᵀ · scale) per head, then multiply by v -------------
+
+#if NINODES_HAS_X86
+NINODES_TARGET_AVX2 float dot_avx2(const float* a, const float* b, size_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+  float s = hsum256(acc);
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+NINODES_TARGET_AVX2 void axpy_avx2(float a, const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+#endif
+
+void run_naive(const Problem& p) {
+  if (empty_output(p)) return;
+  const size_t S = p.seq_q, T = p.seq_k, D = p.dim;
+  if (T == 0) {
+    std::fill(p.out, p.out + p.heads * S * D, 0.f);
+    return;
+  }
+  const bool avx2 = ninodes::simd_path() == ninodes::SimdPath::kAvx2;
+  std::vector<float> scores(checked_mul(S, T, "attentionNaive"));
+  for (size_t h = 0; h < p.heads; ++h) {
+    const float* qh = p.q + h * S * D;
+    const float* kh = p.k + h * T * D;
+    const float* vh = p.v + h * T * D;
+    float* oh = p.out + h * S * D;
+    ninodes::parallel_for(S, 1, [&](size_t r0, size_t r1) {
+      for (size_t i = r0; i < r1; ++i) {
+        float* row = scores.data() + i * T;
+        float m = kNegInf;
+        for (size_t j = 0; j < T; ++j) {
+#if NINODES_HAS_X86
+          const float dot = avx2 ? dot_avx2(qh + i * D, kh + j * D, D) : 0.f;
+#else
+          const float dot = 0.f;
+#endif
+          float s = dot;
+          if (!avx2) {
+            s = 0.f;
+            for (size_t t = 0; t < D; ++t) s += qh[i * D + t] * kh[j * D + t];
+          }
+          row[j] = s * p.scale;
+          m = std::max(m, row[j]);
+        }
+        float sum = 0.f;
+        for (size_t j = 0; j < T; ++j) {
+          row[j] = std::exp(row[j] - m);
+          sum += row[j];
+        }
+        for (size_t j = 0; j < T; ++j) row[j] /= sum;
+      }
+    });
+    ninodes::parallel_for(S, 1, [&](size_t r0, size_t r1) {
+      for (size_t i = r0; i < r1; ++i) {
+        float* o = oh + i * D;
+        std::fill(o, o + D, 0.f);
+        for (size_t j = 0; j < T; ++j) {
+#if NINODES_HAS_X86
+          if (avx2) {
+            axpy_avx2(scores[i * T + j], vh + j * D, o, D);
+            continue;
+          }
+#endif
+          for (size_t t = 0; t < D; ++t) o[t] += scores[i * T + j] * vh[j * D + t];
+        }
+      }
+    });
+  }
+}
+
+Problem parse(const Napi::CallbackInfo& info, const char* op) {
+  const F32Arg q = f32_arg(info, 0, op, "q");
+  const F32Arg k = f32_arg(info, 1, op, "k");
+  const F32Arg v = f32_arg(info, 2, op, "v");
+  const F32Arg out = f32_arg(info, 3, op, "out");
+  const size_t h = size_arg(info, 4, op, "heads");
+  const size_t s = size_arg(info, 5, op, "seqQ");
+  const size_t t = size_arg(info, 6, op, "seqK");
+  const size_t d = size_arg(info, 7, op, "headDim");
+  const double scale = number_arg(info, 8, op, "scale");
+  if (!std::isfinite(scale)) fail("INVALID_ARGUMENT", std::string(op) + ": scale must be finite");
+  if (d > 65536) fail("INVALID_ARGUMENT", std::string(op) + ": headDim above 65536 is not supported");
+  expect_length(q, checked_mul(checked_mul(h, s, op), d, op), op, "q");
+  expect_length(k, checked_mul(checked_mul(h, t, op), d, op), op, "k");
+  expect_length(v, checked_mul(checked_mul(h, t, op), d, op), op, "v");
+  expect_length(out, checked_mul(checked_mul(h, s, op), d, op), op, "out");
+  return Problem{q.data, k.data, v.data, out.data, h, s, t, d, static_cast<float>(scale)};
+}
+
+Napi::Value attention(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const Problem p = parse(info, "attention");
+    return ninodes::AsyncOp::start(
+        info.Env(), "ninodes.attention", [p] { run_tiled(p); }, [](Napi::Env env) -> Napi::Value { return env.Undefined(); },
+        {info[0], info[1], info[2], info[3]});
+  });
+}
+
+Napi::Value attention_naive(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const Problem p = parse(info, "attentionNaive");
+    return ninodes::AsyncOp::start(
+        info.Env(), "ninodes.attentionNaive", [p] { run_naive(p); },
+        [](Napi::Env env) -> Napi::Value { return env.Undefined(); }, {info[0], info[1], info[2], info[3]});
+  });
+}
+
+}  // namespace
+
+NINODES_MODULE(attention) {
+  exports.Set("attentionF32", Napi::Function::New(env, attention, "attentionF32"));
+  exports.Set("attentionNaiveF32", Napi::Function::New(env, attention_naive, "attentionNaiveF32"));
+}

@@ -1,0 +1,15 @@
+#pragma once
+// Per-row int8 quantization with an optional fused Hadamard rotation (ComfyUI/comfy-kitchen
+// semantics): scale = max(absmax / 127, 1e-30) in float32, q = clamp(round_half_even(x / scale),
+// -128, 127), NaN -> 0. An external scale replaces the absmax scale (tensor parallelism).
+#include <cstddef>
+#include <cstdint>
+
+namespace ninodes {
+
+// Quantizes rows [0, rows) of x [rows, cols]. `group` 0 = no rotation. `external_scale` (nullable)
+// supplies the per-row scales; otherwise they are computed and written to `scale`.
+void quantize_rows_int8(const float* x, size_t rows, size_t cols, size_t group, bool regular,
+                        const float* external_scale, int8_t* q, float* scale);
+
+}  // namespace ninodes

@@ -1,0 +1,433 @@
+#pragma GCC optimize("fp-contract=off")
+// fp32 linear (oneDNN matmul), exact int8 matmul (oneDNN s8s8->s32 where the CPU has VNNI/AMX, else
+// a hand-written int16-madd kernel) and the fused int8 linear: rotate + quantize rows, int8 matmul,
+// then y = float(acc) * (x_scale * w_scale) + bias in exactly that float order (no FMA: the
+// pragma above keeps the compiler from contracting it).
+#include <napi.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "core/async.h"
+#include "core/cpu_features.h"
+#include "core/errors.h"
+#include "core/registry.h"
+#include "core/thread_pool.h"
+#include "ops/hadamard.h"
+#include "ops/int8_quantize.h"
+#include "ops/onednn_context.h"
+#include "ops/span_args.h"
+
+namespace ninodes {
+namespace {
+
+using dnnl::memory;
+
+constexpr size_t kMaxK = 131072;  // 127 * 128 * K must fit int32
+
+enum class MatKind { kF32, kS8 };
+
+struct Key {
+  MatKind kind;
+  size_t m, k, n;
+  bool bias;
+  bool operator==(const Key& o) const { return kind == o.kind && m == o.m && k == o.k && n == o.n && bias == o.bias; }
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = static_cast<size_t>(k.kind) * 31 + k.bias;
+    for (size_t v : {k.m, k.k, k.n}) h = h * 1000003u ^ v;
+    return h;
+  }
+};
+
+// Primitive creation costs milliseconds; DiT layers repeat a handful of shapes.
+struct Prim {
+  dnnl::matmul matmul;
+  memory::desc src, wei, dst, bias;
+};
+
+// Shared pointers: a cache flush never frees a primitive another thread is executing.
+std::shared_ptr<Prim> cached_matmul(const Key& key) {
+  static std::mutex mutex;
+  static std::unordered_map<Key, std::shared_ptr<Prim>, KeyHash> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 256) cache.clear();
+  const auto M = static_cast<memory::dim>(key.m), K = static_cast<memory::dim>(key.k), N = static_cast<memory::dim>(key.n);
+  const bool f32 = key.kind == MatKind::kF32;
+  memory::desc src({M, K}, f32 ? memory::data_type::f32 : memory::data_type::s8, memory::format_tag::ab);
+  // Weights arrive PyTorch-style [N, K]; as the K x N operand that is the transposed layout "ba".
+  memory::desc wei({K, N}, f32 ? memory::data_type::f32 : memory::data_type::s8, memory::format_tag::ba);
+  memory::desc dst({M, N}, f32 ? memory::data_type::f32 : memory::data_type::s32, memory::format_tag::ab);
+  memory::desc bias({1, N}, memory::data_type::f32, memory::format_tag::ab);
+  auto prim = std::make_shared<Prim>(Prim{
+      key.bias ? dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, bias, dst), onednn_engine()))
+               : dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), onednn_engine())),
+      src, wei, dst, bias});
+  return cache.emplace(key, std::move(prim)).first->second;
+}
+
+void run_matmul(const Key& key, const void* a, const void* b, const float* bias, void* c) {
+  sync_onednn_threads();
+  const std::shared_ptr<Prim> held = cached_matmul(key);
+  Prim& prim = *held;
+  dnnl::engine& eng = onednn_engine();
+  dnnl::stream stream(eng);
+  std::unordered_map<int, memory> mem{
+      {DNNL_ARG_SRC, memory(prim.src, eng, const_cast<void*>(a))},
+      {DNNL_ARG_WEIGHTS, memory(prim.wei, eng, const_cast<void*>(b))},
+      {DNNL_ARG_DST, memory(prim.dst, eng, c)},
+  };
+  if (key.bias) mem.emplace(DNNL_ARG_BIAS, memory(prim.bias, eng, const_cast<float*>(bias)));
+  prim.matmul.execute(stream, mem);
+  stream.wait();
+}
+
+// int8Linear in row panels: the weights are reordered once per call into oneDNN's blocked layout
+// (with its s8 compensation), then each panel of rows is quantized, multiplied and dequantized
+// while its accumulators are still in cache. Integer accumulation makes this exact, so results
+// equal the single-matmul path bit for bit.
+struct PanelPrim {
+  dnnl::matmul matmul;
+  dnnl::reorder weight_reorder;
+  memory::desc src, wei_user, wei_blocked, dst;
+};
+
+std::shared_ptr<PanelPrim> cached_panel(size_t p, size_t k, size_t n) {
+  static std::mutex mutex;
+  static std::unordered_map<Key, std::shared_ptr<PanelPrim>, KeyHash> cache;
+  const Key key{MatKind::kS8, p, k, n, true};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 64) cache.clear();
+  const auto P = static_cast<memory::dim>(p), K = static_cast<memory::dim>(k), N = static_cast<memory::dim>(n);
+  dnnl::engine& eng = onednn_engine();
+  memory::desc src({P, K}, memory::data_type::s8, memory::format_tag::ab);
+  memory::desc wei_any({K, N}, memory::data_type::s8, memory::format_tag::any);
+  memory::desc wei_user({K, N}, memory::data_type::s8, memory::format_tag::ba);
+  memory::desc dst({P, N}, memory::data_type::s32, memory::format_tag::ab);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei_any, dst), eng);
+  const memory::desc blocked = pd.weights_desc();
+  dnnl::reorder::primitive_desc rpd(eng, wei_user, eng, blocked);
+  auto prim = std::make_shared<PanelPrim>(PanelPrim{dnnl::matmul(pd), dnnl::reorder(rpd), src, wei_user, blocked, dst});
+  return cache.emplace(key, std::move(prim)).first->second;
+}
+
+// Per-worker scratch reused across calls, so large temporaries do not page-fault fresh memory on
+// every call; anything above 64 MiB is returned to the system after the call.
+class Scratch {
+ public:
+  ~Scratch() { std::free(data_); }
+  void* get(size_t bytes) {
+    bytes = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    if (bytes > size_) {
+      std::free(data_);
+      data_ = std::aligned_alloc(64, bytes);
+      size_ = data_ != nullptr ? bytes : 0;
+      if (data_ == nullptr) throw std::bad_alloc();
+    }
+    return data_;
+  }
+  void trim() {
+    if (size_ > (size_t(64) << 20)) {
+      std::free(data_);
+      data_ = nullptr;
+      size_ = 0;
+    }
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+size_t panel_rows() {
+  static const size_t rows = [] {
+    const char* env = std::getenv("NINODES_INT8_PANEL");
+    const long v = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
+    return v >= 16 && v <= 4096 ? static_cast<size_t>(v) : size_t(128);
+  }();
+  return rows;
+}
+
+// Exact int8 GEMM without VNNI: widen to int16 and use madd (no saturation), 4 columns at a time.
+void int8_gemm_native(const int8_t* a, const int8_t* b, int32_t* c, size_t M, size_t K, size_t N);
+
+#if NINODES_HAS_X86
+NINODES_TARGET_AVX2 int32_t hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+NINODES_TARGET_AVX2 void int8_rows_avx2(const int8_t* a, const int8_t* b, int32_t* c, size_t K, size_t N, size_t n0, size_t n1) {
+  size_t n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+    size_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+      const __m256i x = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + k)));
+      for (int j = 0; j < 4; ++j) {
+        const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + (n + j) * K + k)));
+        acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(x, w));
+      }
+    }
+    for (int j = 0; j < 4; ++j) {
+      int32_t s = hsum_epi32(acc[j]);
+      for (size_t kk = k; kk < K; ++kk) s += static_cast<int32_t>(a[kk]) * b[(n + j) * K + kk];
+      c[n + j] = s;
+    }
+  }
+  for (; n < n1; ++n) {
+    int32_t s = 0;
+    for (size_t k = 0; k < K; ++k) s += static_cast<int32_t>(a[k]) * b[n * K + k];
+    c[n] = s;
+  }
+}
+#endif
+
+void int8_gemm_native(const int8_t* a, const int8_t* b, int32_t* c, size_t M, size_t K, size_t N) {
+  const size_t tile = 64;
+  const size_t ntiles = (N + tile - 1) / tile;
+  const bool avx2 = simd_path() == SimdPath::kAvx2;
+  parallel_for(M * ntiles, 1, [&](size_t begin, size_t end) {
+    for (size_t t = begin; t < end; ++t) {
+      const size_t m = t / ntiles, n0 = (t % ntiles) * tile, n1 = std::min(N, n0 + tile);
+#if NINODES_HAS_X86
+      if (avx2) {
+        int8_rows_avx2(a + m * K, b, c + m * N, K, N, n0, n1);
+        continue;
+      }
+#endif
+      for (size_t n = n0; n < n1; ++n) {
+        int32_t s = 0;
+        for (size_t k = 0; k < K; ++k) s += static_cast<int32_t>(a[m * K + k]) * b[n * K + k];
+        c[m * N + n] = s;
+      }
+    }
+  });
+}
+
+void int8_gemm(const int8_t* a, const int8_t* b, int32_t* c, size_t M, size_t K, size_t N) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    std::memset(c, 0, M * N * sizeof(int32_t));
+    return;
+  }
+  if (onednn_int8_exact()) {
+    run_matmul({MatKind::kS8, M, K, N, false}, a, b, nullptr, c);
+  } else {
+    int8_gemm_native(a, b, c, M, K, N);
+  }
+}
+
+void dequant_rows_scalar(const int32_t* acc, const float* xs, const float* ws, const float* bias, float* y, size_t r0, size_t r1, size_t N) {
+  for (size_t m = r0; m < r1; ++m) {
+    for (size_t n = 0; n < N; ++n) {
+      const float s = xs[m] * ws[n];
+      float v = static_cast<float>(acc[m * N + n]) * s;
+      if (bias != nullptr) v = v + bias[n];
+      y[m * N + n] = v;
+    }
+  }
+}
+
+#if NINODES_HAS_X86
+NINODES_TARGET_AVX2 void dequant_rows_avx2(const int32_t* acc, const float* xs, const float* ws, const float* bias, float* y, size_t r0, size_t r1, size_t N) {
+  for (size_t m = r0; m < r1; ++m) {
+    const __m256 sx = _mm256_set1_ps(xs[m]);
+    size_t n = 0;
+    for (; n + 8 <= N; n += 8) {
+      const __m256 s = _mm256_mul_ps(sx, _mm256_loadu_ps(ws + n));
+      __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + m * N + n))), s);
+      if (bias != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + n));
+      _mm256_storeu_ps(y + m * N + n, v);
+    }
+    for (; n < N; ++n) {
+      const float s = xs[m] * ws[n];
+      float v = static_cast<float>(acc[m * N + n]) * s;
+      if (bias != nullptr) v = v + bias[n];
+      y[m * N + n] = v;
+    }
+  }
+}
+#endif
+
+void dequant(const int32_t* acc, const float* xs, const float* ws, const float* bias, float* y, size_t M, size_t N) {
+  const bool avx2 = simd_path() == SimdPath::kAvx2;
+  parallel_for(M, std::max<size_t>(1, 16384 / std::max<size_t>(N, 1)), [&](size_t b, size_t e) {
+#if NINODES_HAS_X86
+    if (avx2) return dequant_rows_avx2(acc, xs, ws, bias, y, b, e, N);
+#endif
+    dequant_rows_scalar(acc, xs, ws, bias, y, b, e, N);
+  });
+}
+
+struct Dims {
+  size_t m, k, n;
+};
+
+Dims dims(const Napi::CallbackInfo& info, size_t at) {
+  return {args::dim(info, at, "M"), args::dim(info, at + 1, "K"), args::dim(info, at + 2, "N")};
+}
+
+// linear(x f32 [M,K], w f32|bf16 [N,K], wIsBf16, bias f32 [N] | null, y f32 [M,N], M, K, N)
+Napi::Value linear(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const args::Bytes xb = args::bytes(info, 0, "linear input");
+    const args::Bytes wb = args::bytes(info, 1, "linear weight");
+    const bool bf16 = args::boolean(info, 2, "linear weight is bf16");
+    const args::Bytes bb = args::bytes(info, 3, "linear bias", true);
+    const args::Bytes yb = args::bytes(info, 4, "linear output");
+    const Dims d = dims(info, 5);
+    const float* x = args::as<float>(xb, args::mul(d.m, d.k, "linear"), "linear input");
+    const void* w = bf16 ? static_cast<const void*>(args::as<uint16_t>(wb, args::mul(d.n, d.k, "linear"), "linear weight"))
+                         : static_cast<const void*>(args::as<float>(wb, args::mul(d.n, d.k, "linear"), "linear weight"));
+    const float* bias = bb.present ? args::as<float>(bb, d.n, "linear bias") : nullptr;
+    float* y = args::as<float>(yb, args::mul(d.m, d.n, "linear"), "linear output");
+    args::mul(args::mul(d.m, d.n, "linear"), d.k, "linear work");
+    auto work = [=] {
+      if (d.m == 0 || d.n == 0) return;
+      if (d.k == 0) {
+        for (size_t m = 0; m < d.m; ++m)
+          for (size_t n = 0; n < d.n; ++n) y[m * d.n + n] = bias != nullptr ? bias[n] : 0.0f;
+        return;
+      }
+      std::vector<float> wide;
+      const void* wf = w;
+      if (bf16) {
+        wide.resize(d.n * d.k);
+        const auto* src = static_cast<const uint16_t*>(w);
+        parallel_for(wide.size(), 1 << 16, [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) {
+            const uint32_t bits = static_cast<uint32_t>(src[i]) << 16;
+            std::memcpy(&wide[i], &bits, 4);
+          }
+        });
+        wf = wide.data();
+      }
+      run_matmul({MatKind::kF32, d.m, d.k, d.n, bias != nullptr}, x, wf, bias, y);
+    };
+    std::vector<Napi::Value> keep{info[0], info[1], info[4]};
+    if (bb.present) keep.push_back(info[3]);
+    return AsyncOp::start(info.Env(), "ninodes.linear", work, [](Napi::Env env) { return env.Undefined(); }, keep);
+  });
+}
+
+// int8Matmul(qx i8 [M,K], qw i8 [N,K], acc i32 [M,N], M, K, N)
+Napi::Value int8_matmul(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const args::Bytes ab = args::bytes(info, 0, "int8Matmul qx");
+    const args::Bytes bb = args::bytes(info, 1, "int8Matmul qw");
+    const args::Bytes cb = args::bytes(info, 2, "int8Matmul acc");
+    const Dims d = dims(info, 3);
+    if (d.k > kMaxK) fail("INVALID_SHAPE", "int8Matmul: K = " + std::to_string(d.k) + " exceeds " + std::to_string(kMaxK) + " (int32 accumulators could overflow)");
+    const int8_t* a = args::as<int8_t>(ab, args::mul(d.m, d.k, "int8Matmul"), "int8Matmul qx");
+    const int8_t* b = args::as<int8_t>(bb, args::mul(d.n, d.k, "int8Matmul"), "int8Matmul qw");
+    int32_t* c = args::as<int32_t>(cb, args::mul(d.m, d.n, "int8Matmul"), "int8Matmul acc");
+    return AsyncOp::start(
+        info.Env(), "ninodes.int8Matmul", [=] { int8_gemm(a, b, c, d.m, d.k, d.n); },
+        [](Napi::Env env) { return env.Undefined(); }, {info[0], info[1], info[2]});
+  });
+}
+
+// int8Linear(x f32 [M,K], qw i8 [N,K], wScale f32 [N], bias f32 [N] | null, y f32 [M,N],
+//            acc i32 [M,N] | null, xScale f32 [M], M, K, N, group, order, externalScale)
+Napi::Value int8_linear(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const args::Bytes xb = args::bytes(info, 0, "int8Linear input");
+    const args::Bytes wb = args::bytes(info, 1, "int8Linear weight");
+    const args::Bytes wsb = args::bytes(info, 2, "int8Linear weight scale");
+    const args::Bytes bb = args::bytes(info, 3, "int8Linear bias", true);
+    const args::Bytes yb = args::bytes(info, 4, "int8Linear output");
+    const args::Bytes accb = args::bytes(info, 5, "int8Linear accumulators", true);
+    const args::Bytes xsb = args::bytes(info, 6, "int8Linear input scale");
+    const Dims d = dims(info, 7);
+    const size_t group = args::dim(info, 10, "rotation group");
+    const std::string order = args::string(info, 11, "hadamard order");
+    const bool external = args::boolean(info, 12, "external scale flag");
+    if (order != "regular" && order != "sylvester") fail("INVALID_ARGUMENT", "hadamard order must be 'regular' or 'sylvester'");
+    if (group != 0) check_hadamard_group(d.k, group, order == "regular");
+    if (d.k > kMaxK) fail("INVALID_SHAPE", "int8Linear: K = " + std::to_string(d.k) + " exceeds " + std::to_string(kMaxK));
+    const float* x = args::as<float>(xb, args::mul(d.m, d.k, "int8Linear"), "int8Linear input");
+    const int8_t* w = args::as<int8_t>(wb, args::mul(d.n, d.k, "int8Linear"), "int8Linear weight");
+    const float* ws = args::as<float>(wsb, d.n, "int8Linear weight scale");
+    const float* bias = bb.present ? args::as<float>(bb, d.n, "int8Linear bias") : nullptr;
+    float* y = args::as<float>(yb, args::mul(d.m, d.n, "int8Linear"), "int8Linear output");
+    int32_t* acc_out = accb.present ? args::as<int32_t>(accb, d.m * d.n, "int8Linear accumulators") : nullptr;
+    float* xs = args::as<float>(xsb, d.m, "int8Linear input scale");
+    if (external) {
+      for (size_t r = 0; r < d.m; ++r) {
+        if (!(std::isfinite(xs[r]) && xs[r] > 0)) fail("INVALID_ARGUMENT", "external scale of row " + std::to_string(r) + " is not a positive finite number");
+      }
+    }
+    const bool regular = order == "regular";
+    auto work = [=] {
+      const size_t P = panel_rows();
+      if (onednn_int8_exact() && d.m >= 4 * P && d.k > 0 && d.n > 0) {
+        sync_onednn_threads();
+        const std::shared_ptr<PanelPrim> pp = cached_panel(P, d.k, d.n);
+        dnnl::engine& eng = onednn_engine();
+        dnnl::stream stream(eng);
+        thread_local Scratch wbuf, qbuf, abuf;
+        memory wuser(pp->wei_user, eng, const_cast<int8_t*>(w));
+        memory wblk(pp->wei_blocked, eng, wbuf.get(pp->wei_blocked.get_size()));
+        pp->weight_reorder.execute(stream, wuser, wblk);
+        auto* qp = static_cast<int8_t*>(qbuf.get(P * d.k));
+        auto* ap = static_cast<int32_t*>(abuf.get(P * d.n * sizeof(int32_t)));
+        memory src(pp->src, eng, qp);
+        for (size_t m0 = 0; m0 < d.m; m0 += P) {
+          const size_t rows = std::min(P, d.m - m0);
+          quantize_rows_int8(x + m0 * d.k, rows, d.k, group, regular, external ? xs + m0 : nullptr, qp, xs + m0);
+          if (rows < P) std::memset(qp + rows * d.k, 0, (P - rows) * d.k);
+          int32_t* acc = acc_out != nullptr && rows == P ? acc_out + m0 * d.n : ap;
+          memory dst(pp->dst, eng, acc);
+          pp->matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wblk}, {DNNL_ARG_DST, dst}});
+          stream.wait();
+          if (acc_out != nullptr && rows < P) std::memcpy(acc_out + m0 * d.n, acc, rows * d.n * sizeof(int32_t));
+          dequant(acc, xs + m0, ws, bias, y + m0 * d.n, rows, d.n);
+        }
+        wbuf.trim();
+        return;
+      }
+      std::unique_ptr<int8_t[]> qx(new int8_t[std::max<size_t>(1, d.m * d.k)]);
+      quantize_rows_int8(x, d.m, d.k, group, regular, external ? xs : nullptr, qx.get(), xs);
+      std::unique_ptr<int32_t[]> scratch;
+      int32_t* acc = acc_out;
+      if (acc == nullptr) {
+        scratch.reset(new int32_t[std::max<size_t>(1, d.m * d.n)]);
+        acc = scratch.get();
+      }
+      int8_gemm(qx.get(), w, acc, d.m, d.k, d.n);
+      dequant(acc, xs, ws, bias, y, d.m, d.n);
+    };
+    std::vector<Napi::Value> keep{info[0], info[1], info[2], info[4], info[6]};
+    if (bb.present) keep.push_back(info[3]);
+    if (accb.present) keep.push_back(info[5]);
+    return AsyncOp::start(info.Env(), "ninodes.int8Linear", work, [](Napi::Env env) { return env.Undefined(); }, keep);
+  });
+}
+
+}  // namespace
+}  // namespace ninodes
+
+NINODES_MODULE(linear) {
+  exports.Set("linear", Napi::Function::New(env, ninodes::linear, "linear"));
+  exports.Set("int8Matmul", Napi::Function::New(env, ninodes::int8_matmul, "int8Matmul"));
+  exports.Set("int8Linear", Napi::Function::New(env, ninodes::int8_linear, "int8Linear"));
+}

@@ -1,0 +1,82 @@
+#include "ops/onednn_context.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/errors.h"
+#include "core/registry.h"
+#include "core/thread_pool.h"
+
+namespace ninodes {
+namespace {
+
+using OmpSetNumThreads = void (*)(int);
+
+// libdnnl pulls libgomp in; the addon is dlopen'ed locally, so look the symbol up in that library.
+OmpSetNumThreads omp_setter() {
+  static OmpSetNumThreads fn = [] {
+    void* handle = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    void* sym = handle != nullptr ? dlsym(handle, "omp_set_num_threads") : nullptr;
+    if (sym == nullptr) sym = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    return reinterpret_cast<OmpSetNumThreads>(sym);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+dnnl::engine& onednn_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+void sync_onednn_threads() {
+  thread_local int applied = -1;
+  const int n = thread_count();
+  if (n != applied) {
+    if (OmpSetNumThreads fn = omp_setter()) fn(n);
+    applied = n;
+  }
+}
+
+bool onednn_int8_exact() {
+  static const bool exact = [] {
+    const char* forced = std::getenv("NINODES_INT8_BACKEND");
+    if (forced != nullptr && std::strcmp(forced, "native") == 0) return false;
+    const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    return (isa & 0x67u) == 0x67u || (isa & 0x407u) == 0x407u;
+  }();
+  return exact;
+}
+
+namespace {
+
+Napi::Value set_compute_threads(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsNumber()) fail("INVALID_ARGUMENT", "setComputeThreads expects a number");
+    const double n = info[0].As<Napi::Number>().DoubleValue();
+    if (!(n >= 0 && n <= 1024) || n != static_cast<int>(n)) {
+      fail("INVALID_ARGUMENT", "thread count must be an integer in 0..1024 (0 = one per core), got " + std::to_string(n));
+    }
+    set_thread_count(static_cast<int>(n));
+    sync_onednn_threads();
+    return Napi::Number::New(info.Env(), thread_count());
+  });
+}
+
+Napi::Value get_compute_threads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), thread_count()); }
+
+Napi::Value int8_backend(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), onednn_int8_exact() ? "onednn" : "native");
+}
+
+}  // namespace
+}  // namespace ninodes
+
+NINODES_MODULE(compute_threads) {
+  exports.Set("setComputeThreads", Napi::Function::New(env, ninodes::set_compute_threads, "setComputeThreads"));
+  exports.Set("getComputeThreads", Napi::Function::New(env, ninodes::get_compute_threads, "getComputeThreads"));
+  exports.Set("int8Backend", Napi::Function::New(env, ninodes::int8_backend, "int8Backend"));
+}

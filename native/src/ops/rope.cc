@@ -1,0 +1,71 @@
+// Partial split-half RoPE: for x [S, H, D] and angles [S, A] (A = R, whose second half repeats the
+// first, or A = R/2), pair i = (i, i + R/2) of every head rotates by angles[s, i]; dims >= R copy.
+// Same operation order as torch's `x * cos + rotate_half(x) * sin` on the first R dims.
+#include <napi.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/errors.h"
+#include "core/registry.h"
+#include "core/thread_pool.h"
+#include "ops/op_args.h"
+
+namespace {
+
+using ninodes::fail;
+using namespace ninodes::ops;
+
+Napi::Value rope_split_half(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const char* op = "ropeSplitHalf";
+    const F32Arg x = f32_arg(info, 0, op, "x");
+    const F32Arg angles = f32_arg(info, 1, op, "angles");
+    const F32Arg y = f32_arg(info, 2, op, "out");
+    const size_t s = size_arg(info, 3, op, "seq");
+    const size_t h = size_arg(info, 4, op, "heads");
+    const size_t d = size_arg(info, 5, op, "headDim");
+    const size_t r = size_arg(info, 6, op, "rotDim");
+    const size_t a = size_arg(info, 7, op, "angleColumns");
+    if (r % 2 != 0 || r > d) fail("INVALID_ARGUMENT", "ropeSplitHalf: rotDim must be even and at most headDim");
+    if (a != r && a != r / 2) fail("SHAPE_MISMATCH", "ropeSplitHalf: angles must have rotDim or rotDim/2 columns");
+    const size_t n = checked_mul(checked_mul(s, h, op), d, op);
+    expect_length(x, n, op, "x");
+    expect_length(y, n, op, "out");
+    expect_length(angles, checked_mul(s, a, op), op, "angles");
+    if (n == 0) return info.Env().Undefined();
+    const size_t half = r / 2;
+    ninodes::parallel_for(s, std::max<size_t>(1, 8192 / std::max<size_t>(h * d, 1)), [&](size_t s0, size_t s1) {
+      std::vector<float> cs(half), sn(half);
+      for (size_t t = s0; t < s1; ++t) {
+        // cos/sin rounded once from double: the correctly rounded float32 value in practice.
+        for (size_t i = 0; i < half; ++i) {
+          const double ang = angles.data[t * a + i];
+          cs[i] = static_cast<float>(std::cos(ang));
+          sn[i] = static_cast<float>(std::sin(ang));
+        }
+        for (size_t hh = 0; hh < h; ++hh) {
+          const float* xi = x.data + (t * h + hh) * d;
+          float* yo = y.data + (t * h + hh) * d;
+          for (size_t i = 0; i < half; ++i) {
+            const float x1 = xi[i];
+            const float x2 = xi[i + half];
+            const float a1 = x1 * cs[i];
+            const float b1 = -x2 * sn[i];
+            const float a2 = x2 * cs[i];
+            const float b2 = x1 * sn[i];
+            yo[i] = a1 + b1;
+            yo[i + half] = a2 + b2;
+          }
+          if (d > r) std::memcpy(yo + r, xi + r, (d - r) * sizeof(float));
+        }
+      }
+    });
+    return info.Env().Undefined();
+  });
+}
+
+}  // namespace
+
+NINODES_MODULE(rope) { exports.Set("ropeSplitHalfF32", Napi::Function::New(env, rope_split_half, "ropeSplitHalfF32")); }

@@ -1,0 +1,97 @@
+// Native allocations handed to JS as external ArrayBuffers. The finalizer frees memory the GC finds
+// unreachable; releaseNative() frees it early: it detaches the buffer first, so every JS view of it
+// reads as empty instead of touching freed memory.
+#include <napi.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/errors.h"
+#include "core/registry.h"
+
+namespace {
+
+struct Allocation {
+  void* data;
+  size_t bytes;
+  bool freed = false;
+};
+
+std::atomic<int64_t> live_bytes{0};
+std::mutex registry_mutex;
+std::unordered_map<void*, Allocation*>& registry() {
+  static std::unordered_map<void*, Allocation*> map;
+  return map;
+}
+
+void free_locked(Allocation* a) {
+  if (a->freed) return;
+  a->freed = true;
+  registry().erase(a->data);
+  std::free(a->data);
+  live_bytes.fetch_sub(static_cast<int64_t>(a->bytes));
+}
+
+void finalize(Napi::Env, void*, Allocation* a) {
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    free_locked(a);
+  }
+  delete a;
+}
+
+Napi::Value allocate_native(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsNumber()) ninodes::fail("INVALID_ARGUMENT", "allocateNative expects a byte count");
+    const double want = info[0].As<Napi::Number>().DoubleValue();
+    // 2^46 bytes: far above any machine here, far below size_t overflow when rounded up to 64.
+    if (!(want >= 0) || want != static_cast<double>(static_cast<uint64_t>(want)) || want > 70368744177664.0) {
+      ninodes::fail("INVALID_SHAPE", "allocateNative: byte count must be an integer in 0..2^46, got " + std::to_string(want));
+    }
+    const size_t bytes = static_cast<size_t>(want);
+    const size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+    void* data = std::aligned_alloc(64, rounded);
+    if (data == nullptr) ninodes::fail("NATIVE_OUT_OF_MEMORY", "allocateNative: could not allocate " + std::to_string(bytes) + " bytes");
+    auto* a = new Allocation{data, bytes};
+    {
+      std::lock_guard<std::mutex> lock(registry_mutex);
+      registry()[data] = a;
+    }
+    live_bytes.fetch_add(static_cast<int64_t>(bytes));
+    return Napi::ArrayBuffer::New(info.Env(), data, bytes, finalize, a);
+  });
+}
+
+Napi::Value release_native(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsArrayBuffer()) ninodes::fail("INVALID_ARGUMENT", "releaseNative expects an ArrayBuffer");
+    Napi::ArrayBuffer ab = info[0].As<Napi::ArrayBuffer>();
+    void* data = ab.Data();
+    {
+      std::lock_guard<std::mutex> lock(registry_mutex);
+      if (data == nullptr || registry().find(data) == registry().end()) {
+        return Napi::Boolean::New(info.Env(), false);
+      }
+    }
+    // Detach before freeing; the finalizer may run inside Detach, so look the allocation up again.
+    ab.Detach();
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    auto it = registry().find(data);
+    if (it != registry().end()) free_locked(it->second);
+    return Napi::Boolean::New(info.Env(), true);
+  });
+}
+
+Napi::Value native_bytes(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(live_bytes.load()));
+}
+
+}  // namespace
+
+NINODES_MODULE(native_memory) {
+  exports.Set("allocateNative", Napi::Function::New(env, allocate_native, "allocateNative"));
+  exports.Set("releaseNative", Napi::Function::New(env, release_native, "releaseNative"));
+  exports.Set("nativeBytes", Napi::Function::New(env, native_bytes, "nativeBytes"));
+}

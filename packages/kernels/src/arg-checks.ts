@@ -1,0 +1,110 @@
+// Validation shared by the kernels-A ops: every dtype and shape is checked in TypeScript before the
+// addon sees a pointer (the addon checks again; this layer gives the better message).
+import type { DType } from './dtype.js';
+import { NinodesError } from './errors.js';
+import type { Tensor } from './tensor.js';
+
+export function requireTensor(t: unknown, where: string): asserts t is Tensor {
+  const maybe = t as { dtype?: unknown; shape?: unknown; bytes?: unknown } | null;
+  if (maybe === null || typeof maybe !== 'object' || typeof maybe.dtype !== 'string' || !Array.isArray(maybe.shape) || typeof maybe.bytes !== 'function') {
+    throw new NinodesError('INVALID_ARGUMENT', `${where}: expected a Tensor`, { value: t, where, hint: 'pass a Tensor from @ninodes/kernels' });
+  }
+}
+
+export function requireDType<D extends DType>(t: Tensor, allowed: readonly D[], where: string): asserts t is Tensor<D> {
+  requireTensor(t, where);
+  if (!(allowed as readonly string[]).includes(t.dtype)) {
+    throw new NinodesError('DTYPE_MISMATCH', `${where}: dtype ${t.dtype} is not one of ${allowed.join(', ')}`, {
+      value: t.dtype,
+      where,
+      hint: `convert it first (cast) to ${allowed[0]}`,
+    });
+  }
+}
+
+/** [rows, cols] of a matrix; with `flatten`, leading dims fold into rows (x [..., K] -> [M, K]). */
+export function matrixDims(t: Tensor, where: string, flatten = false): [number, number] {
+  if (t.rank === 2 || (flatten && t.rank >= 1)) {
+    const cols = t.shape[t.rank - 1] as number;
+    const rows = t.rank === 1 ? 1 : t.shape.slice(0, -1).reduce((a, b) => a * b, 1);
+    return [rows, cols];
+  }
+  throw new NinodesError('SHAPE_MISMATCH', `${where}: expected a ${flatten ? 'tensor of rank >= 1' : 'rank-2 tensor'}, got shape [${t.shape.join(', ')}]`, {
+    value: t.shape,
+    where,
+  });
+}
+
+export function requireShape(t: Tensor, shape: readonly number[], where: string, hint?: string): void {
+  if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+    throw new NinodesError('SHAPE_MISMATCH', `${where}: expected shape [${shape.join(', ')}], got [${t.shape.join(', ')}]`, {
+      value: t.shape,
+      where,
+      ...(hint === undefined ? {} : { hint }),
+    });
+  }
+}
+
+/** A per-row scale: [M, 1] or [M]. */
+export function requireRowScale(t: Tensor, rows: number, where: string): void {
+  requireDType(t, ['f32'], where);
+  const ok = (t.rank === 2 && t.shape[0] === rows && t.shape[1] === 1) || (t.rank === 1 && t.shape[0] === rows);
+  if (!ok) {
+    throw new NinodesError('SHAPE_MISMATCH', `${where}: expected a [${rows}, 1] scale, got [${t.shape.join(', ')}]`, { value: t.shape, where });
+  }
+}
+
+export function requirePositiveScales(values: Float32Array, where: string): void {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i] as number;
+    if (!(Number.isFinite(v) && v > 0)) {
+      throw new NinodesError('INVALID_ARGUMENT', `${where}: scale of row ${i} is ${v}, not a positive finite number`, {
+        value: v,
+        where: `${where}[${i}]`,
+        hint: 'scales come from absmax / 127 and are > 0',
+      });
+    }
+  }
+}
+
+export type HadamardOrder = 'regular' | 'sylvester';
+
+export function checkHadamardGroup(cols: number, group: number, order: HadamardOrder, where: string): void {
+  const base = order === 'regular' ? 4 : 2;
+  let g = group;
+  const integer = Number.isSafeInteger(group) && group >= 1 && group <= 2 ** 24;
+  while (integer && g > 1 && g % base === 0) g /= base;
+  if (!integer || g !== 1) {
+    throw new NinodesError('INVALID_ARGUMENT', `${where}: group ${show(group)} is not a power of ${base}`, {
+      value: group,
+      where,
+      hint: order === 'regular' ? 'the regular Hadamard exists for powers of 4 (16, 64, 256, ...)' : 'sylvester order needs a power of 2',
+    });
+  }
+  if (order !== 'regular' && order !== 'sylvester') {
+    throw new NinodesError('INVALID_ARGUMENT', `${where}: order must be 'regular' or 'sylvester'`, { value: order, where });
+  }
+  if (cols % group !== 0) {
+    throw new NinodesError('GROUP_MISMATCH', `${where}: last dimension ${cols} is not a multiple of the group ${group}`, {
+      value: { cols, group },
+      where,
+      hint: 'pad K to a multiple of the group, or rotate with a group that divides it',
+    });
+  }
+}
+
+/** A printable form of any value (String() throws on null-prototype objects and symbols' kin). */
+export function show(value: unknown): string {
+  if (typeof value === 'string') return `'${value}'`;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value === undefined || value === null) return `${value}`;
+  return Object.prototype.toString.call(value);
+}
+
+/** Options argument: undefined -> {}, an object -> itself, anything else -> INVALID_ARGUMENT. */
+export function optionsOf<T extends object>(opts: T | undefined, where: string): Partial<T> {
+  if (opts === undefined) return {};
+  if (opts === null || typeof opts !== 'object') {
+    throw new NinodesError('INVALID_ARGUMENT', `${where}: options must be an object, got ${show(opts)}`, { value: opts, where });
+  }
+  return opts;
+}

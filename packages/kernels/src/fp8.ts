@@ -1,0 +1,39 @@
+import { requireDType } from './arg-checks.js';
+import { fromNativeError } from './errors.js';
+import { type DecodeFp8Options, type EncodeFp8Options, type Fp8Format, FP8_FORMATS, resolveDecodeScale, resolveEncodeFp8 } from './fp8-options.js';
+import { nativeAddon } from './native-addon.js';
+import { Tensor } from './tensor.js';
+
+export type { DecodeFp8Options, EncodeFp8Options, Fp8Format } from './fp8-options.js';
+
+type EncodeFn = (src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number, clamp: boolean, stochastic: boolean, seed: number) => void;
+type DecodeFn = (src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number) => void;
+
+/**
+ * f32 -> fp8 bytes. Without options: PyTorch 2.13's `.to(float8)` (round to nearest even; e4m3fn
+ * saturates |x| > 448 and ±inf to ±448, e5m2 overflows to ±inf; NaN -> NaN byte). With `scale`: comfy-kitchen `quantize_per_tensor_fp8` (x * (1/scale), clamp to ±max, cast).
+ */
+export function encodeFp8<F extends Fp8Format>(x: Tensor, format: F, opts?: EncodeFp8Options): Tensor<F> {
+  requireDType(x, ['f32'], 'encodeFp8 input');
+  const o = resolveEncodeFp8(format, opts);
+  const out = Tensor.zeros(format, x.shape);
+  try {
+    (nativeAddon().encodeFp8 as EncodeFn)(x.bytes(), out.bytes(), x.numel, format, o.scale ?? Number.NaN, o.clamp, o.seed !== undefined, o.seed ?? 0);
+  } catch (error) {
+    throw fromNativeError(error, 'encodeFp8');
+  }
+  return out;
+}
+
+/** fp8 bytes -> f32 (times `scale` in float32 when given). */
+export function decodeFp8(x: Tensor, opts?: DecodeFp8Options): Tensor<'f32'> {
+  requireDType(x, FP8_FORMATS, 'decodeFp8 input');
+  const scale = resolveDecodeScale(opts);
+  const out = Tensor.zeros('f32', x.shape);
+  try {
+    (nativeAddon().decodeFp8 as DecodeFn)(x.bytes(), out.bytes(), x.numel, x.dtype, scale ?? Number.NaN);
+  } catch (error) {
+    throw fromNativeError(error, 'decodeFp8');
+  }
+  return out;
+}

@@ -1,0 +1,271 @@
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { getThreads, hadamardSync, int8Linear, int8Matmul, quantizeRowsInt8, quantizeWeightInt8, reference, setThreads, Tensor } from './index.js';
+import { get, readFixture } from './test-support/fixture-safetensors.js';
+
+const fx = readFixture('int8', 'int8_convrot.safetensors');
+const LAYERS = ['lin_a', 'lin_b'] as const;
+
+function countDiff(a: Int8Array, b: Int8Array): { differ: number; maxAbs: number } {
+  let differ = 0;
+  let maxAbs = 0;
+  for (let i = 0; i < a.length; i++) {
+    const d = Math.abs((a[i] as number) - (b[i] as number));
+    if (d !== 0) differ++;
+    maxAbs = Math.max(maxAbs, d);
+  }
+  return { differ, maxAbs };
+}
+
+const bitsOf = (t: Tensor<'f32'>): Uint32Array => new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length);
+
+describe.each(LAYERS)('int8 convrot fixture %s', (layer) => {
+  const x = get(fx, `${layer}.x`, 'f32');
+  const w = get(fx, `${layer}.w`, 'f32');
+  const bias = get(fx, `${layer}.bias`, 'f32');
+  const qx = get(fx, `${layer}.qx`, 'i8');
+  const qweight = get(fx, `${layer}.qweight`, 'i8');
+  const xScale = get(fx, `${layer}.x_scale`, 'f32');
+  const wScale = get(fx, `${layer}.weight_scale`, 'f32');
+  const acc = get(fx, `${layer}.acc_i32`, 'i32');
+
+  it('int8Matmul of the given qx, qweight equals acc_i32 exactly (native and reference)', async () => {
+    expect((await int8Matmul(qx, qweight)).data).toEqual(acc.data);
+    expect(reference.int8Matmul(qx, qweight).data).toEqual(acc.data);
+  });
+
+  it('y = float(acc) * (x_scale * w_scale) + bias equals y_int8_convrot exactly from the given scales', async () => {
+    const expected = get(fx, `${layer}.y_int8_convrot`, 'f32');
+    // The given x_scale as the external scale reproduces qx, so the whole pipeline is fixed.
+    for (const run of [
+      await int8Linear(x, qweight, wScale, { bias, convrot: 256, xScale, returnAccumulators: true }),
+      reference.int8Linear(x, qweight, wScale, { bias, convrot: 256, xScale, returnAccumulators: true }),
+    ]) {
+      const d = countDiff(new Int8Array(0), new Int8Array(0));
+      expect(d.differ).toBe(0);
+      expect(run.acc?.data).toEqual(acc.data);
+      expect(bitsOf(run.y)).toEqual(bitsOf(expected));
+    }
+  });
+
+  it('the online rotation + quantization reproduces x_rot, x_scale and qx (within the fixture tolerance)', async () => {
+    const xRot = get(fx, `${layer}.x_rot`, 'f32').data;
+    const rot = hadamardSync(x, { group: 256 }).data;
+    let maxErr = 0;
+    for (let i = 0; i < rot.length; i++) maxErr = Math.max(maxErr, Math.abs((rot[i] as number) - (xRot[i] as number)));
+    expect(maxErr).toBeLessThan(1e-5);
+    const run = await int8Linear(x, qweight, wScale, { bias, convrot: 256, returnAccumulators: true });
+    const requant = quantizeRowsInt8(hadamardSync(x, { group: 256 }));
+    expect(run.xScale.data).toEqual(requant.scale.data);
+    const { differ, maxAbs } = countDiff(requant.q.data, qx.data);
+    expect(maxAbs).toBeLessThanOrEqual(1);
+    expect(differ).toBeLessThanOrEqual(Math.ceil(qx.numel * 0.001));
+    for (let i = 0; i < xScale.numel; i++) expect(Math.abs((run.xScale.data[i] as number) / (xScale.data[i] as number) - 1)).toBeLessThan(1e-6);
+    // The dynamic path's output is the fixed formula of its own accumulators and scales.
+    const { y, acc: a } = run;
+    for (let m = 0; m < run.xScale.numel; m++) {
+      for (let n = 0; n < bias.numel; n++) {
+        const i = m * bias.numel + n;
+        const v = Math.fround(Math.fround(a?.data[i] as number) * Math.fround((run.xScale.data[m] as number) * (wScale.data[n] as number)));
+        expect(y.data[i]).toBe(Math.fround(v + (bias.data[n] as number)));
+      }
+    }
+  });
+
+  it('quantizeWeightInt8 with convrot reproduces qweight and weight_scale (within tolerance)', () => {
+    for (const { q, scale } of [quantizeWeightInt8(w, { convrot: 256 }), reference.quantizeWeightInt8(w, { convrot: 256 })]) {
+      const { differ, maxAbs } = countDiff(q.data, qweight.data);
+      expect(maxAbs).toBeLessThanOrEqual(1);
+      expect(differ).toBeLessThanOrEqual(Math.ceil(qweight.numel * 0.001));
+      for (let i = 0; i < wScale.numel; i++) expect(Math.abs((scale.data[i] as number) / (wScale.data[i] as number) - 1)).toBeLessThan(1e-5);
+    }
+  });
+
+  it('plain (no rotation) int8 linear equals y_int8_plain exactly', async () => {
+    const expected = get(fx, `${layer}.y_int8_plain`, 'f32');
+    const { q, scale } = quantizeWeightInt8(w);
+    expect(q.data).toEqual(get(fx, `${layer}.qweight_plain`, 'i8').data);
+    expect(scale.data).toEqual(get(fx, `${layer}.weight_scale_plain`, 'f32').data);
+    expect(bitsOf((await int8Linear(x, q, scale, { bias })).y)).toEqual(bitsOf(expected));
+    expect(bitsOf(reference.int8Linear(x, q, scale, { bias }).y)).toEqual(bitsOf(expected));
+  });
+});
+
+describe('hadamard fixture matrices', () => {
+  it.each([256, 64])('the regular transform of the identity is hadamard%i', (n) => {
+    const H = get(fx, `hadamard${n}`, 'f32');
+    const eye = Tensor.zeros('f32', [n, n]);
+    for (let i = 0; i < n; i++) eye.data[i * n + i] = 1;
+    expect(hadamardSync(eye, { group: n }).data).toEqual(H.data);
+    expect(reference.hadamardSync(eye, { group: n }).data).toEqual(H.data);
+  });
+});
+
+describe('int8 native vs reference (random shapes)', () => {
+  const initial = getThreads();
+  afterAll(() => setThreads(initial));
+
+  const shape = fc.record({ m: fc.integer({ min: 0, max: 9 }), k: fc.integer({ min: 0, max: 70 }), n: fc.integer({ min: 0, max: 19 }) });
+
+  it('int8Matmul is exact on random sizes (0, 1, non-multiples of 8)', async () => {
+    await fc.assert(
+      fc.asyncProperty(shape, fc.integer(), async ({ m, k, n }, seed) => {
+        let s = seed;
+        const rnd = (): number => ((s = (Math.imul(s, 1103515245) + 12345) | 0) >>> 16) % 256 - 128;
+        const a = Tensor.fromArray('i8', [m, k], Int8Array.from({ length: m * k }, rnd));
+        const b = Tensor.fromArray('i8', [n, k], Int8Array.from({ length: n * k }, rnd));
+        expect((await int8Matmul(a, b)).data).toEqual(reference.int8Matmul(a, b).data);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('quantizeRowsInt8 and int8Linear (with and without convrot) equal the reference bit for bit', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 6 }),
+        fc.constantFrom(16, 64, 80, 256, 3, 1, 0),
+        fc.integer({ min: 0, max: 11 }),
+        fc.array(fc.float({ min: -50, max: 50, noNaN: true }), { minLength: 1, maxLength: 64 }),
+        async (m, k, n, pool) => {
+          const x = Tensor.f32([m, k], Array.from({ length: m * k }, (_, i) => pool[(i * 7) % pool.length] as number));
+          const w = Tensor.f32([n, k], Array.from({ length: n * k }, (_, i) => pool[(i * 3 + 1) % pool.length] as number));
+          const bias = Tensor.f32([n], Array.from({ length: n }, (_, i) => pool[i % pool.length] as number));
+          const nq = quantizeRowsInt8(x);
+          const rq = reference.quantizeRowsInt8(x);
+          expect(nq.q.data).toEqual(rq.q.data);
+          expect(nq.scale.data).toEqual(rq.scale.data);
+          const convrot: number | false = k > 0 && k % 16 === 0 ? 16 : false;
+          const qw = quantizeWeightInt8(w, { convrot });
+          const rqw = reference.quantizeWeightInt8(w, { convrot });
+          expect(qw.q.data).toEqual(rqw.q.data);
+          expect(qw.scale.data).toEqual(rqw.scale.data);
+          const opts = { bias, convrot, returnAccumulators: true };
+          const a = await int8Linear(x, qw.q, qw.scale, opts);
+          const b = reference.int8Linear(x, qw.q, qw.scale, opts);
+          expect(a.acc?.data).toEqual(b.acc?.data);
+          expect(a.xScale.data).toEqual(b.xScale.data);
+          expect(bitsOf(a.y)).toEqual(bitsOf(b.y));
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('an external scale is used as given (tensor-parallel shared scale)', async () => {
+    const x = Tensor.f32([2, 4], [1, -2, 3, 0.5, 0.25, 0, -1, 2]);
+    const scale = Tensor.f32([2, 1], [0.05, 0.01]);
+    const { q } = quantizeRowsInt8(x, { scale });
+    // float64 from the definition: round half even of x / scale, clamped.
+    expect(Array.from(q.data)).toEqual([20, -40, 60, 10, 25, 0, -100, 127]);
+    expect(reference.quantizeRowsInt8(x, { scale }).q.data).toEqual(q.data);
+    expect(() => quantizeRowsInt8(x, { scale: Tensor.f32([2, 1], [0.1, 0]) })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+
+  it('zero rows get the floor scale 1e-30 and quantize to zeros; NaN quantizes to 0', () => {
+    const x = Tensor.f32([2, 3], [0, 0, 0, Number.NaN, 1, -2]);
+    for (const r of [quantizeRowsInt8(x), reference.quantizeRowsInt8(x)]) {
+      expect(r.scale.data[0]).toBe(Math.fround(1e-30));
+      expect(Array.from(r.q.data)).toEqual([0, 0, 0, 0, 64, -127]);
+    }
+  });
+
+  it('row-parallel: summing int32 accumulators of K-halves with the shared scale equals one rank', async () => {
+    const k = 512;
+    const x = Tensor.f32([5, k], Array.from({ length: 5 * k }, (_, i) => Math.sin(i * 0.37) * (1 + (i % 7))));
+    const w = Tensor.f32([6, k], Array.from({ length: 6 * k }, (_, i) => Math.cos(i * 0.11)));
+    const { q: qw, scale: ws } = quantizeWeightInt8(w, { convrot: 256 });
+    const full = await int8Linear(x, qw, ws, { convrot: 256, returnAccumulators: true });
+    const half = (t: Tensor<'f32'> | Tensor<'i8'>, lo: number, cols: number): Tensor => {
+      const rows = t.shape[0] as number;
+      const out = Tensor.zeros(t.dtype, [rows, cols]);
+      for (let r = 0; r < rows; r++) new Uint8Array(out.buffer).set(t.bytes().subarray((r * k + lo) * (t.dtype === 'f32' ? 4 : 1), (r * k + lo + cols) * (t.dtype === 'f32' ? 4 : 1)), r * cols * (t.dtype === 'f32' ? 4 : 1));
+      return out;
+    };
+    const parts = await Promise.all(
+      [0, 256].map((lo) => int8Linear(half(x, lo, 256), half(qw, lo, 256), ws, { convrot: 256, xScale: full.xScale, returnAccumulators: true })),
+    );
+    const sum = (parts[0]?.acc?.data as Int32Array).map((v, i) => v + (parts[1]?.acc?.data[i] as number));
+    expect(sum).toEqual(full.acc?.data);
+  });
+
+  it('large M (the row-panel path, partial last panel) equals the reference bit for bit', async () => {
+    const [m, k, n] = [600, 512, 40];
+    const x = Tensor.f32([m, k], Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.7) * (1 + (i % 13))));
+    const w = Tensor.f32([n, k], Array.from({ length: n * k }, (_, i) => Math.cos(i * 0.19)));
+    const bias = Tensor.f32([n], Array.from({ length: n }, (_, i) => i / 7));
+    const { q, scale } = quantizeWeightInt8(w, { convrot: 256 });
+    for (const opts of [{ bias, convrot: 256, returnAccumulators: true }, { convrot: false as const }]) {
+      const a = await int8Linear(x, q, scale, opts);
+      const b = reference.int8Linear(x, q, scale, opts);
+      expect(a.acc?.data).toEqual(b.acc?.data);
+      expect(a.xScale.data).toEqual(b.xScale.data);
+      expect(bitsOf(a.y)).toEqual(bitsOf(b.y));
+    }
+    const shared = await int8Linear(x, q, scale, { convrot: 256, xScale: Tensor.f32([m, 1], Array.from({ length: m }, (_, i) => 0.05 + i / 1000)), returnAccumulators: true });
+    const sharedRef = reference.int8Linear(x, q, scale, { convrot: 256, xScale: Tensor.f32([m, 1], Array.from({ length: m }, (_, i) => 0.05 + i / 1000)), returnAccumulators: true });
+    expect(shared.acc?.data).toEqual(sharedRef.acc?.data);
+    expect(bitsOf(shared.y)).toEqual(bitsOf(sharedRef.y));
+  });
+
+  it('is bit-identical with 1 and 2 threads', async () => {
+    const k = 1024;
+    const x = Tensor.f32([290, k], Array.from({ length: 290 * k }, (_, i) => Math.sin(i * 0.013) * 3));
+    const w = Tensor.f32([47, k], Array.from({ length: 47 * k }, (_, i) => Math.cos(i * 0.029)));
+    const runs = [];
+    for (const t of [1, 2]) {
+      setThreads(t);
+      const { q, scale } = quantizeWeightInt8(w, { convrot: 256 });
+      const r = await int8Linear(x, q, scale, { convrot: 256, returnAccumulators: true });
+      runs.push({ q: q.data, y: bitsOf(r.y), acc: r.acc?.data, rot: bitsOf(hadamardSync(x, { group: 256 })) });
+    }
+    expect(runs[1]).toEqual(runs[0]);
+  });
+});
+
+describe('int8 hand-written fallback kernel', () => {
+  it('NINODES_INT8_BACKEND=native (the non-VNNI path) gives the same exact accumulators', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { fileURLToPath } = await import('node:url');
+    const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url));
+    const script = `
+      const k = await import(${JSON.stringify(dist)});
+      const out = [];
+      for (const [m, kk, n] of [[1, 1, 1], [3, 17, 5], [7, 64, 9], [2, 300, 33], [0, 5, 3]]) {
+        let s = m * 7919 + kk * 104729 + n;
+        const rnd = () => ((s = (Math.imul(s, 1103515245) + 12345) | 0) >>> 16) % 256 - 128;
+        const a = k.Tensor.fromArray('i8', [m, kk], Int8Array.from({ length: m * kk }, rnd));
+        const b = k.Tensor.fromArray('i8', [n, kk], Int8Array.from({ length: n * kk }, rnd));
+        out.push(JSON.stringify(Array.from((await k.int8Matmul(a, b)).data)) === JSON.stringify(Array.from(k.reference.int8Matmul(a, b).data)));
+      }
+      out.push(k.int8Backend());
+      console.log(JSON.stringify(out));
+    `;
+    const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, NINODES_INT8_BACKEND: 'native' },
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(stdout.trim())).toEqual([true, true, true, true, true, 'native']);
+  });
+});
+
+describe('int8 errors', () => {
+  const x = Tensor.f32([2, 96], new Array(192).fill(0.5));
+  const qw = Tensor.zeros('i8', [3, 96]);
+  const ws = Tensor.f32([3, 1], [1, 1, 1]);
+
+  it('rejects bad shapes, dtypes and groups before touching memory', async () => {
+    await expect(int8Linear(x, qw, ws, { convrot: 256 })).rejects.toMatchObject({ code: 'GROUP_MISMATCH' });
+    await expect(int8Linear(x, qw, ws, { convrot: 32 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(int8Linear(x, Tensor.zeros('i8', [3, 95]), ws)).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    await expect(int8Linear(x, Tensor.zeros('f32', [3, 96]), ws)).rejects.toMatchObject({ code: 'DTYPE_MISMATCH' });
+    await expect(int8Linear(x, qw, Tensor.f32([2, 1], [1, 1]))).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    await expect(int8Linear(x, qw, ws, { bias: Tensor.f32([2], [0, 0]) })).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    await expect(int8Linear(x, qw, ws, { xScale: Tensor.f32([2, 1], [1, -1]) })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(int8Matmul(Tensor.zeros('i8', [2, 4]), Tensor.zeros('i8', [3, 5]))).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    await expect(int8Matmul(Tensor.zeros('i8', [1, 131073]), Tensor.zeros('i8', [1, 131073]))).rejects.toMatchObject({ code: 'INVALID_SHAPE' });
+    expect(() => quantizeWeightInt8(Tensor.f32([1, 96], new Array(96).fill(1)), { convrot: 64 })).toThrow(expect.objectContaining({ code: 'GROUP_MISMATCH' }));
+    expect(() => quantizeRowsInt8(Tensor.zeros('f32', [2, 3, 4]))).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    expect(() => reference.int8Linear(x, qw, ws, { convrot: 256 })).toThrow(expect.objectContaining({ code: 'GROUP_MISMATCH' }));
+  });
+});

@@ -1,0 +1,137 @@
+import { matrixDims, optionsOf, requireDType } from './arg-checks.js';
+import { fromNativeError } from './errors.js';
+import {
+  type Int8LinearOptions,
+  type QuantizeRowsOptions,
+  type QuantizeWeightOptions,
+  checkBias,
+  checkExternalScale,
+  checkInt8K,
+  checkWeightScale,
+  linearDims,
+  resolveConvrot,
+} from './linear-checks.js';
+import { nativeAddon } from './native-addon.js';
+import { withPinned } from './native-memory.js';
+import { NinodesError } from './errors.js';
+import { Tensor } from './tensor.js';
+
+export type { Int8LinearOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
+
+type QuantizeFn = (x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string) => void;
+type MatmulFn = (a: Uint8Array, b: Uint8Array, c: Uint8Array, m: number, k: number, n: number) => Promise<void>;
+type Int8LinearFn = (
+  x: Uint8Array,
+  w: Uint8Array,
+  wScale: Uint8Array,
+  bias: Uint8Array | null,
+  y: Uint8Array,
+  acc: Uint8Array | null,
+  xScale: Uint8Array,
+  m: number,
+  k: number,
+  n: number,
+  group: number,
+  order: string,
+  external: boolean,
+) => Promise<void>;
+
+function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
+  const [rows, cols] = matrixDims(x, where);
+  const q = Tensor.zeros('i8', [rows, cols]);
+  const scale = Tensor.zeros('f32', [rows, 1]);
+  if (external !== undefined) scale.data.set(external);
+  try {
+    (nativeAddon().quantizeRowsInt8 as QuantizeFn)(x.bytes(), q.bytes(), scale.bytes(), rows, cols, external !== undefined, group, 'regular');
+  } catch (error) {
+    throw fromNativeError(error, where);
+  }
+  return { q, scale };
+}
+
+/**
+ * Per-row int8 quantization (comfy-kitchen): scale = max(absmax / 127, 1e-30), q = clamp(round half
+ * to even(x / scale), -128, 127), NaN -> 0. `opts.scale` supplies the [M, 1] scales instead.
+ */
+export function quantizeRowsInt8(x: Tensor, options?: QuantizeRowsOptions): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
+  requireDType(x, ['f32'], 'quantizeRowsInt8 input');
+  const opts = optionsOf(options, 'quantizeRowsInt8 options');
+  const [rows] = matrixDims(x, 'quantizeRowsInt8 input');
+  return quantize(x, 0, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8');
+}
+
+/** Offline weight path: rotate rows W·Hᵀ per group (if convrot), then per-output-row absmax/127. */
+export function quantizeWeightInt8(w: Tensor, options?: QuantizeWeightOptions): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
+  requireDType(w, ['f32'], 'quantizeWeightInt8 weight');
+  const opts = optionsOf(options, 'quantizeWeightInt8 options');
+  const [, k] = matrixDims(w, 'quantizeWeightInt8 weight');
+  const { group } = resolveConvrot(opts.convrot, k, 'quantizeWeightInt8');
+  return quantize(w, group, undefined, 'quantizeWeightInt8');
+}
+
+/** Exact int32 qx·qwᵀ: qx [M, K] i8, qw [N, K] i8 -> [M, N] i32. Same bits for any thread count. */
+export async function int8Matmul(qx: Tensor, qw: Tensor): Promise<Tensor<'i32'>> {
+  requireDType(qx, ['i8'], 'int8Matmul qx');
+  requireDType(qw, ['i8'], 'int8Matmul qw');
+  const [m, k] = matrixDims(qx, 'int8Matmul qx');
+  const [n, wk] = matrixDims(qw, 'int8Matmul qw');
+  if (wk !== k) {
+    throw new NinodesError('SHAPE_MISMATCH', `int8Matmul: qx has K = ${k} but qw [${qw.shape.join(', ')}] has K = ${wk}`, { value: { qx: qx.shape, qw: qw.shape }, where: 'int8Matmul' });
+  }
+  checkInt8K(k, 'int8Matmul');
+  const acc = Tensor.zeros('i32', [m, n]);
+  try {
+    await withPinned([qx, qw], () => (nativeAddon().int8Matmul as MatmulFn)(qx.bytes(), qw.bytes(), acc.bytes(), m, k, n));
+  } catch (error) {
+    throw fromNativeError(error, 'int8Matmul');
+  }
+  return acc;
+}
+
+/**
+ * W8A8 linear (ComfyUI int8 convrot): rotate x (if convrot) -> per-row int8 quantization -> exact
+ * int8 matmul -> y = float(acc) * (x_scale * w_scale) + bias, in that float order.
+ */
+export async function int8Linear(
+  x: Tensor,
+  qw: Tensor,
+  wScale: Tensor,
+  options?: Int8LinearOptions,
+): Promise<{ y: Tensor<'f32'>; acc?: Tensor<'i32'>; xScale: Tensor<'f32'> }> {
+  const d = linearDims(x, qw, 'int8Linear', ['i8']);
+  const opts = optionsOf(options, 'int8Linear options');
+  checkInt8K(d.k, 'int8Linear');
+  checkWeightScale(wScale, d.n, 'int8Linear wScale');
+  checkBias(opts.bias, d.n, 'int8Linear');
+  const { group, order } = resolveConvrot(opts.convrot, d.k, 'int8Linear');
+  const external = checkExternalScale(opts.xScale, d.m, 'int8Linear opts.xScale');
+  const y = Tensor.zeros('f32', d.outShape);
+  const xScale = Tensor.zeros('f32', [d.m, 1]);
+  if (external !== undefined) xScale.data.set(external);
+  const acc = opts.returnAccumulators === true ? Tensor.zeros('i32', [d.m, d.n]) : undefined;
+  try {
+    await withPinned([x, qw, wScale, opts.bias], () => (nativeAddon().int8Linear as Int8LinearFn)(
+      x.bytes(),
+      qw.bytes(),
+      wScale.bytes(),
+      opts.bias?.bytes() ?? null,
+      y.bytes(),
+      acc?.bytes() ?? null,
+      xScale.bytes(),
+      d.m,
+      d.k,
+      d.n,
+      group,
+      order,
+      external !== undefined,
+    ));
+  } catch (error) {
+    throw fromNativeError(error, 'int8Linear');
+  }
+  return acc === undefined ? { y, xScale } : { y, acc, xScale };
+}
+
+/** Which exact int8 GEMM runs: oneDNN (CPU has VNNI/AMX) or the hand-written AVX2/scalar kernel. */
+export function int8Backend(): 'onednn' | 'native' {
+  return (nativeAddon().int8Backend as () => 'onednn' | 'native')();
+}

@@ -1,0 +1,79 @@
+// Shape and dtype rules of linear / int8 ops, shared by the native and the reference backend.
+import { type HadamardOrder, checkHadamardGroup, matrixDims, requireDType, requirePositiveScales, requireRowScale, requireShape } from './arg-checks.js';
+import { NinodesError } from './errors.js';
+import type { Tensor } from './tensor.js';
+
+export interface LinearDims {
+  m: number;
+  k: number;
+  n: number;
+  /** Output shape: x's leading dims, then N. */
+  outShape: number[];
+}
+
+export const MAX_INT8_K = 131072;
+
+export function linearDims(x: Tensor, w: Tensor, where: string, wDtypes: readonly ('f32' | 'bf16' | 'i8')[]): LinearDims {
+  requireDType(x, ['f32'], `${where} input`);
+  requireDType(w, wDtypes, `${where} weight`);
+  const [m, k] = matrixDims(x, `${where} input`, true);
+  const [n, wk] = matrixDims(w, `${where} weight`);
+  if (wk !== k) {
+    throw new NinodesError('SHAPE_MISMATCH', `${where}: input has K = ${k} but the weight [${w.shape.join(', ')}] has K = ${wk}`, {
+      value: { x: x.shape, w: w.shape },
+      where,
+      hint: 'weights are [N, K] (PyTorch layout), inputs [..., K]',
+    });
+  }
+  return { m, k, n, outShape: [...x.shape.slice(0, -1), n] };
+}
+
+export function checkBias(bias: Tensor | undefined, n: number, where: string): void {
+  if (bias === undefined) return;
+  requireDType(bias, ['f32'], `${where} bias`);
+  requireShape(bias, [n], `${where} bias`);
+}
+
+export function checkInt8K(k: number, where: string): void {
+  if (k > MAX_INT8_K) {
+    throw new NinodesError('INVALID_SHAPE', `${where}: K = ${k} exceeds ${MAX_INT8_K}; int32 accumulators could overflow`, { value: k, where });
+  }
+}
+
+export interface QuantizeRowsOptions {
+  /** Externally supplied per-row scale [M, 1] (tensor parallelism: the allreduce-MAX'd scale). */
+  scale?: Tensor;
+}
+
+export interface Int8LinearOptions {
+  bias?: Tensor;
+  /** Rotate x online by the regular Hadamard with this group size (e.g. 256) before quantizing. */
+  convrot?: number | false;
+  /** Use this [M, 1] activation scale instead of the per-row absmax. */
+  xScale?: Tensor;
+  /** Also return the raw int32 accumulators [M, N] (row-parallel reductions). */
+  returnAccumulators?: boolean;
+}
+
+export interface QuantizeWeightOptions {
+  /** Rotate rows W·Hᵀ per group of this size first (regular Hadamard). */
+  convrot?: number | false;
+}
+
+export function resolveConvrot(convrot: number | false | undefined, k: number, where: string): { group: number; order: HadamardOrder } {
+  if (convrot === undefined || convrot === false) return { group: 0, order: 'regular' };
+  checkHadamardGroup(k, convrot, 'regular', `${where} convrot`);
+  return { group: convrot, order: 'regular' };
+}
+
+export function checkExternalScale(scale: Tensor | undefined, rows: number, where: string): Float32Array | undefined {
+  if (scale === undefined) return undefined;
+  requireRowScale(scale, rows, where);
+  const values = (scale as Tensor<'f32'>).data;
+  requirePositiveScales(values, where);
+  return values;
+}
+
+export function checkWeightScale(wScale: Tensor, n: number, where: string): void {
+  requireRowScale(wScale, n, where);
+}

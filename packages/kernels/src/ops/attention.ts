@@ -1,0 +1,71 @@
+import { NinodesError } from '../errors.js';
+import { Tensor } from '../tensor.js';
+import { callNativeAsync } from './native-ops.js';
+import { requireF32, requireRank } from './op-checks.js';
+
+export interface AttentionOptions {
+  /** Score scale; default 1/√D. */
+  scale?: number;
+}
+
+export interface AttentionPlan {
+  q: Tensor<'f32'>;
+  k: Tensor<'f32'>;
+  v: Tensor<'f32'>;
+  heads: number;
+  seqQ: number;
+  seqK: number;
+  headDim: number;
+  scale: number;
+}
+
+export function planAttention(q: unknown, k: unknown, v: unknown, opts: AttentionOptions | undefined): AttentionPlan {
+  const op = 'attention';
+  const tq = requireF32(q, op, 'q');
+  const tk = requireF32(k, op, 'k');
+  const tv = requireF32(v, op, 'v');
+  requireRank(tq, 3, op, 'q');
+  requireRank(tk, 3, op, 'k');
+  requireRank(tv, 3, op, 'v');
+  const [heads, seqQ, headDim] = tq.shape as [number, number, number];
+  const [kh, seqK, kd] = tk.shape as [number, number, number];
+  if (kh !== heads || kd !== headDim || tv.shape[0] !== heads || tv.shape[1] !== seqK || tv.shape[2] !== headDim) {
+    throw new NinodesError('SHAPE_MISMATCH', `${op}: q [${tq.shape.join(', ')}], k [${tk.shape.join(', ')}], v [${tv.shape.join(', ')}] do not agree`, {
+      value: { q: tq.shape, k: tk.shape, v: tv.shape },
+      where: op,
+      hint: 'q [H, S, D], k and v [H, T, D]',
+    });
+  }
+  const scale = opts?.scale ?? (headDim === 0 ? 1 : 1 / Math.sqrt(headDim));
+  if (typeof scale !== 'number' || !Number.isFinite(scale)) {
+    throw new NinodesError('INVALID_ARGUMENT', `${op}: scale must be a finite number`, { value: scale, where: `${op}(opts.scale)` });
+  }
+  return { q: tq, k: tk, v: tv, heads, seqQ, seqK, headDim, scale };
+}
+
+/**
+ * softmax(q·kᵀ·scale)·v per head, q [H,S,D], k/v [H,T,D] -> [H,S,D]. Tiled flash-style with an
+ * online softmax: O(S·D) memory, fp32 accumulation, parallel over heads and query blocks, the same
+ * bits for any thread count. With T = 0 the output is zeros.
+ */
+export async function attention(q: Tensor<'f32'>, k: Tensor<'f32'>, v: Tensor<'f32'>, opts?: AttentionOptions): Promise<Tensor<'f32'>> {
+  const p = planAttention(q, k, v, opts);
+  const out = Tensor.zeros('f32', p.q.shape);
+  await callNativeAsync('attention', (n) =>
+    n.attentionF32(p.q.data, p.k.data, p.v.data, out.data, p.heads, p.seqQ, p.seqK, p.headDim, p.scale),
+  );
+  return out;
+}
+
+/**
+ * The textbook attention that materializes the S×T score matrix per head (O(S·T) memory). Exists
+ * as the benchmark baseline for `attention`; use `attention`.
+ */
+export async function attentionNaive(q: Tensor<'f32'>, k: Tensor<'f32'>, v: Tensor<'f32'>, opts?: AttentionOptions): Promise<Tensor<'f32'>> {
+  const p = planAttention(q, k, v, opts);
+  const out = Tensor.zeros('f32', p.q.shape);
+  await callNativeAsync('attentionNaive', (n) =>
+    n.attentionNaiveF32(p.q.data, p.k.data, p.v.data, out.data, p.heads, p.seqQ, p.seqK, p.headDim, p.scale),
+  );
+  return out;
+}

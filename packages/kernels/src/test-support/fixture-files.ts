@@ -1,0 +1,137 @@
+// Test-only readers for the fixture files (the real safetensors and GGUF readers live in
+// @ninodes/memory and @ninodes/quant, which kernels may not import). Minimal on purpose: enough to
+// find a tensor's bytes, with bounds checks so a broken fixture fails the test instead of lying.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export function fixturePath(...parts: string[]): string {
+  const root = process.env.NINODES_FIXTURES;
+  if (root === undefined) throw new Error('NINODES_FIXTURES is not set (vitest.shared.ts sets it)');
+  return join(root, ...parts);
+}
+
+export interface StEntry {
+  dtype: string;
+  shape: number[];
+  bytes: Uint8Array;
+}
+
+/** Reads every tensor of a .safetensors file as raw bytes (copied, so typed views are aligned). */
+export function readSafetensors(path: string): { tensors: Map<string, StEntry>; metadata: Record<string, string> } {
+  const file = readFileSync(path);
+  const headerLen = Number(file.readBigUInt64LE(0));
+  const header = JSON.parse(file.subarray(8, 8 + headerLen).toString('utf8')) as Record<string, unknown>;
+  const base = 8 + headerLen;
+  const tensors = new Map<string, StEntry>();
+  let metadata: Record<string, string> = {};
+  for (const [name, value] of Object.entries(header)) {
+    if (name === '__metadata__') {
+      metadata = value as Record<string, string>;
+      continue;
+    }
+    const e = value as { dtype: string; shape: number[]; data_offsets: [number, number] };
+    const [begin, end] = e.data_offsets;
+    if (base + end > file.length || begin > end) throw new Error(`safetensors entry ${name} is out of bounds`);
+    tensors.set(name, { dtype: e.dtype, shape: e.shape, bytes: new Uint8Array(file.subarray(base + begin, base + end)) });
+  }
+  return { tensors, metadata };
+}
+
+export function f32Of(entry: StEntry): Float32Array {
+  if (entry.dtype !== 'F32') throw new Error(`expected F32, got ${entry.dtype}`);
+  return new Float32Array(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength / 4);
+}
+
+/** ggml type ids (ggml.h) of the types the fixture uses, mapped to ninodes dtypes. */
+const GGML_TYPES: Record<number, string> = {
+  0: 'f32',
+  1: 'f16',
+  2: 'q4_0',
+  3: 'q4_1',
+  6: 'q5_0',
+  7: 'q5_1',
+  8: 'q8_0',
+  10: 'q2_k',
+  11: 'q3_k',
+  12: 'q4_k',
+  13: 'q5_k',
+  14: 'q6_k',
+  20: 'iq4_nl',
+  23: 'iq4_xs',
+  30: 'bf16',
+};
+
+export interface GgufTensor {
+  name: string;
+  dtype: string;
+  /** Torch order (GGUF stores ne0 first). */
+  shape: number[];
+  offset: number;
+}
+
+/** Minimal GGUF v3 parse: skips the metadata values, returns tensor infos and the data section. */
+export function readGguf(path: string): { file: Uint8Array; tensors: GgufTensor[]; dataStart: number } {
+  const buf = readFileSync(path);
+  let pos = 0;
+  const u32 = () => {
+    const v = buf.readUInt32LE(pos);
+    pos += 4;
+    return v;
+  };
+  const u64 = () => {
+    const v = Number(buf.readBigUInt64LE(pos));
+    pos += 8;
+    return v;
+  };
+  const str = () => {
+    const n = u64();
+    const s = buf.subarray(pos, pos + n).toString('utf8');
+    pos += n;
+    return s;
+  };
+  const SIZES: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+  let alignment = 32;
+  const skipValue = (type: number): number | undefined => {
+    if (type === 8) {
+      str();
+      return undefined;
+    }
+    if (type === 9) {
+      const itemType = u32();
+      const count = u64();
+      for (let i = 0; i < count; i++) skipValue(itemType);
+      return undefined;
+    }
+    const size = SIZES[type];
+    if (size === undefined) throw new Error(`unknown GGUF value type ${type}`);
+    const v = type === 4 ? buf.readUInt32LE(pos) : undefined;
+    pos += size;
+    return v;
+  };
+  if (buf.subarray(0, 4).toString('latin1') !== 'GGUF') throw new Error('not a GGUF file');
+  pos = 4;
+  const version = u32();
+  if (version !== 3) throw new Error(`GGUF version ${version}, expected 3`);
+  const tensorCount = u64();
+  const kvCount = u64();
+  for (let i = 0; i < kvCount; i++) {
+    const key = str();
+    const type = u32();
+    const v = skipValue(type);
+    if (key === 'general.alignment' && v !== undefined) alignment = v;
+  }
+  const tensors: GgufTensor[] = [];
+  for (let i = 0; i < tensorCount; i++) {
+    const name = str();
+    const nDims = u32();
+    const dims: number[] = [];
+    for (let d = 0; d < nDims; d++) dims.push(u64());
+    const typeId = u32();
+    const offset = u64();
+    const dtype = GGML_TYPES[typeId];
+    if (dtype === undefined) throw new Error(`tensor ${name}: unsupported ggml type ${typeId}`);
+    tensors.push({ name, dtype, shape: dims.reverse(), offset });
+  }
+  const dataStart = Math.ceil(pos / alignment) * alignment;
+  return { file: new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength), tensors, dataStart };
+}

@@ -1,0 +1,103 @@
+// Test helpers: seeded random tensors, tolerance comparison, SIMD-path switching.
+import fc from 'fast-check';
+import { expect } from 'vitest';
+import { buildInfo } from '../build-info.js';
+import { nativeAddon } from '../native-addon.js';
+import { Tensor } from '../tensor.js';
+
+/** Deterministic pseudo-normal values (sum of 4 uniforms, centred) from a seed. */
+export function randomValues(n: number, seed: number, scale = 1): Float32Array {
+  let s = seed >>> 0 || 1;
+  const next = () => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s / 4294967296;
+  };
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = (next() + next() + next() + next() - 2) * 1.7320508 * scale;
+  return out;
+}
+
+export function randomF32(shape: readonly number[], seed: number, scale = 1): Tensor<'f32'> {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return Tensor.fromArray('f32', shape, randomValues(n, seed, scale));
+}
+
+/** Asserts |a - e| <= atol + rtol·|e| elementwise (NaN only where expected is NaN). */
+export function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, rtol: number, atol: number): void {
+  expect(actual.length).toBe(expected.length);
+  let worst = -1;
+  let worstErr = 0;
+  for (let i = 0; i < expected.length; i++) {
+    const a = actual[i] as number;
+    const e = expected[i] as number;
+    if (Number.isNaN(e) || Number.isNaN(a)) {
+      if (Number.isNaN(e) !== Number.isNaN(a)) {
+        worst = i;
+        worstErr = Infinity;
+        break;
+      }
+      continue;
+    }
+    const err = Math.abs(a - e) - (atol + rtol * Math.abs(e));
+    if (err > worstErr) {
+      worstErr = err;
+      worst = i;
+    }
+  }
+  if (worst >= 0) {
+    expect.fail(`element ${worst}: got ${actual[worst]}, expected ${expected[worst]} (rtol ${rtol}, atol ${atol})`);
+  }
+}
+
+export function expectBitsEqual(a: Float32Array, b: Float32Array): void {
+  expect(a.length).toBe(b.length);
+  const x = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  const y = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  for (let i = 0; i < x.length; i++) {
+    if (x[i] !== y[i]) expect.fail(`element ${i}: ${a[i]} vs ${b[i]} differ in bits`);
+  }
+}
+
+/** The SIMD paths this CPU can run: both where AVX2 exists, else scalar only. */
+export function simdPaths(): ('avx2' | 'scalar')[] {
+  return buildInfo().simd === 'avx2' ? ['avx2', 'scalar'] : ['scalar'];
+}
+
+export function withSimd<T>(path: 'avx2' | 'scalar', fn: () => T): T {
+  const setSimd = (nativeAddon() as unknown as { setSimd(p: string): void }).setSimd;
+  const before = buildInfo().simd;
+  setSimd(path);
+  try {
+    return fn();
+  } finally {
+    setSimd(before);
+  }
+}
+
+export async function withSimdAsync<T>(path: 'avx2' | 'scalar', fn: () => Promise<T>): Promise<T> {
+  const setSimd = (nativeAddon() as unknown as { setSimd(p: string): void }).setSimd;
+  const before = buildInfo().simd;
+  setSimd(path);
+  try {
+    return await fn();
+  } finally {
+    setSimd(before);
+  }
+}
+
+/** Dimension sizes that matter for SIMD code: 0, 1, below/at/above multiples of 8, odd primes. */
+export const dimArb = fc.oneof(
+  fc.constantFrom(0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 64),
+  fc.integer({ min: 1, max: 70 }),
+);
+
+/** A shape of rank 1..3 with at most `maxNumel` elements. */
+export function shapeArb(maxRank = 3, maxNumel = 4096): fc.Arbitrary<number[]> {
+  return fc.array(dimArb, { minLength: 1, maxLength: maxRank }).filter((s) => s.reduce((a, b) => a * b, 1) <= maxNumel);
+}
+
+export const seedArb = fc.integer({ min: 1, max: 2 ** 31 - 1 });

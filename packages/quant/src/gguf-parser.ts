@@ -1,0 +1,409 @@
+import { type DType, NinodesError, byteSizeOf, numelOf } from '@ninodes/kernels';
+import { GGML_TYPE_NAMES, GGML_TYPE_TO_DTYPE, GGUF_VALUE_TYPE, type GgufValue, type GgufValueTypeName } from './gguf-types.js';
+
+/** One tensor described by a GGUF header. */
+export interface GgufTensorInfo {
+  readonly name: string;
+  /** ggml type id as stored, and its name (`Q4_K`). */
+  readonly ggmlType: number;
+  readonly ggmlTypeName: string;
+  readonly dtype: DType;
+  /** Dims as the file stores them (ne0 first, innermost first). */
+  readonly ne: readonly number[];
+  /** The stored dims in torch order (ne reversed): the shape the bytes encode. */
+  readonly storedShape: readonly number[];
+  /** The torch shape the model expects: `comfy.gguf.orig_shape.<name>` when present, else storedShape. */
+  readonly shape: readonly number[];
+  /** Offset relative to the start of the data section, as stored. */
+  readonly relativeOffset: number;
+  /** Absolute byte range in the file. */
+  readonly byteOffset: number;
+  readonly byteLength: number;
+}
+
+export interface GgufHeader {
+  readonly version: 2 | 3;
+  readonly alignment: number;
+  /** Every key/value in file order. */
+  readonly metadata: ReadonlyMap<string, GgufValue>;
+  readonly tensors: readonly GgufTensorInfo[];
+  /** Absolute offset of the data section (end of header, padded to the alignment). */
+  readonly dataOffset: number;
+  readonly fileSize: number;
+}
+
+export interface ParseGgufOptions {
+  /** Size of the whole file when `bytes` holds only its beginning (the header). Default: bytes.length. */
+  fileSize?: number;
+  /** Path or name for error messages. */
+  where?: string;
+}
+
+const MAGIC = 0x46554747; // 'GGUF' little-endian
+const MAX_DIMS = 4; // GGML_MAX_DIMS
+const MAX_ARRAY_DEPTH = 8;
+const ORIG_SHAPE_PREFIX = 'comfy.gguf.orig_shape.';
+const VALUE_TYPE_NAMES = Object.fromEntries(Object.entries(GGUF_VALUE_TYPE).map(([k, v]) => [v, k])) as Record<number, GgufValueTypeName>;
+// Smallest encoded size of a value of each type: used to reject counts that cannot fit before looping.
+const MIN_VALUE_BYTES: Record<GgufValueTypeName, number> = {
+  u8: 1, i8: 1, bool: 1, u16: 2, i16: 2, u32: 4, i32: 4, f32: 4, u64: 8, i64: 8, f64: 8, string: 8, array: 12,
+};
+
+/**
+ * Thrown internally when `bytes` is a prefix of a larger file and the header continues past it; the
+ * caller reads more and parses again. Never escapes `readGgufHeader`.
+ */
+export class GgufNeedMoreBytes extends Error {
+  constructor(readonly needed: number) {
+    super(`GGUF header continues past byte ${needed}`);
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+class Cursor {
+  pos = 0;
+  private readonly view: DataView;
+  constructor(
+    private readonly bytes: Uint8Array,
+    private readonly fileSize: number,
+    private readonly where: string,
+  ) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  /** Fails with a typed error when `n` bytes from here would pass the end of the file. */
+  need(n: number, what: string): void {
+    const end = this.pos + n;
+    if (!Number.isSafeInteger(end) || end > this.fileSize) {
+      throw new NinodesError('GGUF_TRUNCATED', `${what} at byte ${this.pos} needs ${n} bytes but the file ends at ${this.fileSize}`, {
+        value: { offset: this.pos, needed: n, fileSize: this.fileSize },
+        where: this.where,
+        hint: 'the file is truncated or a count/length field is corrupt',
+      });
+    }
+    if (end > this.bytes.byteLength) throw new GgufNeedMoreBytes(end);
+  }
+
+  u8(what: string): number {
+    this.need(1, what);
+    return this.view.getUint8(this.pos++);
+  }
+  i8(what: string): number {
+    this.need(1, what);
+    return this.view.getInt8(this.pos++);
+  }
+  u16(what: string): number {
+    this.need(2, what);
+    const v = this.view.getUint16(this.pos, true);
+    this.pos += 2;
+    return v;
+  }
+  i16(what: string): number {
+    this.need(2, what);
+    const v = this.view.getInt16(this.pos, true);
+    this.pos += 2;
+    return v;
+  }
+  u32(what: string): number {
+    this.need(4, what);
+    const v = this.view.getUint32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+  i32(what: string): number {
+    this.need(4, what);
+    const v = this.view.getInt32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+  f32(what: string): number {
+    this.need(4, what);
+    const v = this.view.getFloat32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+  f64(what: string): number {
+    this.need(8, what);
+    const v = this.view.getFloat64(this.pos, true);
+    this.pos += 8;
+    return v;
+  }
+  u64(what: string): bigint {
+    this.need(8, what);
+    const v = this.view.getBigUint64(this.pos, true);
+    this.pos += 8;
+    return v;
+  }
+  i64(what: string): bigint {
+    this.need(8, what);
+    const v = this.view.getBigInt64(this.pos, true);
+    this.pos += 8;
+    return v;
+  }
+
+  /** A u64 that must be a count/size usable as a JS number and fit in what is left of the file. */
+  count(what: string, minBytesEach: number): number {
+    const at = this.pos;
+    const raw = this.u64(what);
+    const left = this.fileSize - this.pos;
+    if (raw > BigInt(Number.MAX_SAFE_INTEGER) || Number(raw) * minBytesEach > left) {
+      throw new NinodesError('GGUF_TRUNCATED', `${what} ${raw} at byte ${at} cannot fit in the ${left} bytes left in the file`, {
+        value: raw,
+        where: this.where,
+        hint: 'the file is truncated or the count is corrupt',
+      });
+    }
+    return Number(raw);
+  }
+
+  string(what: string): string {
+    const at = this.pos;
+    const len = this.count(`length of ${what}`, 1);
+    this.need(len, what);
+    try {
+      return utf8.decode(this.bytes.subarray(this.pos, this.pos + len));
+    } catch (cause) {
+      throw new NinodesError('GGUF_BAD_STRING', `${what} at byte ${at} is not valid UTF-8`, { where: this.where, cause });
+    } finally {
+      this.pos += len;
+    }
+  }
+}
+
+function readValue(c: Cursor, typeId: number, what: string, depth: number, where: string): GgufValue {
+  const type = VALUE_TYPE_NAMES[typeId];
+  switch (type) {
+    case 'u8':
+    case 'i8':
+    case 'u16':
+    case 'i16':
+    case 'u32':
+    case 'i32':
+    case 'f32':
+    case 'f64':
+      return { type, value: c[type](what) };
+    case 'u64':
+    case 'i64':
+      return { type, value: c[type](what) };
+    case 'bool': {
+      const at = c.pos;
+      const b = c.u8(what);
+      if (b > 1) throw new NinodesError('GGUF_BAD_VALUE', `${what} at byte ${at} is a bool stored as ${b}`, { value: b, where, hint: 'GGUF bools are 0 or 1' });
+      return { type, value: b === 1 };
+    }
+    case 'string':
+      return { type, value: c.string(what) };
+    case 'array': {
+      if (depth >= MAX_ARRAY_DEPTH) {
+        throw new NinodesError('GGUF_BAD_VALUE', `${what} nests arrays deeper than ${MAX_ARRAY_DEPTH}`, { where });
+      }
+      const itemTypeId = c.u32(`item type of ${what}`);
+      const itemType = VALUE_TYPE_NAMES[itemTypeId];
+      if (itemType === undefined) throw badValueType(itemTypeId, `item type of ${what}`, c.pos - 4, where);
+      const n = c.count(`length of ${what}`, MIN_VALUE_BYTES[itemType]);
+      const items: GgufValue[] = new Array(n);
+      for (let i = 0; i < n; i++) items[i] = readValue(c, itemTypeId, `${what}[${i}]`, depth + 1, where);
+      return { type: 'array', itemType, value: items };
+    }
+    default:
+      throw badValueType(typeId, what, c.pos - 4, where);
+  }
+}
+
+function badValueType(typeId: number, what: string, at: number, where: string): NinodesError {
+  return new NinodesError('GGUF_BAD_VALUE_TYPE', `${what} has value type ${typeId}, which GGUF does not define`, {
+    value: typeId,
+    where: `${where} @${at}`,
+    hint: `GGUF value types are 0..12 (${Object.keys(GGUF_VALUE_TYPE).join(', ')})`,
+  });
+}
+
+function integerOf(v: GgufValue): number | undefined {
+  if (v.type === 'u64' || v.type === 'i64') return v.value <= BigInt(Number.MAX_SAFE_INTEGER) && v.value >= 0n ? Number(v.value) : undefined;
+  if (v.type === 'f32' || v.type === 'f64' || typeof v.value !== 'number') return undefined;
+  return v.value;
+}
+
+/**
+ * Parses a GGUF v2/v3 header (little-endian) from the file's first bytes. Every count, length, type
+ * and tensor byte range is validated before use; malformed input is a NinodesError with a GGUF_* code.
+ * Throws `GgufNeedMoreBytes` only when `bytes` is a strict prefix of the file and the header is longer.
+ */
+export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): GgufHeader {
+  const where = options.where ?? 'gguf';
+  const fileSize = options.fileSize ?? bytes.byteLength;
+  const c = new Cursor(bytes, fileSize, where);
+
+  const magic = c.u32('magic');
+  if (magic !== MAGIC) {
+    throw new NinodesError('GGUF_BAD_MAGIC', `not a GGUF file: magic is 0x${magic.toString(16).padStart(8, '0')}`, {
+      value: magic,
+      where,
+      hint: "a GGUF file starts with the bytes 'GGUF'",
+    });
+  }
+  const version = c.u32('version');
+  if (version !== 2 && version !== 3) {
+    const bigEndian = version === 0x02000000 || version === 0x03000000;
+    throw new NinodesError('GGUF_UNSUPPORTED_VERSION', `GGUF version ${version} is not supported`, {
+      value: version,
+      where,
+      hint: bigEndian ? 'this is a big-endian GGUF; convert it to little-endian' : 'only GGUF v2 and v3 (little-endian) are read; re-convert older files',
+    });
+  }
+  const tensorCount = c.count('tensor count', 8 + 4 + 8 + 4 + 8);
+  const kvCount = c.count('metadata count', 8 + 4 + 1);
+
+  const metadata = new Map<string, GgufValue>();
+  for (let i = 0; i < kvCount; i++) {
+    const key = c.string(`key of metadata entry ${i}`);
+    if (metadata.has(key)) {
+      throw new NinodesError('GGUF_DUPLICATE_KEY', `metadata key '${key}' appears twice`, { value: key, where, hint: 'the file is corrupt' });
+    }
+    const typeId = c.u32(`type of '${key}'`);
+    metadata.set(key, readValue(c, typeId, `value of '${key}'`, 0, where));
+  }
+
+  let alignment = 32;
+  const alignValue = metadata.get('general.alignment');
+  if (alignValue !== undefined) {
+    const a = integerOf(alignValue);
+    if (a === undefined || a <= 0 || (a & (a - 1)) !== 0) {
+      throw new NinodesError('GGUF_BAD_ALIGNMENT', `general.alignment ${String(alignValue.value)} is not a positive power of two`, {
+        value: alignValue.value,
+        where,
+        hint: 'GGUF alignment is a power of two (default 32)',
+      });
+    }
+    alignment = a;
+  }
+
+  interface RawInfo {
+    name: string;
+    ne: number[];
+    ggmlType: number;
+    offset: bigint;
+  }
+  const raw: RawInfo[] = [];
+  const names = new Set<string>();
+  for (let i = 0; i < tensorCount; i++) {
+    const name = c.string(`name of tensor ${i}`);
+    if (names.has(name)) {
+      throw new NinodesError('GGUF_DUPLICATE_TENSOR', `tensor '${name}' is described twice`, { value: name, where, hint: 'the file is corrupt' });
+    }
+    names.add(name);
+    const nDims = c.u32(`dimension count of '${name}'`);
+    if (nDims < 1 || nDims > MAX_DIMS) {
+      throw new NinodesError('GGUF_BAD_DIMS', `tensor '${name}' has ${nDims} dimensions`, { value: nDims, where, hint: `ggml tensors have 1..${MAX_DIMS} dimensions` });
+    }
+    const ne: number[] = [];
+    for (let d = 0; d < nDims; d++) {
+      const v = c.u64(`dimension ${d} of '${name}'`);
+      if (v > BigInt(Number.MAX_SAFE_INTEGER)) {
+        throw new NinodesError('GGUF_BAD_DIMS', `dimension ${d} of tensor '${name}' is ${v}`, { value: v, where, hint: 'the file is corrupt' });
+      }
+      ne.push(Number(v));
+    }
+    const ggmlType = c.u32(`type of '${name}'`);
+    const offset = c.u64(`data offset of '${name}'`);
+    raw.push({ name, ne, ggmlType, offset });
+  }
+
+  const headerEnd = c.pos;
+  const dataOffset = Math.ceil(headerEnd / alignment) * alignment;
+  if (dataOffset > fileSize && tensorCount > 0) {
+    throw new NinodesError('GGUF_TRUNCATED', `the data section would start at byte ${dataOffset}, past the end of the ${fileSize}-byte file`, { where });
+  }
+
+  const tensors: GgufTensorInfo[] = raw.map((r) => {
+    const typeName = GGML_TYPE_NAMES[r.ggmlType];
+    const dtype = GGML_TYPE_TO_DTYPE[r.ggmlType];
+    if (dtype === undefined) {
+      throw new NinodesError(
+        typeName === undefined ? 'GGUF_UNKNOWN_TENSOR_TYPE' : 'GGUF_UNSUPPORTED_TENSOR_TYPE',
+        typeName === undefined ? `tensor '${r.name}' has ggml type id ${r.ggmlType}, which is unknown` : `tensor '${r.name}' is ${typeName}, which the kernels cannot decode`,
+        {
+          value: r.ggmlType,
+          where: `${where}: ${r.name}`,
+          hint: `supported: ${Object.keys(GGML_TYPE_TO_DTYPE).map((id) => GGML_TYPE_NAMES[Number(id)]).join(', ')}`,
+        },
+      );
+    }
+    const storedShape = [...r.ne].reverse();
+    let byteLength: number;
+    try {
+      byteLength = byteSizeOf(dtype, storedShape, `${where}: ${r.name}`);
+    } catch (cause) {
+      throw new NinodesError('GGUF_BAD_DIMS', `tensor '${r.name}' ${typeName} [${storedShape.join(', ')}] does not fill whole blocks or is too large`, {
+        value: storedShape,
+        where: `${where}: ${r.name}`,
+        hint: 'the innermost dimension (ne0) of a block type must be a multiple of its block size',
+        cause,
+      });
+    }
+    if (r.offset % BigInt(alignment) !== 0n) {
+      throw new NinodesError('GGUF_MISALIGNED_TENSOR', `tensor '${r.name}' data offset ${r.offset} is not a multiple of the alignment ${alignment}`, {
+        value: r.offset,
+        where: `${where}: ${r.name}`,
+        hint: 'the file is corrupt or was written with another general.alignment',
+      });
+    }
+    const end = BigInt(dataOffset) + r.offset + BigInt(byteLength);
+    if (end > BigInt(fileSize)) {
+      throw new NinodesError('GGUF_TENSOR_PAST_EOF', `tensor '${r.name}' needs bytes up to ${end} but the file has ${fileSize}`, {
+        value: { offset: r.offset, byteLength, fileSize },
+        where: `${where}: ${r.name}`,
+        hint: 'the file is truncated',
+      });
+    }
+    let shape: readonly number[] = storedShape;
+    const orig = metadata.get(ORIG_SHAPE_PREFIX + r.name);
+    if (orig !== undefined) shape = origShapeOf(orig, r.name, storedShape, where);
+    const relativeOffset = Number(r.offset);
+    return {
+      name: r.name,
+      ggmlType: r.ggmlType,
+      ggmlTypeName: typeName as string,
+      dtype,
+      ne: r.ne,
+      storedShape,
+      shape,
+      relativeOffset,
+      byteOffset: dataOffset + relativeOffset,
+      byteLength,
+    };
+  });
+
+  const byOffset = [...tensors].sort((a, b) => a.byteOffset - b.byteOffset);
+  for (let i = 1; i < byOffset.length; i++) {
+    const prev = byOffset[i - 1] as GgufTensorInfo;
+    const next = byOffset[i] as GgufTensorInfo;
+    if (prev.byteOffset + prev.byteLength > next.byteOffset && prev.byteLength > 0 && next.byteLength > 0) {
+      throw new NinodesError('GGUF_OVERLAPPING_TENSORS', `tensors '${prev.name}' and '${next.name}' share bytes ${next.byteOffset}..${prev.byteOffset + prev.byteLength}`, {
+        value: { [prev.name]: [prev.byteOffset, prev.byteLength], [next.name]: [next.byteOffset, next.byteLength] },
+        where,
+        hint: 'the file is corrupt',
+      });
+    }
+  }
+
+  return { version, alignment, metadata, tensors, dataOffset, fileSize };
+}
+
+function origShapeOf(v: GgufValue, name: string, storedShape: readonly number[], where: string): readonly number[] {
+  const bad = (why: string) =>
+    new NinodesError('GGUF_BAD_ORIG_SHAPE', `${ORIG_SHAPE_PREFIX}${name} ${why}`, {
+      value: v.value,
+      where: `${where}: ${name}`,
+      hint: 'the original shape must be an array of non-negative integers with as many elements as the stored tensor',
+    });
+  if (v.type !== 'array') throw bad('is not an array');
+  const shape = v.value.map((x) => {
+    const n = integerOf(x);
+    if (n === undefined || n < 0) throw bad('holds a value that is not a non-negative integer');
+    return n;
+  });
+  if (numelOf(shape) !== numelOf(storedShape)) throw bad(`[${shape.join(', ')}] does not hold the ${numelOf(storedShape)} stored elements`);
+  return shape;
+}

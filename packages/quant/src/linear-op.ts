@@ -1,0 +1,29 @@
+import type { Tensor } from '@ninodes/kernels';
+
+/** What a model declares for one linear layer. */
+export interface LinearSpec {
+  /** Checkpoint prefix of the layer, e.g. 'blocks.0.attn.qkv_proj' (weight at `${name}.weight`). */
+  readonly name: string;
+  readonly inFeatures: number; // K
+  readonly outFeatures: number; // N
+  readonly bias: boolean;
+}
+
+/**
+ * One linear layer as the model sees it (ComfyUI's "custom operations"): the model never knows how
+ * the weight is stored, placed or split.
+ */
+export interface LinearOp {
+  readonly spec: LinearSpec;
+  /** Weight format this op runs, e.g. 'f32', 'bf16', 'int8_convrot', 'f8_e4m3fn', 'q4_k'. */
+  readonly format: string;
+  /** x [M, K] f32 -> y [M, N] f32. */
+  forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>>;
+  /** The weight as the kernel uses it, dequantized to f32 [N, K] (LoRA patching, error reports); a tensor the caller owns. */
+  materializedWeight(): Promise<Tensor<'f32'>>;
+}
+
+export interface LinearProvider {
+  /** Builds (lazily: nothing is read until forward) the op for one layer. */
+  linear(spec: LinearSpec): LinearOp;
+}

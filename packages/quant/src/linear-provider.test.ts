@@ -1,0 +1,272 @@
+import { Tensor, encodeFp8, isNinodesError } from '@ninodes/kernels';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SafetensorsFile, WeightCache, tensorSources, writeSafetensors } from '@ninodes/memory';
+import { describe, expect, it } from 'vitest';
+import { GgufCheckpoint } from './gguf-checkpoint.js';
+import { createLinearProvider } from './linear-provider.js';
+import { fixturePath, readSafetensorsFixture } from './testing/fixtures.js';
+import { checkInt8ConvrotAgainstFixture } from './testing/int8-check.js';
+import { memoryCheckpoint } from './testing/memory-checkpoint.js';
+
+const fx = readSafetensorsFixture(fixturePath('int8', 'int8_convrot.safetensors'));
+const LAYERS = ['lin_a', 'lin_b'] as const;
+
+/** y = x·wᵀ + b in float64 from the definition. */
+function refLinear(x: Float32Array | Float64Array, w: Float32Array | Float64Array, b: Float32Array | undefined, m: number, n: number, k: number): Float64Array {
+  const y = new Float64Array(m * n);
+  for (let i = 0; i < m; i++)
+    for (let j = 0; j < n; j++) {
+      let s = b ? (b[j] as number) : 0;
+      for (let c = 0; c < k; c++) s += (x[i * k + c] as number) * (w[j * k + c] as number);
+      y[i * n + j] = s;
+    }
+  return y;
+}
+
+function maxRel(got: Float32Array, want: ArrayLike<number>): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < want.length; i++) {
+    num = Math.max(num, Math.abs((got[i] as number) - (want[i] as number)));
+    den = Math.max(den, Math.abs(want[i] as number));
+  }
+  return num / den;
+}
+
+describe('int8 convrot layers of the ComfyUI checkpoint', () => {
+  const src = SafetensorsFile.open(fixturePath('int8', 'comfy_int8_convrot_checkpoint.safetensors'));
+  const provider = createLinearProvider(src);
+
+  it.each(LAYERS)('%s: forward reproduces y_int8_convrot (exact given its operands, which match within ±1)', async (l) => {
+    const w = fx.info(`${l}.w`).shape as [number, number];
+    const op = provider.linear({ name: `model.${l}`, outFeatures: w[0], inFeatures: w[1], bias: true });
+    expect(op.format).toBe('int8_convrot');
+    const y = await op.forward(fx.tensor(`${l}.x`) as Tensor<'f32'>);
+    const r = checkInt8ConvrotAgainstFixture(fx, l, y, src.tensor(`model.${l}.weight`).data as Int8Array, src.tensor(`model.${l}.weight_scale`).data as Float32Array);
+    expect(r.qweightMismatches).toBe(0);
+    const operands = await op.int8Weight();
+    expect(operands?.convrot).toBe(256);
+    expect([...(operands?.q.data as Int8Array)]).toEqual([...(fx.tensor(`${l}.qweight`).data as Int8Array)]);
+    expect([...(operands?.scale.data as Float32Array)]).toEqual([...fx.f32(`${l}.weight_scale`)]);
+    console.log(`${l} (comfy checkpoint): qx off by one ${r.qxMismatches}, exact outputs ${r.exactOutputs}/${r.outputs}`);
+  });
+
+  it.each(LAYERS)('%s: materialized weight is the un-rotated w_dequant', async (l) => {
+    const w = fx.info(`${l}.w`).shape as [number, number];
+    const op = provider.linear({ name: `model.${l}`, outFeatures: w[0], inFeatures: w[1], bias: true });
+    const m = await op.materializedWeight();
+    expect(m.shape).toEqual(w);
+    // FWHT vs the dense product: fp32 rounding only.
+    expect(maxRel(m.data as Float32Array, fx.f32(`${l}.w_dequant`))).toBeLessThan(1e-6);
+  });
+
+  it('rejects specs that do not match the file', () => {
+    const code = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return isNinodesError(e) ? e.code : 'OTHER';
+      }
+      return 'NONE';
+    };
+    expect(code(() => provider.linear({ name: 'model.lin_a', outFeatures: 96, inFeatures: 256, bias: true }))).toBe('SHAPE_MISMATCH');
+    expect(code(() => provider.linear({ name: 'model.lin_a', outFeatures: 96, inFeatures: 512, bias: false }))).toBe('BIAS_MISMATCH');
+    expect(code(() => provider.linear({ name: 'model.nope', outFeatures: 1, inFeatures: 1, bias: false }))).toBe('LAYER_NOT_FOUND');
+  });
+});
+
+describe('float, fp8 and forced compute formats', () => {
+  const l = 'lin_b';
+  const [n, k] = fx.info(`${l}.w`).shape as [number, number];
+  const m = fx.info(`${l}.x`).shape[0] as number;
+  const x = fx.tensor(`${l}.x`) as Tensor<'f32'>;
+  const spec = { name: 'blk.fc', outFeatures: n, inFeatures: k, bias: true };
+
+  it('f32 layer matches y_fp32', async () => {
+    const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
+    const op = createLinearProvider(src).linear(spec);
+    expect(op.format).toBe('f32');
+    expect(maxRel((await op.forward(x)).data as Float32Array, fx.f32(`${l}.y_fp32`))).toBeLessThan(1e-5);
+    expect(await op.int8Weight()).toBeUndefined();
+  });
+
+  it('scaled fp8 e4m3fn layer equals the f64 linear of its decoded bytes (fixture decode table)', async () => {
+    const w = fx.tensor(`${l}.w`) as Tensor<'f32'>;
+    const scale = Math.fround(Math.max(...(w.data as Float32Array).map(Math.abs)) / 448);
+    const q = encodeFp8(w, 'f8_e4m3fn', { scale, mode: 'clamp' });
+    const src = memoryCheckpoint('m_fp8.safetensors', { 'blk.fc.weight': q, 'blk.fc.weight_scale': Tensor.f32([], [scale]), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
+    const op = createLinearProvider(src).linear(spec);
+    expect(op.format).toBe('f8_e4m3fn');
+    const table = readSafetensorsFixture(fixturePath('fp8', 'fp8.safetensors')).f32('e4m3fn.decode');
+    const wd = Float64Array.from(q.data as Uint8Array, (b) => (table[b] as number) * scale);
+    const want = refLinear(x.data, wd, fx.f32(`${l}.bias`), m, n, k);
+    expect(maxRel((await op.forward(x)).data as Float32Array, want)).toBeLessThan(1e-5);
+    expect(maxRel((await op.materializedWeight()).data as Float32Array, wd)).toBeLessThan(1e-7);
+  });
+
+  it('forced int8_convrot on an f32 layer reports the error it adds and stays near y_fp32', async () => {
+    const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
+    const op = createLinearProvider(src, { compute: 'int8_convrot' }).linear(spec);
+    expect(op.format).toBe('int8_convrot');
+    expect(op.storedFormat).toBe('f32');
+    const y = (await op.forward(x)).data as Float32Array;
+    // The fixture's own int8 convrot result is ~1.3% off y_fp32: ours must be as close as it is.
+    expect(maxRel(y, fx.f32(`${l}.y_int8_convrot`))).toBeLessThan(0.01);
+    const err = await op.conversionError();
+    expect(err).toBeGreaterThan(0);
+    expect(err).toBeLessThan(0.02);
+    const bf = createLinearProvider(src, { compute: 'bf16' }).linear(spec);
+    expect(maxRel((await bf.forward(x)).data as Float32Array, fx.f32(`${l}.y_fp32`))).toBeLessThan(1e-2);
+  });
+
+  it('forced f8_e4m3fn and forced f32 (on an int8 file) run the converted weight', async () => {
+    const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
+    const f8 = createLinearProvider(src, { compute: 'f8_e4m3fn' }).linear(spec);
+    expect(f8.format).toBe('f8_e4m3fn');
+    const wq = await f8.materializedWeight();
+    expect(maxRel((await f8.forward(x)).data as Float32Array, refLinear(x.data, wq.data, fx.f32(`${l}.bias`), m, n, k))).toBeLessThan(1e-5);
+    expect(await f8.conversionError()).toBeGreaterThan(0.005);
+    expect(await f8.conversionError()).toBeLessThan(0.05);
+
+    const comfy = SafetensorsFile.open(fixturePath('int8', 'comfy_int8_convrot_checkpoint.safetensors'));
+    const asF32 = createLinearProvider(comfy, { compute: 'f32' }).linear({ name: `model.${l}`, outFeatures: n, inFeatures: k, bias: true });
+    expect(asF32.format).toBe('f32');
+    const wd = fx.f32(`${l}.w_dequant`);
+    expect(maxRel((await asF32.forward(x)).data as Float32Array, refLinear(x.data, wd, fx.f32(`${l}.bias`), m, n, k))).toBeLessThan(1e-5);
+  });
+
+  it('materializedWeight of an mmap-backed f32 layer is a copy the caller may patch', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'quant-lin-'));
+    try {
+      const path = join(dir, 'f32.safetensors');
+      await writeSafetensors(path, tensorSources({ 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) }));
+      const op = createLinearProvider(SafetensorsFile.open(path)).linear(spec);
+      const before = [...((await op.forward(x)).data as Float32Array)];
+      const w = await op.materializedWeight();
+      (w.data as Float32Array).fill(0);
+      expect([...((await op.forward(x)).data as Float32Array)]).toEqual(before);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('replaceWeight (LoRA patch) changes the output to the patched linear', async () => {
+    const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
+    const op = createLinearProvider(src).linear(spec);
+    const w = (await op.materializedWeight()).copy();
+    const wd = w.data as Float32Array;
+    for (let i = 0; i < wd.length; i += 7) wd[i] = (wd[i] as number) + 0.01;
+    await op.replaceWeight(w);
+    const want = refLinear(x.data, wd, fx.f32(`${l}.bias`), m, n, k);
+    expect(maxRel((await op.forward(x)).data as Float32Array, want)).toBeLessThan(1e-5);
+  });
+});
+
+describe('int8 tensorwise (one scalar scale)', () => {
+  it('runs W8A8 with the scalar scale on every row; materializes q × scale', async () => {
+    const [m, n, k] = [5, 6, 64];
+    const q = Int8Array.from({ length: n * k }, (_, i) => ((i * 37) % 255) - 127);
+    const scale = 0.01;
+    const x = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.3) * (i % k === 5 ? 10 : 1));
+    const marker = new TextEncoder().encode('{"format": "int8_tensorwise"}');
+    const src = memoryCheckpoint('m.safetensors', {
+      'l.weight': Tensor.fromArray('i8', [n, k], q),
+      'l.weight_scale': Tensor.f32([], [scale]),
+      'l.comfy_quant': Tensor.fromArray('u8', [marker.length], marker),
+    });
+    const op = createLinearProvider(src).linear({ name: 'l', outFeatures: n, inFeatures: k, bias: false });
+    expect(op.format).toBe('int8_tensorwise');
+    const w = Float64Array.from(q, (v) => v * Math.fround(scale));
+    expect(maxRel((await op.materializedWeight()).data as Float32Array, w)).toBeLessThan(1e-7);
+    // Reference: per-row activation absmax/127, round half to even, in float64.
+    const xq = new Float64Array(m * k);
+    for (let i = 0; i < m; i++) {
+      let amax = 0;
+      for (let c = 0; c < k; c++) amax = Math.max(amax, Math.abs(x[i * k + c] as number));
+      const xs = amax / 127;
+      for (let c = 0; c < k; c++) {
+        const v = (x[i * k + c] as number) / xs;
+        const r = Math.abs(v - Math.trunc(v)) === 0.5 ? 2 * Math.round(v / 2) : Math.round(v);
+        xq[i * k + c] = r * xs;
+      }
+    }
+    const y = (await op.forward(Tensor.fromArray('f32', [m, k], x))).data as Float32Array;
+    expect(maxRel(y, refLinear(xq, w, undefined, m, n, k))).toBeLessThan(1e-4);
+  });
+});
+
+describe('weight cache integration', () => {
+  it('materializes GGUF layers through the weight cache, within its budget, with the same results', async () => {
+    const g = GgufCheckpoint.open(fixturePath('gguf', 'quants.gguf'));
+    const names = ['t.q8_0', 't.q6_k', 't.q4_k'];
+    const src = memoryCheckpoint('m.gguf', Object.fromEntries(names.map((t) => [`${t}.weight`, g.tensor(t)])));
+    const x = Tensor.fromArray('f32', [2, 512], Float32Array.from({ length: 1024 }, (_, i) => Math.cos(i * 0.11)));
+    const plain = createLinearProvider(src);
+    // Room for one decoded layer (3 × 512 f32) at a time: every use after the first evicts.
+    const weights = new WeightCache<unknown>({ budgets: { cpu: 3 * 512 * 4 } });
+    const cached = createLinearProvider(src, { cache: { weights, model: 'm' } });
+    const ops = names.map((t) => cached.linear({ name: t, outFeatures: 3, inFeatures: 512, bias: false }));
+    weights.registerModel('m', ops.map((o) => o.weightDescriptor()));
+    expect(ops[0]?.weightDescriptor()).toEqual({ key: 't.q8_0@q8_0', bytes: 3 * 512 * 4 });
+    for (let pass = 0; pass < 2; pass++) {
+      weights.beginPass();
+      for (const [i, op] of ops.entries()) {
+        const want = await plain.linear({ name: names[i] as string, outFeatures: 3, inFeatures: 512, bias: false }).forward(x);
+        expect([...((await op.forward(x)).data as Float32Array)]).toEqual([...(want.data as Float32Array)]);
+      }
+    }
+    const stats = weights.stats('cpu');
+    // Every forward went through the cache; it never held more than its budget (plus one temporary).
+    expect(stats.requests).toBe(6);
+    expect(stats.hits + stats.materializations + stats.temporaries).toBe(6);
+    expect(stats.materializations).toBeGreaterThan(0);
+    expect(stats.peakResidentBytes).toBeLessThanOrEqual(3 * 512 * 4);
+    expect(stats.peakBytes).toBeLessThanOrEqual(2 * 3 * 512 * 4);
+    expect(stats.pinnedBytes).toBe(0);
+  });
+});
+
+describe('GGUF layers', () => {
+  const g = GgufCheckpoint.open(fixturePath('gguf', 'quants.gguf'));
+  const expected = readSafetensorsFixture(fixturePath('gguf', 'quants.expected.safetensors'));
+  // gguf fixture names have no `.weight`: present them under layer names like a real model file.
+  const src = memoryCheckpoint('model-Q8_0.gguf', Object.fromEntries(['t.q8_0', 't.q6_k', 't.q4_k'].map((t) => [`${t}.weight`, g.tensor(t)])));
+  const x = Tensor.fromArray('f32', [2, 512], Float32Array.from({ length: 1024 }, (_, i) => Math.sin(i * 0.37)));
+
+  it.each(['t.q8_0', 't.q6_k', 't.q4_k'])('%s runs as the f32 linear of its decoded weight', async (t) => {
+    const op = createLinearProvider(src).linear({ name: t, outFeatures: 3, inFeatures: 512, bias: false });
+    expect(op.format).toBe(t.slice(2));
+    const want = refLinear(x.data, expected.f32(t), undefined, 2, 3, 512);
+    expect(maxRel((await op.forward(x)).data as Float32Array, want)).toBeLessThan(1e-5);
+  });
+
+  it('requantizes Q8_0/Q6_K to int8 rowwise on request and reports the added error', async () => {
+    const p = createLinearProvider(src, { requantizeGguf: true });
+    const q8 = p.linear({ name: 't.q8_0', outFeatures: 3, inFeatures: 512, bias: false });
+    const q4 = p.linear({ name: 't.q4_k', outFeatures: 3, inFeatures: 512, bias: false });
+    expect(q8.format).toBe('int8_rowwise');
+    expect(q4.format).toBe('q4_k');
+    // Independent: per-row absmax/127, round half to even, from the expected decode.
+    const w = expected.f32('t.q8_0');
+    let num = 0;
+    let den = 0;
+    for (let r = 0; r < 3; r++) {
+      let amax = 0;
+      for (let c = 0; c < 512; c++) amax = Math.max(amax, Math.abs(w[r * 512 + c] as number));
+      const s = Math.fround(amax / 127);
+      for (let c = 0; c < 512; c++) {
+        const v = w[r * 512 + c] as number;
+        const y = Math.fround(v / s);
+        const fl = Math.floor(y);
+        const rq = y - fl === 0.5 ? (fl % 2 === 0 ? fl : fl + 1) : Math.round(y);
+        const d = Math.max(-128, Math.min(127, rq)) * s - v;
+        num += d * d;
+        den += v * v;
+      }
+    }
+    expect(await q8.conversionError()).toBeCloseTo(Math.sqrt(num / den), 5);
+    expect(await q4.conversionError()).toBe(0);
+  });
+});

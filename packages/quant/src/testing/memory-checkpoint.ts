@@ -1,0 +1,37 @@
+// Test-only CheckpointSource over tensors in memory (stand-in for safetensors files in unit tests).
+import { NinodesError, type Tensor } from '@ninodes/kernels';
+import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
+import { readSafetensorsFixture } from './fixtures.js';
+
+export function memoryCheckpoint(path: string, tensors: Record<string, Tensor>, metadata: Record<string, string> = {}): CheckpointSource {
+  let offset = 0;
+  const list: TensorEntry[] = Object.entries(tensors).map(([name, t]) => {
+    const e = { name, dtype: t.dtype, shape: t.shape, byteOffset: offset, byteLength: t.byteLength, file: path };
+    offset += t.byteLength;
+    return e;
+  });
+  const byName = new Map(list.map((e) => [e.name, e]));
+  return {
+    format: 'safetensors',
+    path,
+    metadata,
+    entries: () => list,
+    has: (name) => byName.has(name),
+    entry(name) {
+      const e = byName.get(name);
+      if (!e) throw new NinodesError('TENSOR_NOT_FOUND', `${name} not in ${path}`, { value: name, where: path });
+      return e;
+    },
+    tensor(name) {
+      const t = tensors[name];
+      if (!t) throw new NinodesError('TENSOR_NOT_FOUND', `${name} not in ${path}`, { value: name, where: path });
+      return t;
+    },
+    close() {},
+  };
+}
+
+export function fixtureCheckpoint(path: string): CheckpointSource {
+  const f = readSafetensorsFixture(path);
+  return memoryCheckpoint(path, Object.fromEntries(f.names.map((n) => [n, f.tensor(n)])), f.metadata);
+}
