@@ -1,1 +1,31 @@
-export {};
+export { H3_DEFAULTS, H3_PATCH, type H3Config, patchDim, rotDim, validateH3Config } from './h3-config.js';
+export { H3_PRESETS, type H3Preset, type H3PresetName, h3Preset } from './presets.js';
+export { type H3LinearLayer, type H3Parameter, h3BlockLinears, h3Linears, h3Parameters, h3UnusedKeys } from './h3-tensors.js';
+export {
+  type DetectedArchitecture,
+  type KnownArchitecture,
+  type TensorShapeInfo,
+  type UnknownArchitecture,
+  detectArchitecture,
+} from './detect-architecture.js';
+export { flowSigmas } from './sigma-schedule.js';
+export { h3RopeAngles, h3VideoPositions } from './video-grid.js';
+export { timestepFeatures } from './timestep-embedding.js';
+export { type LatentDims, latentDims, patchify, unpatchify } from './patchify.js';
+export { H3Block, type BlockTrace, type ParameterReader } from './h3-block.js';
+export { H3VideoModel, type H3ModelOptions, type VelocityModel } from './h3-model.js';
+export type { LinearOp, LinearProvider, LinearSpec } from './linear-provider.js';
+export {
+  type CaptureComparison,
+  type CaptureDifference,
+  type CaptureSink,
+  captureFromEnv,
+  compareCaptures,
+  createCaptureSink,
+} from './capture.js';
+export { GaussianStream, gaussianNoise, hashSeed } from './noise.js';
+export { SAMPLER_DEFAULTS, type SamplerOptions, type SamplerResult, type StepInfo, runSampler } from './sampler.js';
+export { type SyntheticCheckpointOptions, type SyntheticCheckpointResult, writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
+export { type CachedCheckpoint, ensureSyntheticCheckpoint } from './synthetic-cache.js';
+export { OP_FAMILIES, type OpFamily, type OpProfiler, createOpProfiler } from './op-profile.js';
+export { bytesByGroup, tensorGroup } from './tensor-group.js';

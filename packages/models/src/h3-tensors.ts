@@ -1,0 +1,81 @@
+import { type H3Config, patchDim } from './h3-config.js';
+
+/** A linear layer of the H3 video path, in checkpoint terms (weight [out, in] at `${name}.weight`). */
+export interface H3LinearLayer {
+  readonly name: string;
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+  readonly bias: boolean;
+  /** Stored fp32 in real checkpoints (ComfyUI builds these modules with dtype float32). */
+  readonly fp32Island: boolean;
+  /** Transformer block index, or undefined for the embedders and the final layer. */
+  readonly block: number | undefined;
+}
+
+/** A non-linear parameter (norm weight, buffer) the H3 video path reads straight from the checkpoint. */
+export interface H3Parameter {
+  readonly name: string;
+  readonly shape: readonly number[];
+  readonly kind: 'norm' | 'buffer';
+  readonly block: number | undefined;
+}
+
+/** The linears of block `i`, in execution order. */
+export function h3BlockLinears(config: H3Config, i: number): H3LinearLayer[] {
+  const inner = config.heads * config.headDim;
+  const p = `blocks.${i}`;
+  return [
+    { name: `${p}.adaln_proj.linear`, inFeatures: config.tDim, outFeatures: 18 * config.hidden, bias: true, fp32Island: false, block: i },
+    { name: `${p}.attn.qkv_proj`, inFeatures: config.hidden, outFeatures: 3 * inner, bias: false, fp32Island: false, block: i },
+    { name: `${p}.attn.out_proj`, inFeatures: inner, outFeatures: config.hidden, bias: false, fp32Island: false, block: i },
+    { name: `${p}.mlp.fc1`, inFeatures: config.hidden, outFeatures: 2 * config.ffn, bias: false, fp32Island: false, block: i },
+    { name: `${p}.mlp.fc2`, inFeatures: config.ffn, outFeatures: config.hidden, bias: false, fp32Island: false, block: i },
+  ];
+}
+
+/** Every linear of the H3 video path. */
+export function h3Linears(config: H3Config): H3LinearLayer[] {
+  const out: H3LinearLayer[] = [
+    { name: 'video_patch_proj', inFeatures: patchDim(config), outFeatures: config.hidden, bias: true, fp32Island: true, block: undefined },
+    { name: 'time_embedder.proj_in', inFeatures: config.freqDim, outFeatures: config.timeHidden, bias: true, fp32Island: true, block: undefined },
+    { name: 'time_embedder.proj_out', inFeatures: config.timeHidden, outFeatures: config.tDim, bias: true, fp32Island: true, block: undefined },
+  ];
+  for (let i = 0; i < config.layers; i++) out.push(...h3BlockLinears(config, i));
+  out.push(
+    { name: 'final_layer.adaln_proj.linear', inFeatures: config.tDim, outFeatures: 2 * config.hidden, bias: true, fp32Island: false, block: undefined },
+    { name: 'final_layer.video_out', inFeatures: config.hidden, outFeatures: patchDim(config), bias: true, fp32Island: true, block: undefined },
+  );
+  return out;
+}
+
+/** Norm weights and buffers of the H3 video path. */
+export function h3Parameters(config: H3Config): H3Parameter[] {
+  const out: H3Parameter[] = [{ name: 'rope.inv_freq', shape: [config.ropeLen], kind: 'buffer', block: undefined }];
+  for (let i = 0; i < config.layers; i++) {
+    out.push(
+      { name: `blocks.${i}.norm1.weight`, shape: [config.hidden], kind: 'norm', block: i },
+      { name: `blocks.${i}.norm2.weight`, shape: [config.hidden], kind: 'norm', block: i },
+      { name: `blocks.${i}.attn.q_norm.weight`, shape: [config.headDim], kind: 'norm', block: i },
+      { name: `blocks.${i}.attn.k_norm.weight`, shape: [config.headDim], kind: 'norm', block: i },
+    );
+  }
+  out.push({ name: 'final_layer.norm.weight', shape: [config.hidden], kind: 'norm', block: undefined });
+  return out;
+}
+
+/** Suffixes a quantized linear stores beside its weight (int8/fp8 scales, ComfyUI's quant marker). */
+const LINEAR_SIDECARS = ['weight', 'bias', 'weight_scale', 'scale_weight', 'input_scale', 'scale_input', 'comfy_quant'] as const;
+
+/**
+ * Checkpoint keys the H3 video forward does not read: a real H3 file's text refiner, audio and
+ * condition tensors (and anything else). `prefix` is the key prefix the checkpoint uses
+ * (e.g. 'model.diffusion_model.'); keys outside it are unused too.
+ */
+export function h3UnusedKeys(names: Iterable<string>, config: H3Config, prefix = ''): string[] {
+  const used = new Set<string>();
+  for (const l of h3Linears(config)) for (const s of LINEAR_SIDECARS) used.add(`${prefix}${l.name}.${s}`);
+  for (const p of h3Parameters(config)) used.add(`${prefix}${p.name}`);
+  const unused: string[] = [];
+  for (const n of names) if (!used.has(n)) unused.push(n);
+  return unused;
+}

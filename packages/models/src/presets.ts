@@ -1,0 +1,49 @@
+import { NinodesError } from '@ninodes/kernels';
+import { H3_DEFAULTS, type H3Config } from './h3-config.js';
+
+export type H3PresetName = 'h3-tiny' | 'h3-small' | 'h3-full';
+
+export interface H3Preset {
+  readonly name: H3PresetName;
+  readonly config: H3Config;
+  /** A latent size that makes a sensible default run for this preset ([1, 24, T, H, W]). */
+  readonly defaultLatent: { readonly frames: number; readonly height: number; readonly width: number };
+  readonly description: string;
+}
+
+/*
+ * Widths: hidden, heads·headDim and ffn/2 are multiples of 256 so every block linear takes int8
+ * convrot (group 256) and a tensor-parallel split in two. The tiny and small presets also keep tDim a
+ * multiple of 256 (adaLN); h3-full keeps the real time_embed_dim 2688, which is not.
+ */
+export const H3_PRESETS: Readonly<Record<H3PresetName, H3Preset>> = {
+  'h3-tiny': {
+    name: 'h3-tiny',
+    description: 'embedded default: 8 layers, hidden 512, 8×64 heads, ffn 1024 (~40 M parameters, ~80 MB bf16)',
+    config: { ...H3_DEFAULTS, layers: 8, hidden: 512, heads: 8, headDim: 64, ffn: 1024, tDim: 256, timeHidden: 512, ropeLen: 8 },
+    defaultLatent: { frames: 3, height: 32, width: 32 },
+  },
+  'h3-small': {
+    name: 'h3-small',
+    description: 'benchmark size: 10 layers, hidden 1536, 12×128 heads, ffn 4096 (~0.5 G parameters, ~1 GB bf16)',
+    config: { ...H3_DEFAULTS, layers: 10, hidden: 1536, heads: 12, headDim: 128, ffn: 4096, tDim: 768, timeHidden: 1536, ropeLen: 16 },
+    defaultLatent: { frames: 5, height: 32, width: 32 },
+  },
+  'h3-full': {
+    name: 'h3-full',
+    description: 'the real MiniMax-H3 DiT shape: 50 layers, hidden 5376, 56×128 heads, ffn 14336 (~32 G parameters, sparse file)',
+    config: { ...H3_DEFAULTS, layers: 50, hidden: 5376, heads: 56, headDim: 128, ffn: 14336, tDim: 2688, timeHidden: 5376, ropeLen: 16 },
+    defaultLatent: { frames: 21, height: 60, width: 104 },
+  },
+};
+
+export function h3Preset(name: string): H3Preset {
+  if (!Object.hasOwn(H3_PRESETS, name)) {
+    throw new NinodesError('UNKNOWN_PRESET', `unknown model preset '${name}'`, {
+      value: name,
+      where: 'preset',
+      hint: `presets: ${Object.keys(H3_PRESETS).join(', ')}`,
+    });
+  }
+  return H3_PRESETS[name as H3PresetName];
+}
