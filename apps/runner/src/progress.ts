@@ -28,11 +28,15 @@ export function createProgress(mode: ProgressMode, stream: Writable, now: () => 
   return {
     task(label, total) {
       let count = 0;
+      let lastEmitted = -1;
       const started = now();
       const elapsed = () => ((now() - started) / 1000).toFixed(1);
       const emit = (final: boolean, detail?: string) => {
         const suffix = detail ? ` ${detail}` : '';
         if (mode === 'silent') return;
+        // A plain log gets no second line for a task whose last tick already said it was complete.
+        if (mode === 'plain' && final && lastEmitted === total && detail === undefined) return;
+        lastEmitted = count;
         if (mode === 'json') {
           stream.write(`${JSON.stringify({ event: final ? 'done' : 'progress', task: label, count, total, seconds: Number(elapsed()), ...(detail ? { detail } : {}) })}\n`);
         } else if (mode === 'tty') {

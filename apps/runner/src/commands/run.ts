@@ -78,15 +78,16 @@ export const run = defineCommand({
       let modelPath = args.model;
       if (modelPath === undefined) {
         const preset = args.preset ?? 'h3-tiny';
-        const gen = context.progress.task(`generating ${preset}`, 100);
+        const gen = context.progress.task(`generating ${preset}`, 10);
         let last = 0;
         const cached = await ensureSyntheticCheckpoint({
           dir: cacheDir(context.env),
           preset,
-          onProgress: (p: { fraction?: number }) => {
-            const pct = Math.floor((p.fraction ?? 0) * 100);
-            while (last < pct) {
-              last++;
+          onProgress: (done, total) => {
+            const pct = total > 0 ? Math.floor((done / total) * 100) : 100;
+            // Ten ticks, not a hundred: plain logs get a line per 10 %.
+            while (last + 10 <= pct) {
+              last += 10;
               gen.tick();
             }
           },
