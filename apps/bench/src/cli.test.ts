@@ -1,10 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { benchRoot } from './package-root.js';
-import { ResultsSchema } from './results-schema.js';
 
 // The built CLI, as `npm run bench` runs it (turbo builds before testing).
 const cli = join(benchRoot(), 'dist', 'cli.js');
@@ -25,19 +22,6 @@ describe('ninodes-bench CLI', () => {
     expect(run(['--quick', '--compare', '/nonexistent/results.json']).stderr).toContain('BENCH_BASELINE_UNREADABLE');
   });
 
-  it('--quick writes the three outputs, env included, for the registered suites', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ninodes-bench-cli-'));
-    try {
-      const r = run(['--quick', '--out', dir]);
-      expect(r.stderr).not.toMatch(/Error/);
-      expect(r.status).toBe(0);
-      const results = ResultsSchema.parse(JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')));
-      expect(results.options.quick).toBe(true);
-      expect(results.env.versions.node).toBe(process.version);
-      expect(existsSync(join(dir, 'summary.md'))).toBe(true);
-      expect(readFileSync(join(dir, 'report.html'), 'utf8')).toMatch(/^<!doctype html>/);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  // The end-to-end `--quick --suite all` run (three outputs, valid) is src/suites/quick-all.test.ts:
+  // one full quick run per `npm test`, not two.
 });

@@ -8,6 +8,9 @@
 // arrays read as empty, then the pages are unmapped at once. JS owns the file descriptor and checks
 // the file's identity with fstat; this file owns only the mapping.
 #include <malloc.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -83,6 +86,27 @@ void install_bus_guard() {
   });
 }
 
+// Sum of n bytes. psadbw adds 16 bytes per instruction and is part of baseline x86-64 (SSE2), so
+// a full read runs at memory bandwidth instead of one byte per add.
+uint64_t byte_sum(const unsigned char* p, size_t n) {
+  uint64_t sum = 0;
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i zero = _mm_setzero_si128();
+  __m128i a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+  for (; i + 64 <= n; i += 64) {
+    a0 = _mm_add_epi64(a0, _mm_sad_epu8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)), zero));
+    a1 = _mm_add_epi64(a1, _mm_sad_epu8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 16)), zero));
+    a2 = _mm_add_epi64(a2, _mm_sad_epu8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 32)), zero));
+    a3 = _mm_add_epi64(a3, _mm_sad_epu8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 48)), zero));
+  }
+  const __m128i total = _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3));
+  sum = static_cast<uint64_t>(_mm_cvtsi128_si64(total)) + static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(total, total)));
+#endif
+  for (; i < n; ++i) sum += p[i];
+  return sum;
+}
+
 // Sums bytes [lo, hi) of base; returns false when a page was missing (SIGBUS).
 bool guarded_sum(const unsigned char* base, size_t lo, size_t hi, size_t step, uint64_t* out) {
   sigjmp_buf jump;
@@ -94,7 +118,11 @@ bool guarded_sum(const unsigned char* base, size_t lo, size_t hi, size_t step, u
   std::atomic_signal_fence(std::memory_order_seq_cst);
   const unsigned char* p = base;
   uint64_t sum = 0;
-  for (size_t i = lo; i < hi; i += step) sum += p[i];
+  if (step == 1) {
+    sum = byte_sum(p + lo, hi - lo);
+  } else {
+    for (size_t i = lo; i < hi; i += step) sum += p[i];
+  }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t_bus_jump = nullptr;
   *out = sum;

@@ -3,6 +3,8 @@
 // reads as empty instead of touching freed memory.
 #include <napi.h>
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -16,8 +18,15 @@ namespace {
 struct Allocation {
   void* data;
   size_t bytes;
+  size_t mapped_bytes;  // > 0: the block came from mmap and goes back with munmap
   bool freed = false;
 };
+
+// Large blocks are mapped directly so that freeing one returns its pages to the OS at once. From
+// malloc, glibc raises its mmap threshold after the first large free and then keeps freed weight
+// buffers on its heap: a weight cache evicting to stay within budget saw resident memory stay at
+// about twice the budget.
+constexpr size_t kMapThreshold = size_t{1} << 20;
 
 std::atomic<int64_t> live_bytes{0};
 std::mutex registry_mutex;
@@ -30,7 +39,11 @@ void free_locked(Allocation* a) {
   if (a->freed) return;
   a->freed = true;
   registry().erase(a->data);
-  std::free(a->data);
+  if (a->mapped_bytes > 0) {
+    munmap(a->data, a->mapped_bytes);
+  } else {
+    std::free(a->data);
+  }
   live_bytes.fetch_sub(static_cast<int64_t>(a->bytes));
 }
 
@@ -52,9 +65,19 @@ Napi::Value allocate_native(const Napi::CallbackInfo& info) {
     }
     const size_t bytes = static_cast<size_t>(want);
     const size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
-    void* data = std::aligned_alloc(64, rounded);
+    void* data = nullptr;
+    size_t mapped_bytes = 0;
+    if (rounded >= kMapThreshold) {
+      void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p != MAP_FAILED) {
+        data = p;
+        mapped_bytes = rounded;
+      }
+    } else {
+      data = std::aligned_alloc(64, rounded);
+    }
     if (data == nullptr) ninodes::fail("NATIVE_OUT_OF_MEMORY", "allocateNative: could not allocate " + std::to_string(bytes) + " bytes");
-    auto* a = new Allocation{data, bytes};
+    auto* a = new Allocation{data, bytes, mapped_bytes};
     {
       std::lock_guard<std::mutex> lock(registry_mutex);
       registry()[data] = a;

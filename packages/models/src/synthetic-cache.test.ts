@@ -6,6 +6,12 @@ import { detectArchitecture } from './detect-architecture.js';
 import { H3_PRESETS } from './presets.js';
 import { ensureSyntheticCheckpoint } from './synthetic-cache.js';
 import { openSafetensors } from '@ninodes/memory';
+import { gaussianNoise } from './noise.js';
+import { openH3Model } from './open-h3-model.js';
+import { runSampler } from './sampler.js';
+import { maxRelError } from './test-support/compare.js';
+import { readSafetensorsFile, tensorF64 } from './test-support/read-safetensors.js';
+import { refSample } from './test-support/reference-f64.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-cache-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -18,6 +24,16 @@ describe('ensureSyntheticCheckpoint', () => {
     expect(first.bytes).toBeLessThan(300e6);
     const d = detectArchitecture(openSafetensors(first.path).entries());
     expect(d.family === 'h3' && d.h3).toEqual(H3_PRESETS['h3-tiny'].config);
+    // the preset itself (8 layers, outlier channels) runs like the float64 oracle: 2 steps on a small latent
+    const opened = openH3Model(first.path, { compute: 'auto', capture: false });
+    const noise = gaussianNoise([1, 24, 2, 4, 6], 5);
+    const got = await runSampler(opened.model, { latent: noise, steps: 2 });
+    opened.close();
+    const ck = readSafetensorsFile(first.path);
+    const cfg = H3_PRESETS['h3-tiny'].config;
+    const want = refSample((n) => tensorF64(ck, n), { ...cfg, channels: 24 }, Float64Array.from(noise.data), 2, 4, 6, 2, 12);
+    expect(maxRelError(got.latent.data, want)).toBeLessThan(1e-4);
+
     const second = await ensureSyntheticCheckpoint({ dir, preset: 'h3-tiny' });
     expect(second).toMatchObject({ reused: true, sha256: first.sha256 });
     writeFileSync(first.path, Buffer.alloc(first.bytes, 1));

@@ -3,5 +3,7 @@
  * `Suite` (see ../suite.ts), and one line here.
  */
 import type { Suite } from '../suite.js';
+import { ioSuite } from './io.js';
+import { kernelsSuite } from './kernels.js';
 
-export const SUITES: readonly Suite[] = [];
+export const SUITES: readonly Suite[] = [kernelsSuite, ioSuite];

@@ -1,0 +1,79 @@
+import type { CheckpointSource } from '@ninodes/memory';
+import { openSafetensors } from '@ninodes/memory';
+import { type ComputeMode, GgufCheckpoint, createLinearProvider } from '@ninodes/quant';
+import { NinodesError } from '@ninodes/kernels';
+import { detectArchitecture } from './detect-architecture.js';
+import { H3VideoModel, type H3ModelOptions } from './h3-model.js';
+import { h3Linears } from './h3-tensors.js';
+import type { LinearProvider } from './linear-provider.js';
+
+export interface OpenH3ModelOptions extends H3ModelOptions {
+  /** Run format of the linears ('auto' = as stored in the file). Default 'auto'. */
+  readonly compute?: ComputeMode;
+  /**
+   * Also convert the fp32 islands (patch embedding, time embedder, output head) to `compute`.
+   * Default false: like ComfyUI, they run as stored.
+   */
+  readonly quantizeIslands?: boolean;
+  /** Use this provider instead of building one from `compute`. */
+  readonly provider?: LinearProvider;
+}
+
+export interface OpenedH3Model {
+  readonly model: H3VideoModel;
+  readonly source: CheckpointSource;
+  readonly provider: LinearProvider;
+  /** Unmaps the checkpoint (the model is unusable afterwards). */
+  close(): void;
+}
+
+/** Opens a safetensors (single, or sharded `.index.json`) or GGUF file as a CheckpointSource. */
+export function openCheckpoint(path: string): CheckpointSource {
+  return path.toLowerCase().endsWith('.gguf') ? GgufCheckpoint.open(path) : openSafetensors(path);
+}
+
+/** Routes layers by name: those in `names` to `islands`, every other linear to `main`. */
+export function islandAwareProvider(main: LinearProvider, islands: LinearProvider, names: ReadonlySet<string>): LinearProvider {
+  return { linear: (spec) => (names.has(spec.name) ? islands : main).linear(spec) };
+}
+
+/**
+ * The composition the runner needs in one call: open the checkpoint, detect the H3 config, build
+ * linear ops with @ninodes/quant in the requested format (fp32 islands kept as stored unless asked),
+ * and the model over them. The source is closed again if anything fails.
+ */
+export function openH3Model(path: string, options: OpenH3ModelOptions = {}): OpenedH3Model {
+  const source = openCheckpoint(path);
+  try {
+    let config = options.config;
+    let prefix = options.prefix;
+    if (config === undefined || prefix === undefined) {
+      const detected = detectArchitecture(source.entries());
+      if (detected.family !== 'h3' || detected.h3 === undefined) {
+        throw new NinodesError('ARCHITECTURE_MISMATCH', `${path} is not a MiniMax-H3 DiT checkpoint (detected: ${detected.family})`, {
+          value: detected.family,
+          where: path,
+          hint: detected.evidence.slice(0, 3).join('; '),
+        });
+      }
+      config ??= detected.h3;
+      prefix ??= detected.prefix;
+    }
+    let provider = options.provider;
+    if (!provider) {
+      const compute = options.compute ?? 'auto';
+      const main = createLinearProvider(source, { compute });
+      if (compute === 'auto' || options.quantizeIslands) provider = main;
+      else {
+        const asStored = createLinearProvider(source, { compute: 'auto', detection: main.detection });
+        const islands = new Set(h3Linears(config).filter((l) => l.fp32Island).map((l) => `${prefix}${l.name}`));
+        provider = islandAwareProvider(main, asStored, islands);
+      }
+    }
+    const model = H3VideoModel.create(source, provider, { ...options, config, prefix });
+    return { model, source, provider, close: () => source.close() };
+  } catch (error) {
+    source.close();
+    throw error;
+  }
+}
