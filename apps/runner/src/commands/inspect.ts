@@ -1,10 +1,9 @@
 import { statSync } from 'node:fs';
 import { formatByteSize } from '@ninodes/memory';
 import { bytesByGroup, detectArchitecture, h3UnusedKeys } from '@ninodes/models';
-import { detectFormats } from '@ninodes/quant';
+import { detectFormats, openCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
-import { openCheckpoint } from '../open-checkpoint.js';
 import { formatTable } from '../table.js';
 
 export interface InspectResult {

@@ -2,10 +2,9 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { NinodesError } from '@ninodes/kernels';
 import { formatByteSize } from '@ninodes/memory';
-import { quantize as quantizeCheckpoint } from '@ninodes/quant';
+import { openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
-import { openCheckpoint } from '../open-checkpoint.js';
 
 export const quantize = defineCommand({
   name: 'quantize',

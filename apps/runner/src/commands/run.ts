@@ -3,14 +3,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildInfo, setThreads } from '@ninodes/kernels';
 import { tensorSources, writeSafetensors } from '@ninodes/memory';
-import { H3VideoModel, ensureSyntheticCheckpoint, runSampler } from '@ninodes/models';
-import { createLinearProvider, type ComputeMode } from '@ninodes/quant';
+import { type OpenedH3Model, ensureSyntheticCheckpoint, openH3Model, runSampler } from '@ninodes/models';
+import type { ComputeMode } from '@ninodes/quant';
 import { cpus } from 'node:os';
 import { z } from 'zod';
 import { cacheDir } from '../cache-dir.js';
 import { defineCommand } from '../command.js';
 import { readLatentFile } from '../latent-file.js';
-import { openCheckpoint } from '../open-checkpoint.js';
 import { stageOutput } from '../output-dir.js';
 import { samplePeakMemory } from '../peak-memory.js';
 import { latentPreviewPng } from '../preview.js';
@@ -73,7 +72,7 @@ export const run = defineCommand({
     const threads = setThreads(args.threads);
     const memory = samplePeakMemory();
     const stage = stageOutput(args.out);
-    let source: ReturnType<typeof openCheckpoint> | undefined;
+    let opened: OpenedH3Model | undefined;
     try {
       let modelPath = args.model;
       if (modelPath === undefined) {
@@ -95,9 +94,9 @@ export const run = defineCommand({
         gen.done(cached.reused ? 'cached (hash verified)' : 'written');
         modelPath = cached.path;
       }
-      source = openCheckpoint(modelPath);
-      const provider = createLinearProvider(source, { compute: QUANT_TO_COMPUTE[args.quant], filename: modelPath });
-      const model = H3VideoModel.create(source, provider);
+      // fp32 islands (patch embedding, time embedder, output head) run as stored, as in ComfyUI.
+      opened = openH3Model(modelPath, { compute: QUANT_TO_COMPUTE[args.quant] });
+      const { model } = opened;
       const unused = model.unusedKeys();
       if (unused.length > 0) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
@@ -180,7 +179,7 @@ export const run = defineCommand({
       memory.stop();
       throw error;
     } finally {
-      source?.close();
+      opened?.close();
     }
   },
 });

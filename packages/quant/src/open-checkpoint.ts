@@ -3,7 +3,7 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { NinodesError } from '@ninodes/kernels';
 import { type CheckpointSource, openSafetensors } from '@ninodes/memory';
-import { GgufCheckpoint } from '@ninodes/quant';
+import { GgufCheckpoint } from './gguf-checkpoint.js';
 
 function magic(path: string): string {
   let fd: number;
