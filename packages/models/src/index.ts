@@ -29,4 +29,4 @@ export { type SyntheticCheckpointOptions, type SyntheticCheckpointResult, writeS
 export { type CachedCheckpoint, ensureSyntheticCheckpoint } from './synthetic-cache.js';
 export { OP_FAMILIES, type OpFamily, type OpProfiler, createOpProfiler } from './op-profile.js';
 export { bytesByGroup, tensorGroup } from './tensor-group.js';
-export { type OpenH3ModelOptions, type OpenedH3Model, islandAwareProvider, openCheckpoint, openH3Model } from './open-h3-model.js';
+export { type OpenH3ModelOptions, type OpenedH3Model, islandAwareProvider, openH3Model } from './open-h3-model.js';

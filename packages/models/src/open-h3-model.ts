@@ -1,6 +1,5 @@
 import type { CheckpointSource } from '@ninodes/memory';
-import { openSafetensors } from '@ninodes/memory';
-import { type ComputeMode, GgufCheckpoint, createLinearProvider } from '@ninodes/quant';
+import { type ComputeMode, createLinearProvider, openCheckpoint } from '@ninodes/quant';
 import { NinodesError } from '@ninodes/kernels';
 import { detectArchitecture } from './detect-architecture.js';
 import { H3VideoModel, type H3ModelOptions } from './h3-model.js';
@@ -25,11 +24,6 @@ export interface OpenedH3Model {
   readonly provider: LinearProvider;
   /** Unmaps the checkpoint (the model is unusable afterwards). */
   close(): void;
-}
-
-/** Opens a safetensors (single, or sharded `.index.json`) or GGUF file as a CheckpointSource. */
-export function openCheckpoint(path: string): CheckpointSource {
-  return path.toLowerCase().endsWith('.gguf') ? GgufCheckpoint.open(path) : openSafetensors(path);
 }
 
 /** Routes layers by name: those in `names` to `islands`, every other linear to `main`. */

@@ -63,3 +63,4 @@ export {
 } from './quantize.js';
 export { accuracyReport, normalStream, sampleActivations, type AccuracyFormat, type AccuracyOptions, type AccuracyRow } from './accuracy-report.js';
 export { randomBlockTensor } from './synthetic-blocks.js';
+export { openCheckpoint } from './open-checkpoint.js';

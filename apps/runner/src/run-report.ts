@@ -1,0 +1,54 @@
+// report.json of `ninodes run`: what was run, how long each step took, what memory it needed and a
+// hash of what it produced. Validated before it is written so a report never lies about its shape.
+import { z } from 'zod';
+
+export const runReportSchema = z.object({
+  schema: z.literal('ninodes.run-report/1'),
+  config: z.object({
+    model: z.string(),
+    architecture: z.string(),
+    quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']),
+    frames: z.number().int().positive(),
+    height: z.number().int().positive(),
+    width: z.number().int().positive(),
+    latentShape: z.array(z.number().int().nonnegative()),
+    steps: z.number().int().positive(),
+    shift: z.number().positive(),
+    seed: z.number().int().nonnegative(),
+    threads: z.number().int().positive(),
+  }),
+  timing: z.object({
+    /** Seconds of each sampler step, in order. */
+    stepSeconds: z.array(z.number().nonnegative()),
+    /** Mean of steps 2..N-1 (1-based), the steady state without warm-up and the last step; all steps when N < 3. */
+    meanStepSeconds: z.number().nonnegative(),
+    loadSeconds: z.number().nonnegative(),
+    endToEndSeconds: z.number().nonnegative(),
+  }),
+  memory: z.object({
+    /** Peak resident bytes the process owned (anonymous: heap, native buffers). */
+    peakAnonBytes: z.number().int().nonnegative(),
+    /** Peak resident bytes mapped from files (the page cache backing mmap'd weights). */
+    peakFileBytes: z.number().int().nonnegative(),
+    samples: z.number().int().nonnegative(),
+  }),
+  output: z.object({
+    latentSha256: z.string().regex(/^[0-9a-f]{64}$/),
+    files: z.array(z.string()),
+  }),
+  env: z.object({
+    node: z.string(),
+    simd: z.string(),
+    onednn: z.string(),
+    cpu: z.string(),
+  }),
+});
+
+export type RunReport = z.infer<typeof runReportSchema>;
+
+/** Mean of steps 2..N-1 (1-based): drops the first (warm-up) and last; all steps when N < 3. */
+export function steadyStepMean(stepSeconds: readonly number[]): number {
+  const core = stepSeconds.length >= 3 ? stepSeconds.slice(1, -1) : stepSeconds;
+  if (core.length === 0) return 0;
+  return core.reduce((a, b) => a + b, 0) / core.length;
+}
