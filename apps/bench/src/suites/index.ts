@@ -5,5 +5,7 @@
 import type { Suite } from '../suite.js';
 import { ioSuite } from './io.js';
 import { kernelsSuite } from './kernels.js';
+import { modelSuite } from './model.js';
+import { quantSuite } from './quant.js';
 
-export const SUITES: readonly Suite[] = [kernelsSuite, ioSuite];
+export const SUITES: readonly Suite[] = [kernelsSuite, ioSuite, quantSuite, modelSuite];

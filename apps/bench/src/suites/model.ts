@@ -1,0 +1,162 @@
+/**
+ * Suite `model` (issue 6): step time (one model forward at a sampler latent) and whole-process peak
+ * memory (a separate child, measured by the OS) for the synthetic H3 presets at fp32 / bf16 / int8
+ * convrot, the step-time ratio against fp32 timed in the same rounds, and the share of the step per
+ * op family from the model's profiler.
+ */
+import { join } from 'node:path';
+import type { Tensor } from '@ninodes/kernels';
+import { type H3PresetName, type H3VideoModel, OP_FAMILIES, createOpProfiler, ensureSyntheticCheckpoint, flowSigmas, gaussianNoise, h3Linears, h3Preset, openH3Model } from '@ninodes/models';
+import type { BenchCase, Contender, Metric, Params, Suite, Work } from '../suite.js';
+import { benchCacheDir } from './quant.js';
+
+type StepFormat = 'f32' | 'bf16' | 'int8_convrot';
+const FORMATS: readonly StepFormat[] = ['f32', 'bf16', 'int8_convrot'];
+
+/** Noise level of the timed step: the sampler's second step at 8 steps, shift 12 (any sigma costs the same). */
+const SIGMA = flowSigmas(8, 12)[1] as number;
+const SEED = 145;
+const PROFILED_FORWARDS = 3;
+
+const checkpoints = new Map<H3PresetName, Promise<string>>();
+
+/** The preset's checkpoint in the bench cache, generated once and verified by hash on reuse. */
+function checkpointPath(preset: H3PresetName): Promise<string> {
+  let p = checkpoints.get(preset);
+  if (p === undefined) {
+    p = ensureSyntheticCheckpoint({ dir: join(benchCacheDir(), 'models'), preset }).then((c) => c.path);
+    checkpoints.set(preset, p);
+  }
+  return p;
+}
+
+interface StepParams {
+  model: H3PresetName;
+  format: StepFormat;
+  frames: number;
+  height: number;
+  width: number;
+}
+
+function stepParams(p: Params): StepParams {
+  return { model: p.model as H3PresetName, format: p.format as StepFormat, frames: p.frames as number, height: p.height as number, width: p.width as number };
+}
+
+/** Multiply-adds x2 of one forward: every linear on its rows, plus attention's two matmuls. */
+function stepFlops(s: StepParams): number {
+  const c = h3Preset(s.model).config;
+  const tokens = s.frames * Math.ceil(s.height / 2) * Math.ceil(s.width / 2);
+  let flops = 0;
+  for (const l of h3Linears(c)) {
+    // adaLN and the time embedder run on the single time-embedding row, the rest on every token.
+    const rows = /adaln|time_embedder/.test(l.name) ? 1 : tokens;
+    flops += 2 * rows * l.inFeatures * l.outFeatures;
+  }
+  return flops + c.layers * 4 * tokens * tokens * c.heads * c.headDim;
+}
+
+/** The model in `format`, fp32 islands (patch, time embedder, video_out) kept as stored, as a user runs it. */
+function openModel(path: string, format: StepFormat): { model: H3VideoModel; close: () => void } {
+  return openH3Model(path, { compute: format, capture: false });
+}
+
+async function forwardOnce(model: H3VideoModel, latent: Tensor<'f32'>): Promise<void> {
+  (await model.forward(latent, SIGMA)).dispose();
+}
+
+/** A fresh Node that loads the checkpoint, builds the model and runs two forwards (the first materializes). */
+function childScript(path: string, s: StepParams): string {
+  return [
+    `import { gaussianNoise, openH3Model } from '@ninodes/models';`,
+    `const { model, close } = openH3Model(${JSON.stringify(path)}, { compute: ${JSON.stringify(s.format)}, capture: false });`,
+    `const latent = gaussianNoise([1, model.config.latentChannels, ${s.frames}, ${s.height}, ${s.width}], ${SEED});`,
+    `const seconds = [];`,
+    `for (let i = 0; i < 2; i++) { const t0 = performance.now(); (await model.forward(latent, ${SIGMA})).dispose(); seconds.push((performance.now() - t0) / 1000); }`,
+    `process.stdout.write(JSON.stringify({ seconds }));`,
+    `close();`,
+  ].join('\n');
+}
+
+const instances = (models: readonly H3PresetName[], latent: (m: H3PresetName) => { frames: number; height: number; width: number }): Params[] =>
+  models.flatMap((model) => FORMATS.map((format) => ({ model, format, ...latent(model) })));
+
+const step: BenchCase = {
+  name: 'step',
+  description: 'one H3 forward (a sampler step) at the given latent [1,24,T,H,W]; bf16 / int8 convrot timed against fp32 in the same rounds',
+  params: {
+    // Both presets at h3-tiny's default latent (768 tokens), so the models compare at equal work per
+    // token; h3-small's own default (5 frames) makes an fp32 step take ~20 s on 2 cores.
+    full: instances(['h3-tiny', 'h3-small'], () => h3Preset('h3-tiny').defaultLatent),
+    // Quick: h3-tiny only, a small latent, two timed steps.
+    quick: instances(['h3-tiny'], () => ({ frames: 1, height: 16, width: 16 })),
+  },
+  work: (p): Work => ({ flops: stepFlops(stepParams(p)) }),
+  // A step is up to seconds (h3-small): one warm-up (materializes the weights), then at least 3 timed steps.
+  budget: { warmup: 1, minRuns: 3, maxRuns: 10 },
+  setup: async (p, ctx) => {
+    const s = stepParams(p);
+    const path = await checkpointPath(s.model);
+    const closers: Array<() => void> = [];
+    const { model, close } = openModel(path, s.format);
+    closers.push(close);
+    const latent = gaussianNoise([1, model.config.latentChannels, s.frames, s.height, s.width], SEED);
+    const against: Record<string, { kind: 'baseline'; contender: Contender }> = {};
+    if (s.format !== 'f32') {
+      const fp32 = openModel(path, 'f32');
+      closers.push(fp32.close);
+      against.fp32 = { kind: 'baseline', contender: { run: () => forwardOnce(fp32.model, latent) } };
+    }
+    return {
+      run: () => forwardOnce(model, latent),
+      against,
+      metrics: async () => {
+        const m: Record<string, Metric> = {};
+        // Share of a step per op family, from profiled forwards separate from the timed ones (the
+        // profiler's clock reads stay out of the step times). On a shared machine one forward can be
+        // hit by another process, so three are profiled and the one with the median wall time is kept.
+        const profiles: Array<{ wall: number; seconds: Record<string, number> }> = [];
+        for (let i = 0; i < PROFILED_FORWARDS; i++) {
+          const profiler = createOpProfiler();
+          model.setProfiler(profiler);
+          const t0 = performance.now();
+          await forwardOnce(model, latent);
+          profiles.push({ wall: (performance.now() - t0) / 1000, seconds: { ...profiler.seconds } });
+          model.setProfiler(undefined);
+        }
+        const kept = [...profiles].sort((a, b) => a.wall - b.wall)[Math.floor(profiles.length / 2)]!;
+        let covered = 0;
+        for (const f of OP_FAMILIES) {
+          const sec = kept.seconds[f] ?? 0;
+          covered += sec;
+          m[`share_${f}`] = { value: sec / kept.wall, unit: 'fraction' };
+        }
+        m.share_other = { value: Math.max(0, 1 - covered / kept.wall), unit: 'fraction' };
+        m.profiled_step = { value: kept.wall, unit: 's', better: 'lower' };
+        const child = await ctx.peakMemoryOfScript(childScript(path, s));
+        const { seconds } = JSON.parse(child.stdout) as { seconds: number[] };
+        m.peak_rss = { value: child.peakBytes, unit: 'bytes', better: 'lower' };
+        m.child_first_step = { value: seconds[0] as number, unit: 's', better: 'lower' };
+        m.child_second_step = { value: seconds[1] as number, unit: 's', better: 'lower' };
+        return m;
+      },
+      dispose: () => {
+        latent.dispose();
+        for (const c of closers) c();
+      },
+    };
+  },
+};
+
+export const modelSuite: Suite = {
+  name: 'model',
+  description: 'Synthetic H3 DiT presets: step time and peak memory per format, int8 convrot / bf16 against fp32, step share per op family.',
+  cases: [step],
+  charts: [
+    { kind: 'time', title: 'step time per model and format', cases: ['step'], x: 'model', color: 'format' },
+    { kind: 'ratio', title: 'step time against fp32 (same rounds)', cases: ['step'] },
+    { kind: 'metric', title: 'peak RSS of a process doing two steps', metric: 'peak_rss', cases: ['step'], x: 'model', color: 'format' },
+    { kind: 'metric', title: 'share of step time in linears', metric: 'share_linear', cases: ['step'], x: 'model', color: 'format' },
+    { kind: 'metric', title: 'share of step time in attention', metric: 'share_attention', cases: ['step'], x: 'model', color: 'format' },
+    { kind: 'metric', title: 'share of step time in norms', metric: 'share_norm', cases: ['step'], x: 'model', color: 'format' },
+  ],
+};
