@@ -23,6 +23,8 @@ export interface RenderedChart {
 
 type Row = Record<string, string | number>;
 
+// Case labels carry every parameter (m=256 k=3072 n=3072 ...): the default 180 px cut them off.
+const INSTANCE_AXIS = { labelLimit: 420 } as const;
 const WIDTH = 560;
 
 /** Short label of an instance: case name and parameter values. */
@@ -65,7 +67,7 @@ function throughputCharts(idBase: string, req: Extract<ChartRequest, { kind: 'th
         data: { values: rows },
         mark: { type: 'bar', tooltip: true },
         encoding: {
-          y: { field: 'instance', type: 'nominal', title: null, sort: null },
+          y: { field: 'instance', type: 'nominal', title: null, sort: null, axis: INSTANCE_AXIS },
           yOffset: { field: 'contender', type: 'nominal', sort: contenderScale(rows).domain },
           x: { field: 'value', type: 'quantitative', title: unit },
           color: { field: 'contender', type: 'nominal', title: 'who', scale: contenderScale(rows) },
@@ -97,7 +99,7 @@ function ratioChart(id: string, req: Extract<ChartRequest, { kind: 'ratio' }>, c
           {
             mark: { type: 'bar', tooltip: true },
             encoding: {
-              y: { field: 'instance', type: 'nominal', title: null, sort: null },
+              y: { field: 'instance', type: 'nominal', title: null, sort: null, axis: INSTANCE_AXIS },
               yOffset: { field: 'against', type: 'nominal' },
               x: { field: 'ratio', type: 'quantitative', title: 'median per-pair time ratio' },
               color: { field: 'against', type: 'nominal', title: 'against' },
