@@ -117,6 +117,25 @@ export class MappedFile implements StorageOwner {
     io().ioDetach(buffer);
   }
 
+  /**
+   * The owner of one view, for a Tensor over it: disposing that tensor detaches only its view,
+   * while releasing the file detaches every view.
+   */
+  viewOwner(buffer: ArrayBuffer): StorageOwner {
+    const file = this;
+    let own = false;
+    return {
+      get released() {
+        return own || file.released;
+      },
+      release() {
+        if (own) return;
+        own = true;
+        if (!file.released) file.detachView(buffer);
+      },
+    };
+  }
+
   /** Throws FILE_TRUNCATED, FILE_REPLACED or FILE_MODIFIED when the file is no longer the one mapped. */
   verify(): void {
     this.assertOpen();

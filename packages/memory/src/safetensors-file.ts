@@ -1,5 +1,5 @@
 import { readSync } from 'node:fs';
-import { type MadviseAdvice, MappedFile, NinodesError, Tensor, type StorageOwner } from '@ninodes/kernels';
+import { type MadviseAdvice, MappedFile, NinodesError, Tensor } from '@ninodes/kernels';
 import type { CheckpointSource, TensorEntry } from './checkpoint-source.js';
 import { type SafetensorsHeader, parseHeader, readHeaderLength } from './safetensors-header.js';
 
@@ -8,24 +8,6 @@ export interface OpenSafetensorsOptions {
   mode?: 'shared' | 'private';
   /** Check size, inode and mtime on every tensor() call (default true): the SIGBUS guard. */
   verifyOnUse?: boolean;
-}
-
-// A tensor's own handle on its view: disposing one tensor detaches only its view, while closing the
-// file disposes every tensor.
-class ViewOwner implements StorageOwner {
-  private own = false;
-  constructor(
-    private readonly file: MappedFile,
-    private readonly buffer: ArrayBuffer,
-  ) {}
-  get released(): boolean {
-    return this.own || this.file.released;
-  }
-  release(): void {
-    if (this.own) return;
-    this.own = true;
-    if (!this.file.released) this.file.detachView(this.buffer);
-  }
 }
 
 /** One safetensors file over a read-only mmap; the header is parsed and validated at open. */
@@ -102,7 +84,7 @@ export class SafetensorsFile implements CheckpointSource {
     const e = this.entry(name);
     if (this.verifyOnUse) this.file.verify();
     const buffer = this.file.view(e.byteOffset, e.byteLength);
-    return new Tensor(e.dtype, e.shape, buffer, { owner: new ViewOwner(this.file, buffer) });
+    return new Tensor(e.dtype, e.shape, buffer, { owner: this.file.viewOwner(buffer) });
   }
 
   /** madvise a tensor's pages: `willneed` prefetches, `dontneed` drops them after use. */

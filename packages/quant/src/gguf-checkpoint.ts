@@ -1,5 +1,5 @@
 import { readSync } from 'node:fs';
-import { type MadviseAdvice, MappedFile, NinodesError, type StorageOwner, Tensor, byteSizeOf } from '@ninodes/kernels';
+import { type MadviseAdvice, MappedFile, NinodesError, Tensor, byteSizeOf } from '@ninodes/kernels';
 import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
 import { type GgufHeader, type GgufTensorInfo, GgufNeedMoreBytes, parseGguf } from './gguf-parser.js';
 import { ggufValueToString } from './gguf-types.js';
@@ -36,23 +36,6 @@ export function readGgufHeader(path: string): GgufHeader {
     return readHeaderFrom(file.descriptor, file.byteLength, path);
   } finally {
     file.release();
-  }
-}
-
-// Each tensor owns its view: disposing one detaches only that view; closing the file detaches all.
-class ViewOwner implements StorageOwner {
-  private own = false;
-  constructor(
-    private readonly file: MappedFile,
-    private readonly buffer: ArrayBuffer,
-  ) {}
-  get released(): boolean {
-    return this.own || this.file.released;
-  }
-  release(): void {
-    if (this.own) return;
-    this.own = true;
-    if (!this.file.released) this.file.detachView(this.buffer);
   }
 }
 
@@ -142,7 +125,7 @@ export class GgufCheckpoint implements CheckpointSource {
       shape = t.storedShape;
     }
     const buffer = this.file.view(t.byteOffset, t.byteLength);
-    return new Tensor(t.dtype, shape, buffer, { owner: new ViewOwner(this.file, buffer) });
+    return new Tensor(t.dtype, shape, buffer, { owner: this.file.viewOwner(buffer) });
   }
 
   /** madvise a tensor's pages (`dontneed` after use, `willneed` to prefetch). */
