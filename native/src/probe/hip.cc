@@ -1,13 +1,12 @@
 // The HIP runtime, loaded with dlopen when present. sysfs already tells us what AMD GPUs exist and
 // how much memory they have; HIP answers the other question: can this process compute on them.
 // Only calls that need no device context are used (no hipSetDevice, no allocation).
-#include <dlfcn.h>
-
 #include <cstddef>
 #include <mutex>
 #include <string>
 
 #include "core/errors.h"
+#include "probe/dynamic_library.h"
 #include "core/registry.h"
 
 namespace {
@@ -26,37 +25,23 @@ struct Hip {
   const char* (*errorString)(hipError_t) = nullptr;
 };
 
-template <typename F>
-void bind(void* lib, const char* symbol, F& out) {
-  out = reinterpret_cast<F>(dlsym(lib, symbol));
-}
-
 Hip& hip() {
   static Hip state;
   static std::once_flag once;
   std::call_once(once, [] {
-    std::string firstError;
-    for (const char* candidate : {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"}) {
-      state.lib = dlopen(candidate, RTLD_NOW | RTLD_LOCAL);
-      if (state.lib == nullptr && firstError.empty()) {
-        const char* err = dlerror();
-        firstError = err != nullptr ? err : "unknown dlopen error";
-      }
-      if (state.lib != nullptr) {
-        state.library = candidate;
-        break;
-      }
-    }
-    if (state.lib == nullptr) {
-      state.reason = std::string("libamdhip64.so not loadable: ") + firstError;
+    const ninodes::DynamicLibrary loaded = ninodes::open_first_library({"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"});
+    if (loaded.handle == nullptr) {
+      state.reason = std::string("libamdhip64.so not loadable: ") + loaded.error;
       return;
     }
-    bind(state.lib, "hipGetDeviceCount", state.count);
-    bind(state.lib, "hipDeviceGetName", state.name);
-    bind(state.lib, "hipDeviceTotalMem", state.totalMem);
-    bind(state.lib, "hipDeviceGetPCIBusId", state.busId);
-    bind(state.lib, "hipRuntimeGetVersion", state.runtimeVersion);
-    bind(state.lib, "hipGetErrorString", state.errorString);
+    state.lib = loaded.handle;
+    state.library = loaded.name;
+    ninodes::bind_symbol(state.lib, "hipGetDeviceCount", state.count);
+    ninodes::bind_symbol(state.lib, "hipDeviceGetName", state.name);
+    ninodes::bind_symbol(state.lib, "hipDeviceTotalMem", state.totalMem);
+    ninodes::bind_symbol(state.lib, "hipDeviceGetPCIBusId", state.busId);
+    ninodes::bind_symbol(state.lib, "hipRuntimeGetVersion", state.runtimeVersion);
+    ninodes::bind_symbol(state.lib, "hipGetErrorString", state.errorString);
     if (state.count == nullptr) state.reason = state.library + " lacks hipGetDeviceCount";
   });
   return state;

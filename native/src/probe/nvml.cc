@@ -2,12 +2,11 @@
 // a machine without the driver just reports "not available" (a normal answer, not an error).
 // Only the few entry points we call are declared here; their ABI is stable since NVML 8 (the _v2
 // and _v3 names are the versioned symbols the headers map to).
-#include <dlfcn.h>
-
 #include <mutex>
 #include <string>
 
 #include "core/errors.h"
+#include "probe/dynamic_library.h"
 #include "core/registry.h"
 
 namespace {
@@ -50,47 +49,33 @@ struct Nvml {
   nvmlReturn_t (*pciInfo)(nvmlDevice_t, NvmlPciInfoV3*) = nullptr;
 };
 
-template <typename F>
-void bind(void* lib, const char* symbol, F& out) {
-  out = reinterpret_cast<F>(dlsym(lib, symbol));
-}
-
 // NVML is initialized once per process and never shut down: init is slow on some drivers and the
 // sampler queries memory every half second.
 Nvml& nvml() {
   static Nvml state;
   static std::once_flag once;
   std::call_once(once, [] {
-    std::string firstError;
-    for (const char* candidate : {"libnvidia-ml.so.1", "libnvidia-ml.so"}) {
-      state.lib = dlopen(candidate, RTLD_NOW | RTLD_LOCAL);
-      if (state.lib == nullptr && firstError.empty()) {
-        const char* err = dlerror();
-        firstError = err != nullptr ? err : "unknown dlopen error";
-      }
-      if (state.lib != nullptr) {
-        state.library = candidate;
-        break;
-      }
-    }
-    if (state.lib == nullptr) {
-      state.reason = std::string("libnvidia-ml.so.1 not loadable: ") + firstError;
+    const ninodes::DynamicLibrary loaded = ninodes::open_first_library({"libnvidia-ml.so.1", "libnvidia-ml.so"});
+    if (loaded.handle == nullptr) {
+      state.reason = std::string("libnvidia-ml.so.1 not loadable: ") + loaded.error;
       return;
     }
-    bind(state.lib, "nvmlInit_v2", state.init);
-    bind(state.lib, "nvmlErrorString", state.errorString);
-    bind(state.lib, "nvmlSystemGetDriverVersion", state.driverVersion);
-    bind(state.lib, "nvmlDeviceGetCount_v2", state.count);
-    bind(state.lib, "nvmlDeviceGetHandleByIndex_v2", state.handle);
-    bind(state.lib, "nvmlDeviceGetName", state.name);
-    bind(state.lib, "nvmlDeviceGetUUID", state.uuid);
-    bind(state.lib, "nvmlDeviceGetMemoryInfo", state.memory);
-    bind(state.lib, "nvmlDeviceGetCurrPcieLinkGeneration", state.pcieGen);
-    bind(state.lib, "nvmlDeviceGetCurrPcieLinkWidth", state.pcieWidth);
-    bind(state.lib, "nvmlDeviceGetMaxPcieLinkGeneration", state.maxPcieGen);
-    bind(state.lib, "nvmlDeviceGetMaxPcieLinkWidth", state.maxPcieWidth);
-    bind(state.lib, "nvmlDeviceGetCudaComputeCapability", state.computeCapability);
-    bind(state.lib, "nvmlDeviceGetPciInfo_v3", state.pciInfo);
+    state.lib = loaded.handle;
+    state.library = loaded.name;
+    ninodes::bind_symbol(state.lib, "nvmlInit_v2", state.init);
+    ninodes::bind_symbol(state.lib, "nvmlErrorString", state.errorString);
+    ninodes::bind_symbol(state.lib, "nvmlSystemGetDriverVersion", state.driverVersion);
+    ninodes::bind_symbol(state.lib, "nvmlDeviceGetCount_v2", state.count);
+    ninodes::bind_symbol(state.lib, "nvmlDeviceGetHandleByIndex_v2", state.handle);
+    ninodes::bind_symbol(state.lib, "nvmlDeviceGetName", state.name);
+    ninodes::bind_symbol(state.lib, "nvmlDeviceGetUUID", state.uuid);
+    ninodes::bind_symbol(state.lib, "nvmlDeviceGetMemoryInfo", state.memory);
+    ninodes::bind_symbol(state.lib, "nvmlDeviceGetCurrPcieLinkGeneration", state.pcieGen);
+    ninodes::bind_symbol(state.lib, "nvmlDeviceGetCurrPcieLinkWidth", state.pcieWidth);
+    ninodes::bind_symbol(state.lib, "nvmlDeviceGetMaxPcieLinkGeneration", state.maxPcieGen);
+    ninodes::bind_symbol(state.lib, "nvmlDeviceGetMaxPcieLinkWidth", state.maxPcieWidth);
+    ninodes::bind_symbol(state.lib, "nvmlDeviceGetCudaComputeCapability", state.computeCapability);
+    ninodes::bind_symbol(state.lib, "nvmlDeviceGetPciInfo_v3", state.pciInfo);
     if (state.init == nullptr || state.count == nullptr || state.handle == nullptr) {
       state.reason = state.library + " lacks nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2";
       return;
