@@ -77,7 +77,9 @@ function render(r: InspectResult): string {
     '',
     formatTable(['DTYPE', 'TENSORS', 'BYTES'], r.byDtype.map((d) => [d.dtype, String(d.tensors), size(d.bytes)])),
     '',
-    formatTable(['FORMAT', 'LAYERS', 'BYTES'], r.byFormat.map((f) => [f.format, String(f.layers), size(f.bytes)])),
+    r.byFormat.length === 0
+      ? 'no linear layers (no tensor named <layer>.weight with a matrix shape)'
+      : formatTable(['FORMAT', 'LAYERS', 'BYTES'], r.byFormat.map((f) => [f.format, String(f.layers), size(f.bytes)])),
     '',
     formatTable(['GROUP', 'BYTES'], r.byGroup.map((g) => [g.group, size(g.bytes)])),
   ];
