@@ -208,6 +208,19 @@ describe('int8 native vs reference (random shapes)', () => {
     expect(bitsOf(shared.y)).toEqual(bitsOf(sharedRef.y));
   });
 
+  it('large M with K, N multiples of 64 (the hand-written weight reorder) equals the reference bit for bit', async () => {
+    const [m, k, n] = [530, 256, 192];
+    const x = Tensor.f32([m, k], Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.31) * (1 + (i % 7))));
+    const w = Tensor.f32([n, k], Array.from({ length: n * k }, (_, i) => Math.cos(i * 0.23) * (1 + (i % 5))));
+    const bias = Tensor.f32([n], Array.from({ length: n }, (_, i) => Math.sin(i)));
+    const { q, scale } = quantizeWeightInt8(w, { convrot: 256 });
+    const opts = { bias, convrot: 256, returnAccumulators: true };
+    const a = await int8Linear(x, q, scale, opts);
+    const b = reference.int8Linear(x, q, scale, opts);
+    expect(a.acc?.data).toEqual(b.acc?.data);
+    expect(bitsOf(a.y)).toEqual(bitsOf(b.y));
+  });
+
   it('is bit-identical with 1 and 2 threads', async () => {
     const k = 1024;
     const x = Tensor.f32([290, k], Array.from({ length: 290 * k }, (_, i) => Math.sin(i * 0.013) * 3));
