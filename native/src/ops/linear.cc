@@ -139,7 +139,7 @@ NINODES_TARGET_AVX2 void reorder_block_avx2(const int8_t* src, size_t K, uint32_
 void reorder_ba16a64b4a(const int8_t* w, int8_t* dst, size_t K, size_t N) {
   const size_t kb = K / 64, nb = N / 64;
   const bool avx2 = simd_path() == SimdPath::kAvx2;
-  parallel_for(nb * kb, 16, [&](size_t b, size_t e) {
+  onednn_team_for(nb * kb, 16, [&](size_t b, size_t e) {
     for (size_t t = b; t < e; ++t) {
 #if NINODES_HAS_X86
       if (avx2) {
@@ -323,9 +323,9 @@ NINODES_TARGET_AVX2 void dequant_rows_avx2(const int32_t* acc, const float* xs, 
 }
 #endif
 
-void dequant(const int32_t* acc, const float* xs, const float* ws, const float* bias, float* y, size_t M, size_t N) {
+void dequant(const int32_t* acc, const float* xs, const float* ws, const float* bias, float* y, size_t M, size_t N, ParallelFor pfor) {
   const bool avx2 = simd_path() == SimdPath::kAvx2;
-  parallel_for(M, std::max<size_t>(1, 16384 / std::max<size_t>(N, 1)), [&](size_t b, size_t e) {
+  pfor(M, std::max<size_t>(1, 16384 / std::max<size_t>(N, 1)), [&](size_t b, size_t e) {
 #if NINODES_HAS_X86
     if (avx2) return dequant_rows_avx2(acc, xs, ws, bias, y, b, e, N);
 #endif
@@ -433,6 +433,8 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
     }
     const bool regular = order == "regular";
     auto work = [=] {
+      // Between oneDNN calls its OpenMP team keeps spinning; run our passes on that same team.
+      const ParallelFor pfor = onednn_int8_exact() ? onednn_team_for : parallel_for;
       const size_t P = panel_rows();
       if (onednn_int8_exact() && d.m >= 4 * P && d.k > 0 && d.n > 0) {
         sync_onednn_threads();
@@ -452,28 +454,27 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
         memory src(pp->src, eng, qp);
         for (size_t m0 = 0; m0 < d.m; m0 += P) {
           const size_t rows = std::min(P, d.m - m0);
-          quantize_rows_int8(x + m0 * d.k, rows, d.k, group, regular, external ? xs + m0 : nullptr, qp, xs + m0);
+          quantize_rows_int8(x + m0 * d.k, rows, d.k, group, regular, external ? xs + m0 : nullptr, qp, xs + m0, pfor);
           if (rows < P) std::memset(qp + rows * d.k, 0, (P - rows) * d.k);
           int32_t* acc = acc_out != nullptr && rows == P ? acc_out + m0 * d.n : ap;
           memory dst(pp->dst, eng, acc);
           pp->matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wblk}, {DNNL_ARG_DST, dst}});
           stream.wait();
           if (acc_out != nullptr && rows < P) std::memcpy(acc_out + m0 * d.n, acc, rows * d.n * sizeof(int32_t));
-          dequant(acc, xs + m0, ws, bias, y + m0 * d.n, rows, d.n);
+          dequant(acc, xs + m0, ws, bias, y + m0 * d.n, rows, d.n, pfor);
         }
         wbuf.trim();
         return;
       }
-      std::unique_ptr<int8_t[]> qx(new int8_t[std::max<size_t>(1, d.m * d.k)]);
-      quantize_rows_int8(x, d.m, d.k, group, regular, external ? xs : nullptr, qx.get(), xs);
-      std::unique_ptr<int32_t[]> scratch;
-      int32_t* acc = acc_out;
-      if (acc == nullptr) {
-        scratch.reset(new int32_t[std::max<size_t>(1, d.m * d.n)]);
-        acc = scratch.get();
-      }
-      int8_gemm(qx.get(), w, acc, d.m, d.k, d.n);
-      dequant(acc, xs, ws, bias, y, d.m, d.n);
+      // Reused per worker: fresh multi-MiB temporaries page-fault on every call.
+      thread_local Scratch qbuf, abuf;
+      auto* qx = static_cast<int8_t*>(qbuf.get(d.m * d.k));
+      quantize_rows_int8(x, d.m, d.k, group, regular, external ? xs : nullptr, qx, xs, pfor);
+      int32_t* acc = acc_out != nullptr ? acc_out : static_cast<int32_t*>(abuf.get(d.m * d.n * sizeof(int32_t)));
+      int8_gemm(qx, w, acc, d.m, d.k, d.n);
+      dequant(acc, xs, ws, bias, y, d.m, d.n, pfor);
+      qbuf.trim();
+      abuf.trim();
     };
     std::vector<Napi::Value> keep{info[0], info[1], info[2], info[4], info[6]};
     if (bb.present) keep.push_back(info[3]);

@@ -170,6 +170,22 @@ describe('int8 native vs reference (random shapes)', () => {
     }
   });
 
+  it('rotated quantization (the fused rotate + absmax pass) ignores NaN groups like the reference', () => {
+    // Row 0: a NaN in its first 64-group (the whole rotated group is NaN), finite second group;
+    // row 1: all NaN; row 2: zeros then finite values.
+    const k = 128;
+    const values = Array.from({ length: 3 * k }, (_, i) => Math.sin(i * 0.61) * (1 + (i % 9)));
+    values[5] = Number.NaN;
+    for (let i = k; i < 2 * k; i++) values[i] = Number.NaN;
+    for (let i = 2 * k; i < 2 * k + 64; i++) values[i] = 0;
+    const w = Tensor.f32([3, k], values);
+    const native = quantizeWeightInt8(w, { convrot: 64 });
+    const ref = reference.quantizeWeightInt8(w, { convrot: 64 });
+    expect(Array.from(native.q.data)).toEqual(Array.from(ref.q.data));
+    expect(Array.from(native.scale.data)).toEqual(Array.from(ref.scale.data));
+    expect(native.scale.data[1]).toBe(Math.fround(1e-30));
+  });
+
   it('row-parallel: summing int32 accumulators of K-halves with the shared scale equals one rank', async () => {
     const k = 512;
     const x = Tensor.f32([5, k], Array.from({ length: 5 * k }, (_, i) => Math.sin(i * 0.37) * (1 + (i % 7))));
