@@ -10,6 +10,11 @@ namespace ninodes {
 // In place over `count` floats (a multiple of `group`).
 void fwht_inplace(float* x, size_t count, size_t group, bool regular);
 
+// dst = src·H per group (src and dst must not overlap) and *absmax = max |dst| (NaN ignored, 0 when
+// all are NaN or zero), bit-identical to a copy + fwht_inplace + absmax pass. Returns false, doing
+// nothing, where no fused kernel applies (sylvester, group < 64, scalar path): use the plain path.
+bool fwht_copy_absmax(const float* src, float* dst, size_t count, size_t group, bool regular, float* absmax);
+
 // Throws GROUP_MISMATCH / INVALID_ARGUMENT when `group` is not usable for `cols`.
 void check_hadamard_group(size_t cols, size_t group, bool regular);
 

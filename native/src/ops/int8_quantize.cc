@@ -86,12 +86,24 @@ NINODES_TARGET_AVX2 void quantize_avx2(const float* x, size_t n, float scale, in
 }  // namespace
 
 void quantize_rows_int8(const float* x, size_t rows, size_t cols, size_t group, bool regular,
-                        const float* external_scale, int8_t* q, float* scale) {
+                        const float* external_scale, int8_t* q, float* scale, ParallelFor pfor) {
   const bool avx2 = simd_path() == SimdPath::kAvx2;
-  parallel_for(rows, std::max<size_t>(1, 8192 / std::max<size_t>(cols, 1)), [&](size_t b, size_t e) {
+  pfor(rows, std::max<size_t>(1, 8192 / std::max<size_t>(cols, 1)), [&](size_t b, size_t e) {
     std::unique_ptr<float[]> tmp(group != 0 ? new float[cols] : nullptr);
     for (size_t r = b; r < e; ++r) {
       const float* row = x + r * cols;
+      float absmax = 0.0f;
+      if (group != 0 && fwht_copy_absmax(row, tmp.get(), cols, group, regular, &absmax)) {
+        // Rotation, normalization and absmax in one pass over the row (same bits as below).
+        float s = absmax / 127.0f;
+        s = s > 1e-30f ? s : 1e-30f;
+        if (external_scale != nullptr) s = external_scale[r];
+#if NINODES_HAS_X86
+        quantize_avx2(tmp.get(), cols, s, q + r * cols);
+#endif
+        scale[r] = s;
+        continue;
+      }
       if (group != 0) {
         std::memcpy(tmp.get(), row, cols * sizeof(float));
         fwht_inplace(tmp.get(), cols, group, regular);

@@ -104,7 +104,59 @@ struct PanelPrim {
   dnnl::matmul matmul;
   dnnl::reorder weight_reorder;
   memory::desc src, wei_user, wei_blocked, dst;
+  bool fast_reorder;
 };
+
+// W [N, K] row-major into oneDNN's BA16a64b4a view of the K x N operand: 64 x 64 blocks ordered
+// [N/64][K/64], inside a block [K/4][64 n][4 k]. Each group of 4 consecutive k of one row is one
+// 32-bit word, so a block is a 64 x 16 transpose of words. A pure permutation: exact.
+#if NINODES_HAS_X86
+// One 64 x 64 byte block as 8 x 2 tiles of 8 x 8 words.
+NINODES_TARGET_AVX2 void reorder_block_avx2(const int8_t* src, size_t K, uint32_t* out) {
+  for (size_t n = 0; n < 64; n += 8) {
+    for (size_t k4 = 0; k4 < 16; k4 += 8) {
+      __m256i r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + (n + i) * K + k4 * 4));
+      const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+      const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+      const __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+      const __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+      const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+      const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+      const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+      const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+      const __m256i c[8] = {
+          _mm256_permute2x128_si256(u0, u4, 0x20), _mm256_permute2x128_si256(u1, u5, 0x20),
+          _mm256_permute2x128_si256(u2, u6, 0x20), _mm256_permute2x128_si256(u3, u7, 0x20),
+          _mm256_permute2x128_si256(u0, u4, 0x31), _mm256_permute2x128_si256(u1, u5, 0x31),
+          _mm256_permute2x128_si256(u2, u6, 0x31), _mm256_permute2x128_si256(u3, u7, 0x31)};
+      for (int j = 0; j < 8; ++j) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (k4 + j) * 64 + n), c[j]);
+    }
+  }
+}
+#endif
+
+void reorder_ba16a64b4a(const int8_t* w, int8_t* dst, size_t K, size_t N) {
+  const size_t kb = K / 64, nb = N / 64;
+  const bool avx2 = simd_path() == SimdPath::kAvx2;
+  onednn_team_for(nb * kb, 16, [&](size_t b, size_t e) {
+    for (size_t t = b; t < e; ++t) {
+#if NINODES_HAS_X86
+      if (avx2) {
+        reorder_block_avx2(w + (t / kb) * 64 * K + (t % kb) * 64, K, reinterpret_cast<uint32_t*>(dst + t * 4096));
+        continue;
+      }
+#endif
+      const size_t bn = t / kb, bk = t % kb;
+      uint32_t* out = reinterpret_cast<uint32_t*>(dst + t * 4096);
+      for (size_t n = 0; n < 64; ++n) {
+        uint32_t row[16];
+        std::memcpy(row, w + (bn * 64 + n) * K + bk * 64, 64);
+        for (size_t k4 = 0; k4 < 16; ++k4) out[k4 * 64 + n] = row[k4];
+      }
+    }
+  });
+}
 
 std::shared_ptr<PanelPrim> cached_panel(size_t p, size_t k, size_t n) {
   static std::mutex mutex;
@@ -123,7 +175,10 @@ std::shared_ptr<PanelPrim> cached_panel(size_t p, size_t k, size_t n) {
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei_any, dst), eng);
   const memory::desc blocked = pd.weights_desc();
   dnnl::reorder::primitive_desc rpd(eng, wei_user, eng, blocked);
-  auto prim = std::make_shared<PanelPrim>(PanelPrim{dnnl::matmul(pd), dnnl::reorder(rpd), src, wei_user, blocked, dst});
+  // oneDNN 2.6's generic jit:uni reorder into this layout costs more than the whole matmul at small M;
+  // when the layout is the plain AMX one (no compensation, no padding) a 32-bit transpose does it.
+  const bool fast = k % 64 == 0 && n % 64 == 0 && blocked == memory::desc({K, N}, memory::data_type::s8, memory::format_tag::BA16a64b4a);
+  auto prim = std::make_shared<PanelPrim>(PanelPrim{dnnl::matmul(pd), dnnl::reorder(rpd), src, wei_user, blocked, dst, fast});
   return cache.emplace(key, std::move(prim)).first->second;
 }
 
@@ -268,9 +323,9 @@ NINODES_TARGET_AVX2 void dequant_rows_avx2(const int32_t* acc, const float* xs, 
 }
 #endif
 
-void dequant(const int32_t* acc, const float* xs, const float* ws, const float* bias, float* y, size_t M, size_t N) {
+void dequant(const int32_t* acc, const float* xs, const float* ws, const float* bias, float* y, size_t M, size_t N, ParallelFor pfor) {
   const bool avx2 = simd_path() == SimdPath::kAvx2;
-  parallel_for(M, std::max<size_t>(1, 16384 / std::max<size_t>(N, 1)), [&](size_t b, size_t e) {
+  pfor(M, std::max<size_t>(1, 16384 / std::max<size_t>(N, 1)), [&](size_t b, size_t e) {
 #if NINODES_HAS_X86
     if (avx2) return dequant_rows_avx2(acc, xs, ws, bias, y, b, e, N);
 #endif
@@ -378,6 +433,8 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
     }
     const bool regular = order == "regular";
     auto work = [=] {
+      // Between oneDNN calls its OpenMP team keeps spinning; run our passes on that same team.
+      const ParallelFor pfor = onednn_int8_exact() ? onednn_team_for : parallel_for;
       const size_t P = panel_rows();
       if (onednn_int8_exact() && d.m >= 4 * P && d.k > 0 && d.n > 0) {
         sync_onednn_threads();
@@ -387,34 +444,37 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
         thread_local Scratch wbuf, qbuf, abuf;
         memory wuser(pp->wei_user, eng, const_cast<int8_t*>(w));
         memory wblk(pp->wei_blocked, eng, wbuf.get(pp->wei_blocked.get_size()));
-        pp->weight_reorder.execute(stream, wuser, wblk);
+        if (pp->fast_reorder) {
+          reorder_ba16a64b4a(w, static_cast<int8_t*>(wblk.get_data_handle()), d.k, d.n);
+        } else {
+          pp->weight_reorder.execute(stream, wuser, wblk);
+        }
         auto* qp = static_cast<int8_t*>(qbuf.get(P * d.k));
         auto* ap = static_cast<int32_t*>(abuf.get(P * d.n * sizeof(int32_t)));
         memory src(pp->src, eng, qp);
         for (size_t m0 = 0; m0 < d.m; m0 += P) {
           const size_t rows = std::min(P, d.m - m0);
-          quantize_rows_int8(x + m0 * d.k, rows, d.k, group, regular, external ? xs + m0 : nullptr, qp, xs + m0);
+          quantize_rows_int8(x + m0 * d.k, rows, d.k, group, regular, external ? xs + m0 : nullptr, qp, xs + m0, pfor);
           if (rows < P) std::memset(qp + rows * d.k, 0, (P - rows) * d.k);
           int32_t* acc = acc_out != nullptr && rows == P ? acc_out + m0 * d.n : ap;
           memory dst(pp->dst, eng, acc);
           pp->matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wblk}, {DNNL_ARG_DST, dst}});
           stream.wait();
           if (acc_out != nullptr && rows < P) std::memcpy(acc_out + m0 * d.n, acc, rows * d.n * sizeof(int32_t));
-          dequant(acc, xs + m0, ws, bias, y + m0 * d.n, rows, d.n);
+          dequant(acc, xs + m0, ws, bias, y + m0 * d.n, rows, d.n, pfor);
         }
         wbuf.trim();
         return;
       }
-      std::unique_ptr<int8_t[]> qx(new int8_t[std::max<size_t>(1, d.m * d.k)]);
-      quantize_rows_int8(x, d.m, d.k, group, regular, external ? xs : nullptr, qx.get(), xs);
-      std::unique_ptr<int32_t[]> scratch;
-      int32_t* acc = acc_out;
-      if (acc == nullptr) {
-        scratch.reset(new int32_t[std::max<size_t>(1, d.m * d.n)]);
-        acc = scratch.get();
-      }
-      int8_gemm(qx.get(), w, acc, d.m, d.k, d.n);
-      dequant(acc, xs, ws, bias, y, d.m, d.n);
+      // Reused per worker: fresh multi-MiB temporaries page-fault on every call.
+      thread_local Scratch qbuf, abuf;
+      auto* qx = static_cast<int8_t*>(qbuf.get(d.m * d.k));
+      quantize_rows_int8(x, d.m, d.k, group, regular, external ? xs : nullptr, qx, xs, pfor);
+      int32_t* acc = acc_out != nullptr ? acc_out : static_cast<int32_t*>(abuf.get(d.m * d.n * sizeof(int32_t)));
+      int8_gemm(qx, w, acc, d.m, d.k, d.n);
+      dequant(acc, xs, ws, bias, y, d.m, d.n, pfor);
+      qbuf.trim();
+      abuf.trim();
     };
     std::vector<Napi::Value> keep{info[0], info[1], info[2], info[4], info[6]};
     if (bb.present) keep.push_back(info[3]);

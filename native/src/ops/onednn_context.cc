@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <mutex>
 
 #include "core/errors.h"
 #include "core/registry.h"
@@ -25,7 +27,60 @@ OmpSetNumThreads omp_setter() {
   return fn;
 }
 
+void* gomp_symbol(const char* name) {
+  void* handle = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  void* sym = handle != nullptr ? dlsym(handle, name) : nullptr;
+  return sym != nullptr ? sym : dlsym(RTLD_DEFAULT, name);
+}
+
+// libgomp's entry for `#pragma omp parallel` (stable ABI since GCC 4.9) and the team queries.
+using GompParallel = void (*)(void (*)(void*), void*, unsigned, unsigned);
+using OmpQuery = int (*)();
+struct Gomp {
+  GompParallel parallel;
+  OmpQuery thread_num, num_threads;
+};
+const Gomp& gomp() {
+  static const Gomp g{reinterpret_cast<GompParallel>(gomp_symbol("GOMP_parallel")),
+                      reinterpret_cast<OmpQuery>(gomp_symbol("omp_get_thread_num")),
+                      reinterpret_cast<OmpQuery>(gomp_symbol("omp_get_num_threads"))};
+  return g;
+}
+
+struct TeamJob {
+  const RangeFn* fn;
+  size_t count, chunks;
+  std::mutex mutex;
+  std::exception_ptr error;
+};
+
+void team_body(void* data) {
+  auto* job = static_cast<TeamJob*>(data);
+  const size_t t = static_cast<size_t>(gomp().thread_num()), nt = static_cast<size_t>(gomp().num_threads());
+  for (size_t c = t; c < job->chunks; c += nt) {
+    try {
+      (*job->fn)(c * job->count / job->chunks, (c + 1) * job->count / job->chunks);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(job->mutex);
+      if (!job->error) job->error = std::current_exception();
+    }
+  }
+}
+
 }  // namespace
+
+void onednn_team_for(size_t count, size_t grain, const RangeFn& fn) {
+  if (count == 0) return;
+  const Gomp& g = gomp();
+  if (g.parallel == nullptr || g.thread_num == nullptr || g.num_threads == nullptr) return parallel_for(count, grain, fn);
+  const size_t threads = static_cast<size_t>(thread_count());
+  const size_t chunks = std::min(threads, (count + std::max<size_t>(grain, 1) - 1) / std::max<size_t>(grain, 1));
+  if (chunks <= 1) return fn(0, count);
+  sync_onednn_threads();
+  TeamJob job{&fn, count, chunks, {}, nullptr};
+  g.parallel(team_body, &job, static_cast<unsigned>(chunks), 0);
+  if (job.error) std::rethrow_exception(job.error);
+}
 
 dnnl::engine& onednn_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);

@@ -170,6 +170,22 @@ describe('int8 native vs reference (random shapes)', () => {
     }
   });
 
+  it('rotated quantization (the fused rotate + absmax pass) ignores NaN groups like the reference', () => {
+    // Row 0: a NaN in its first 64-group (the whole rotated group is NaN), finite second group;
+    // row 1: all NaN; row 2: zeros then finite values.
+    const k = 128;
+    const values = Array.from({ length: 3 * k }, (_, i) => Math.sin(i * 0.61) * (1 + (i % 9)));
+    values[5] = Number.NaN;
+    for (let i = k; i < 2 * k; i++) values[i] = Number.NaN;
+    for (let i = 2 * k; i < 2 * k + 64; i++) values[i] = 0;
+    const w = Tensor.f32([3, k], values);
+    const native = quantizeWeightInt8(w, { convrot: 64 });
+    const ref = reference.quantizeWeightInt8(w, { convrot: 64 });
+    expect(Array.from(native.q.data)).toEqual(Array.from(ref.q.data));
+    expect(Array.from(native.scale.data)).toEqual(Array.from(ref.scale.data));
+    expect(native.scale.data[1]).toBe(Math.fround(1e-30));
+  });
+
   it('row-parallel: summing int32 accumulators of K-halves with the shared scale equals one rank', async () => {
     const k = 512;
     const x = Tensor.f32([5, k], Array.from({ length: 5 * k }, (_, i) => Math.sin(i * 0.37) * (1 + (i % 7))));
@@ -206,6 +222,19 @@ describe('int8 native vs reference (random shapes)', () => {
     const sharedRef = reference.int8Linear(x, q, scale, { convrot: 256, xScale: Tensor.f32([m, 1], Array.from({ length: m }, (_, i) => 0.05 + i / 1000)), returnAccumulators: true });
     expect(shared.acc?.data).toEqual(sharedRef.acc?.data);
     expect(bitsOf(shared.y)).toEqual(bitsOf(sharedRef.y));
+  });
+
+  it('large M with K, N multiples of 64 (the hand-written weight reorder) equals the reference bit for bit', async () => {
+    const [m, k, n] = [530, 256, 192];
+    const x = Tensor.f32([m, k], Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.31) * (1 + (i % 7))));
+    const w = Tensor.f32([n, k], Array.from({ length: n * k }, (_, i) => Math.cos(i * 0.23) * (1 + (i % 5))));
+    const bias = Tensor.f32([n], Array.from({ length: n }, (_, i) => Math.sin(i)));
+    const { q, scale } = quantizeWeightInt8(w, { convrot: 256 });
+    const opts = { bias, convrot: 256, returnAccumulators: true };
+    const a = await int8Linear(x, q, scale, opts);
+    const b = reference.int8Linear(x, q, scale, opts);
+    expect(a.acc?.data).toEqual(b.acc?.data);
+    expect(bitsOf(a.y)).toEqual(bitsOf(b.y));
   });
 
   it('is bit-identical with 1 and 2 threads', async () => {
