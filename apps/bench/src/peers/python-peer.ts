@@ -44,7 +44,12 @@ export class PythonPeer {
 
   private start(): ChildProcessWithoutNullStreams {
     if (this.child) return this.child;
-    const child = spawn(this.python, ['-u', join(benchRoot(), 'peers', 'python_peer.py')], { stdio: ['pipe', 'pipe', 'pipe'] });
+    // The peer runs beside us on the same cores. With OpenMP's default active wait, torch's idle
+    // threads keep spinning after each job and take a core from whichever side is timed next, so an
+    // A/B round that follows torch is slowed by torch itself. Passive waiting (unless the user set a
+    // policy) keeps the comparison about the ops; torch's own figures move little.
+    const env = { ...process.env, OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? 'passive' };
+    const child = spawn(this.python, ['-u', join(benchRoot(), 'peers', 'python_peer.py')], { stdio: ['pipe', 'pipe', 'pipe'], env });
     child.on('error', (e) => {
       this.startError = e;
       for (const p of this.pending.splice(0)) p.reject(e);
