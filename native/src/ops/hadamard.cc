@@ -73,10 +73,10 @@ void fwht_scalar(float* x, size_t group, bool regular) {
 #if NINODES_HAS_X86
 NINODES_TARGET_AVX2 inline __m256 swap128(__m256 v) { return _mm256_permute2f128_ps(v, v, 0x01); }
 
-NINODES_TARGET_AVX2 void fwht_regular_avx2(float* x, size_t group) {
-  // Strides 1 and 4 inside each 16-float block.
+// Strides 1 and 4 inside each 16-float block, reading `src` and writing `x` (may be the same).
+NINODES_TARGET_AVX2 inline void regular_first_stages_avx2(const float* src, float* x, size_t group) {
   for (size_t i = 0; i < group; i += 16) {
-    __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+    __m256 v0 = _mm256_loadu_ps(src + i), v1 = _mm256_loadu_ps(src + i + 8);
     for (__m256* v : {&v0, &v1}) {
       const __m256 t = _mm256_add_ps(*v, _mm256_permute_ps(*v, 0xB1));  // a+b | c+d per pair
       const __m256 S = _mm256_add_ps(t, _mm256_permute_ps(t, 0x4E));
@@ -90,19 +90,26 @@ NINODES_TARGET_AVX2 void fwht_regular_avx2(float* x, size_t group) {
     _mm256_storeu_ps(x + i, _mm256_sub_ps(S, _mm256_add_ps(r0, r0)));
     _mm256_storeu_ps(x + i + 8, _mm256_sub_ps(S, _mm256_add_ps(r1, r1)));
   }
-  for (size_t s = 16; s < group; s *= 4) {
-    for (size_t base = 0; base < group; base += 4 * s) {
-      for (size_t j = base; j < base + s; j += 8) {
-        const __m256 a = _mm256_loadu_ps(x + j), b = _mm256_loadu_ps(x + j + s);
-        const __m256 c = _mm256_loadu_ps(x + j + 2 * s), d = _mm256_loadu_ps(x + j + 3 * s);
-        const __m256 S = _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d));
-        _mm256_storeu_ps(x + j, _mm256_sub_ps(S, _mm256_add_ps(d, d)));
-        _mm256_storeu_ps(x + j + s, _mm256_sub_ps(S, _mm256_add_ps(c, c)));
-        _mm256_storeu_ps(x + j + 2 * s, _mm256_sub_ps(S, _mm256_add_ps(b, b)));
-        _mm256_storeu_ps(x + j + 3 * s, _mm256_sub_ps(S, _mm256_add_ps(a, a)));
-      }
+}
+
+// One radix-4 stage of stride s (>= 8) over the group.
+NINODES_TARGET_AVX2 inline void regular_stage_avx2(float* x, size_t group, size_t s) {
+  for (size_t base = 0; base < group; base += 4 * s) {
+    for (size_t j = base; j < base + s; j += 8) {
+      const __m256 a = _mm256_loadu_ps(x + j), b = _mm256_loadu_ps(x + j + s);
+      const __m256 c = _mm256_loadu_ps(x + j + 2 * s), d = _mm256_loadu_ps(x + j + 3 * s);
+      const __m256 S = _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d));
+      _mm256_storeu_ps(x + j, _mm256_sub_ps(S, _mm256_add_ps(d, d)));
+      _mm256_storeu_ps(x + j + s, _mm256_sub_ps(S, _mm256_add_ps(c, c)));
+      _mm256_storeu_ps(x + j + 2 * s, _mm256_sub_ps(S, _mm256_add_ps(b, b)));
+      _mm256_storeu_ps(x + j + 3 * s, _mm256_sub_ps(S, _mm256_add_ps(a, a)));
     }
   }
+}
+
+NINODES_TARGET_AVX2 void fwht_regular_avx2(float* x, size_t group) {
+  regular_first_stages_avx2(x, x, group);
+  for (size_t s = 16; s < group; s *= 4) regular_stage_avx2(x, group, s);
   const __m256 k = _mm256_set1_ps(norm_of(group, true));
   for (size_t i = 0; i < group; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), k));
 }
@@ -111,35 +118,9 @@ NINODES_TARGET_AVX2 void fwht_regular_avx2(float* x, size_t group) {
 // stage reads `src`, and the last stage applies the normalization as it stores and folds |x| into
 // `absmax` (max over a set: order-free; NaN never wins, as in the separate absmax pass). group >= 64.
 NINODES_TARGET_AVX2 __m256 fwht_regular_avx2_fused(const float* src, float* x, size_t group, __m256 absmax) {
-  for (size_t i = 0; i < group; i += 16) {
-    __m256 v0 = _mm256_loadu_ps(src + i), v1 = _mm256_loadu_ps(src + i + 8);
-    for (__m256* v : {&v0, &v1}) {
-      const __m256 t = _mm256_add_ps(*v, _mm256_permute_ps(*v, 0xB1));
-      const __m256 S = _mm256_add_ps(t, _mm256_permute_ps(t, 0x4E));
-      const __m256 r = _mm256_permute_ps(*v, 0x1B);
-      *v = _mm256_sub_ps(S, _mm256_add_ps(r, r));
-    }
-    const __m256 ab = _mm256_add_ps(v0, swap128(v0));
-    const __m256 cd = _mm256_add_ps(v1, swap128(v1));
-    const __m256 S = _mm256_add_ps(ab, cd);
-    const __m256 r0 = swap128(v1), r1 = swap128(v0);
-    _mm256_storeu_ps(x + i, _mm256_sub_ps(S, _mm256_add_ps(r0, r0)));
-    _mm256_storeu_ps(x + i + 8, _mm256_sub_ps(S, _mm256_add_ps(r1, r1)));
-  }
+  regular_first_stages_avx2(src, x, group);
   size_t s = 16;
-  for (; 4 * s < group; s *= 4) {
-    for (size_t base = 0; base < group; base += 4 * s) {
-      for (size_t j = base; j < base + s; j += 8) {
-        const __m256 a = _mm256_loadu_ps(x + j), b = _mm256_loadu_ps(x + j + s);
-        const __m256 c = _mm256_loadu_ps(x + j + 2 * s), d = _mm256_loadu_ps(x + j + 3 * s);
-        const __m256 S = _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d));
-        _mm256_storeu_ps(x + j, _mm256_sub_ps(S, _mm256_add_ps(d, d)));
-        _mm256_storeu_ps(x + j + s, _mm256_sub_ps(S, _mm256_add_ps(c, c)));
-        _mm256_storeu_ps(x + j + 2 * s, _mm256_sub_ps(S, _mm256_add_ps(b, b)));
-        _mm256_storeu_ps(x + j + 3 * s, _mm256_sub_ps(S, _mm256_add_ps(a, a)));
-      }
-    }
-  }
+  for (; 4 * s < group; s *= 4) regular_stage_avx2(x, group, s);
   const __m256 k = _mm256_set1_ps(norm_of(group, true));
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   for (size_t j = 0; j < s; j += 8) {
