@@ -3,14 +3,17 @@ import { parseArgs } from 'node:util';
 import { NinodesError } from '@ninodes/kernels';
 import { z } from 'zod';
 
-export const USAGE = `usage: ninodes-bench [--suite <name>|all] [--quick] [--out <dir>] [--compare <baseline results.json>]
+export const USAGE = `usage: ninodes-bench [--suite <name>|all] [--case <name>] [--quick] [--out <dir>] [--compare <baseline results.json>]
   --suite    suite to run (repeatable or comma-separated); default all
+  --case     only the cases of this name, e.g. linear_int8 (repeatable or comma-separated)
   --quick    small sizes and budgets, every suite in under 3 minutes
   --out      output directory; default bench-results/<timestamp>
   --compare  mark cases slower than this baseline by more than the measured noise`;
 
 export interface CliOptions {
   suites: string[];
+  /** Case names to keep; empty = every case of the selected suites. */
+  cases: string[];
   quick: boolean;
   outDir: string;
   compare: string | undefined;
@@ -19,6 +22,7 @@ export interface CliOptions {
 
 const FlagsSchema = z.object({
   suite: z.array(z.string().min(1)).optional(),
+  case: z.array(z.string().min(1)).optional(),
   quick: z.boolean().optional(),
   out: z.string().min(1).optional(),
   compare: z.string().min(1).optional(),
@@ -35,7 +39,7 @@ export function parseCli(argv: readonly string[], known: readonly string[], now 
   try {
     values = parseArgs({
       args: [...argv],
-      options: { suite: { type: 'string', multiple: true }, quick: { type: 'boolean' }, out: { type: 'string' }, compare: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: { suite: { type: 'string', multiple: true }, case: { type: 'string', multiple: true }, quick: { type: 'boolean' }, out: { type: 'string' }, compare: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
       strict: true,
       allowPositionals: false,
     }).values;
@@ -59,5 +63,6 @@ export function parseCli(argv: readonly string[], known: readonly string[], now 
         hint: known.length ? `available: ${known.join(', ')}, all` : 'no suites are registered yet (apps/bench/src/suites/index.ts)',
       });
   }
-  return { suites: [...new Set(suites)], quick: flags.data.quick ?? false, outDir: flags.data.out ?? defaultOutDir(now), compare: flags.data.compare, help: flags.data.help ?? false };
+  const cases = [...new Set((flags.data.case ?? []).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean))];
+  return { suites: [...new Set(suites)], cases, quick: flags.data.quick ?? false, outDir: flags.data.out ?? defaultOutDir(now), compare: flags.data.compare, help: flags.data.help ?? false };
 }

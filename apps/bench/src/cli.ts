@@ -2,6 +2,7 @@
 import { isNinodesError } from '@ninodes/kernels';
 import { parseCli, USAGE } from './args.js';
 import { runBench } from './run-bench.js';
+import { selectCases } from './select-cases.js';
 import { SUITES } from './suites/index.js';
 
 async function main(): Promise<number> {
@@ -10,7 +11,7 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const suites = SUITES.filter((s) => opts.suites.includes(s.name));
+  const suites = selectCases(SUITES.filter((s) => opts.suites.includes(s.name)), opts.cases);
   const t0 = Date.now();
   const outcome = await runBench({
     suites,

@@ -40,6 +40,8 @@ export const runReportSchema = z.object({
     node: z.string(),
     simd: z.string(),
     onednn: z.string(),
+    /** The int8 GEMM that int8 layers ran on (amx, onednn or native). */
+    int8Backend: z.enum(['amx', 'onednn', 'native']),
     cpu: z.string(),
   }),
 });

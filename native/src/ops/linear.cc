@@ -25,6 +25,8 @@
 #include "core/registry.h"
 #include "core/thread_pool.h"
 #include "ops/hadamard.h"
+#include "ops/int8_amx.h"
+#include "ops/int8_backend.h"
 #include "ops/int8_quantize.h"
 #include "ops/onednn_context.h"
 #include "ops/span_args.h"
@@ -278,16 +280,37 @@ void int8_gemm_native(const int8_t* a, const int8_t* b, int32_t* c, size_t M, si
   });
 }
 
-void int8_gemm(const int8_t* a, const int8_t* b, int32_t* c, size_t M, size_t K, size_t N) {
+// The backend for one call: "auto" takes the default unless the shape rules the AMX kernel out.
+Int8Backend pick_backend(const std::string& name, size_t k) {
+  const Int8Backend b = resolve_int8_backend(name);
+  if (b != Int8Backend::kAmx || k % kAmxKStep == 0) return b;
+  if (name == "amx") fail("BACKEND_UNAVAILABLE", "int8 backend 'amx' needs K to be a multiple of 64, got K = " + std::to_string(k));
+  return onednn_int8_exact() ? Int8Backend::kOnednn : Int8Backend::kNative;
+}
+
+// Between oneDNN calls its OpenMP team keeps spinning; the oneDNN and AMX paths run their own
+// passes on that same team rather than on the native pool.
+ParallelFor pfor_for(Int8Backend b) { return b == Int8Backend::kNative ? parallel_for : onednn_team_for; }
+
+void int8_gemm(Int8Backend backend, const int8_t* a, const int8_t* b, int32_t* c, size_t M, size_t K, size_t N) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     std::memset(c, 0, M * N * sizeof(int32_t));
     return;
   }
-  if (onednn_int8_exact()) {
-    run_matmul({MatKind::kS8, M, K, N, false}, a, b, nullptr, c);
-  } else {
-    int8_gemm_native(a, b, c, M, K, N);
+  switch (backend) {
+    case Int8Backend::kAmx: {
+      thread_local Scratch pbuf;
+      auto* packed = static_cast<int8_t*>(pbuf.get(amx_packed_bytes(M, K)));
+      amx_pack_activations(a, M, K, packed, onednn_team_for);
+      Int8Epilogue out;
+      out.acc = c;
+      amx_int8_gemm(packed, b, M, K, N, out, onednn_team_for);
+      pbuf.trim();
+      return;
+    }
+    case Int8Backend::kOnednn: return run_matmul({MatKind::kS8, M, K, N, false}, a, b, nullptr, c);
+    case Int8Backend::kNative: return int8_gemm_native(a, b, c, M, K, N);
   }
 }
 
@@ -384,7 +407,7 @@ Napi::Value linear(const Napi::CallbackInfo& info) {
   });
 }
 
-// int8Matmul(qx i8 [M,K], qw i8 [N,K], acc i32 [M,N], M, K, N)
+// int8Matmul(qx i8 [M,K], qw i8 [N,K], acc i32 [M,N], M, K, N, backend)
 Napi::Value int8_matmul(const Napi::CallbackInfo& info) {
   return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     const args::Bytes ab = args::bytes(info, 0, "int8Matmul qx");
@@ -395,14 +418,15 @@ Napi::Value int8_matmul(const Napi::CallbackInfo& info) {
     const int8_t* a = args::as<int8_t>(ab, args::mul(d.m, d.k, "int8Matmul"), "int8Matmul qx");
     const int8_t* b = args::as<int8_t>(bb, args::mul(d.n, d.k, "int8Matmul"), "int8Matmul qw");
     int32_t* c = args::as<int32_t>(cb, args::mul(d.m, d.n, "int8Matmul"), "int8Matmul acc");
+    const Int8Backend backend = pick_backend(args::string(info, 6, "int8 backend"), d.k);
     return AsyncOp::start(
-        info.Env(), "ninodes.int8Matmul", [=] { int8_gemm(a, b, c, d.m, d.k, d.n); },
+        info.Env(), "ninodes.int8Matmul", [=] { int8_gemm(backend, a, b, c, d.m, d.k, d.n); },
         [](Napi::Env env) { return env.Undefined(); }, {info[0], info[1], info[2]});
   });
 }
 
 // int8Linear(x f32 [M,K], qw i8 [N,K], wScale f32 [N], bias f32 [N] | null, y f32 [M,N],
-//            acc i32 [M,N] | null, xScale f32 [M], M, K, N, group, order, externalScale)
+//            acc i32 [M,N] | null, xScale f32 [M], M, K, N, group, order, externalScale, backend)
 Napi::Value int8_linear(const Napi::CallbackInfo& info) {
   return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     const args::Bytes xb = args::bytes(info, 0, "int8Linear input");
@@ -432,11 +456,26 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
       }
     }
     const bool regular = order == "regular";
+    const Int8Backend backend = pick_backend(args::string(info, 13, "int8 backend"), d.k);
     auto work = [=] {
-      // Between oneDNN calls its OpenMP team keeps spinning; run our passes on that same team.
-      const ParallelFor pfor = onednn_int8_exact() ? onednn_team_for : parallel_for;
+      const ParallelFor pfor = pfor_for(backend);
+      if (backend == Int8Backend::kAmx) {
+        // Quantize (rotation fused) straight into the tile layout, then the GEMM with dequant fused.
+        thread_local Scratch pbuf;
+        auto* packed = static_cast<int8_t*>(pbuf.get(amx_packed_bytes(d.m, d.k)));
+        amx_quantize_pack(x, d.m, d.k, group, regular, external ? xs : nullptr, packed, xs, pfor);
+        Int8Epilogue out;
+        out.acc = acc_out;
+        out.y = y;
+        out.x_scale = xs;
+        out.w_scale = ws;
+        out.bias = bias;
+        amx_int8_gemm(packed, w, d.m, d.k, d.n, out, pfor);
+        pbuf.trim();
+        return;
+      }
       const size_t P = panel_rows();
-      if (onednn_int8_exact() && d.m >= 4 * P && d.k > 0 && d.n > 0) {
+      if (backend == Int8Backend::kOnednn && d.m >= 4 * P && d.k > 0 && d.n > 0) {
         sync_onednn_threads();
         const std::shared_ptr<PanelPrim> pp = cached_panel(P, d.k, d.n);
         dnnl::engine& eng = onednn_engine();
@@ -471,7 +510,7 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
       auto* qx = static_cast<int8_t*>(qbuf.get(d.m * d.k));
       quantize_rows_int8(x, d.m, d.k, group, regular, external ? xs : nullptr, qx, xs, pfor);
       int32_t* acc = acc_out != nullptr ? acc_out : static_cast<int32_t*>(abuf.get(d.m * d.n * sizeof(int32_t)));
-      int8_gemm(qx, w, acc, d.m, d.k, d.n);
+      int8_gemm(backend, qx, w, acc, d.m, d.k, d.n);
       dequant(acc, xs, ws, bias, y, d.m, d.n, pfor);
       qbuf.trim();
       abuf.trim();

@@ -98,8 +98,6 @@ void sync_onednn_threads() {
 
 bool onednn_int8_exact() {
   static const bool exact = [] {
-    const char* forced = std::getenv("NINODES_INT8_BACKEND");
-    if (forced != nullptr && std::strcmp(forced, "native") == 0) return false;
     const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
     return (isa & 0x67u) == 0x67u || (isa & 0x407u) == 0x407u;
   }();
@@ -123,15 +121,10 @@ Napi::Value set_compute_threads(const Napi::CallbackInfo& info) {
 
 Napi::Value get_compute_threads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), thread_count()); }
 
-Napi::Value int8_backend(const Napi::CallbackInfo& info) {
-  return Napi::String::New(info.Env(), onednn_int8_exact() ? "onednn" : "native");
-}
-
 }  // namespace
 }  // namespace ninodes
 
 NINODES_MODULE(compute_threads) {
   exports.Set("setComputeThreads", Napi::Function::New(env, ninodes::set_compute_threads, "setComputeThreads"));
   exports.Set("getComputeThreads", Napi::Function::New(env, ninodes::get_compute_threads, "getComputeThreads"));
-  exports.Set("int8Backend", Napi::Function::New(env, ninodes::int8_backend, "int8Backend"));
 }

@@ -17,6 +17,7 @@ void sync_onednn_threads();
 // cores. Chunks are the same as parallel_for's, so element-wise results do not depend on it.
 void onednn_team_for(size_t count, size_t grain, const RangeFn& fn);
 // True when oneDNN's int8 path on this CPU is exact (VNNI or AMX; plain AVX2 can saturate int16).
+// Which int8 backend actually runs is ops/int8_backend.h's choice.
 bool onednn_int8_exact();
 
 }  // namespace ninodes

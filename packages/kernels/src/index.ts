@@ -41,11 +41,15 @@ export { hadamard, hadamardSync, type HadamardOptions } from './hadamard.js';
 export { linear } from './linear.js';
 export {
   int8Backend,
+  int8Backends,
   int8Linear,
   int8Matmul,
   quantizeRowsInt8,
   quantizeWeightInt8,
+  type Int8BackendChoice,
+  type Int8BackendName,
   type Int8LinearOptions,
+  type Int8MatmulOptions,
   type QuantizeRowsOptions,
   type QuantizeWeightOptions,
 } from './int8.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { getThreads, hadamardSync, int8Linear, int8Matmul, quantizeRowsInt8, quantizeWeightInt8, reference, setThreads, Tensor } from './index.js';
+import { getThreads, hadamardSync, int8Backend, int8Backends, int8Linear, int8Matmul, quantizeRowsInt8, quantizeWeightInt8, reference, setThreads, Tensor } from './index.js';
 import { get, readFixture } from './test-support/fixture-safetensors.js';
 
 const fx = readFixture('int8', 'int8_convrot.safetensors');
@@ -205,33 +205,33 @@ describe('int8 native vs reference (random shapes)', () => {
     expect(sum).toEqual(full.acc?.data);
   });
 
-  it('large M (the row-panel path, partial last panel) equals the reference bit for bit', async () => {
+  it.each(int8Backends())('large M (%s; oneDNN: the row-panel path, partial last panel) equals the reference bit for bit', async (backend) => {
     const [m, k, n] = [600, 512, 40];
     const x = Tensor.f32([m, k], Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.7) * (1 + (i % 13))));
     const w = Tensor.f32([n, k], Array.from({ length: n * k }, (_, i) => Math.cos(i * 0.19)));
     const bias = Tensor.f32([n], Array.from({ length: n }, (_, i) => i / 7));
     const { q, scale } = quantizeWeightInt8(w, { convrot: 256 });
     for (const opts of [{ bias, convrot: 256, returnAccumulators: true }, { convrot: false as const }]) {
-      const a = await int8Linear(x, q, scale, opts);
+      const a = await int8Linear(x, q, scale, { ...opts, backend });
       const b = reference.int8Linear(x, q, scale, opts);
       expect(a.acc?.data).toEqual(b.acc?.data);
       expect(a.xScale.data).toEqual(b.xScale.data);
       expect(bitsOf(a.y)).toEqual(bitsOf(b.y));
     }
-    const shared = await int8Linear(x, q, scale, { convrot: 256, xScale: Tensor.f32([m, 1], Array.from({ length: m }, (_, i) => 0.05 + i / 1000)), returnAccumulators: true });
+    const shared = await int8Linear(x, q, scale, { convrot: 256, xScale: Tensor.f32([m, 1], Array.from({ length: m }, (_, i) => 0.05 + i / 1000)), returnAccumulators: true, backend });
     const sharedRef = reference.int8Linear(x, q, scale, { convrot: 256, xScale: Tensor.f32([m, 1], Array.from({ length: m }, (_, i) => 0.05 + i / 1000)), returnAccumulators: true });
     expect(shared.acc?.data).toEqual(sharedRef.acc?.data);
     expect(bitsOf(shared.y)).toEqual(bitsOf(sharedRef.y));
   });
 
-  it('large M with K, N multiples of 64 (the hand-written weight reorder) equals the reference bit for bit', async () => {
+  it.each(int8Backends())('large M with K, N multiples of 64 (%s; oneDNN: the hand-written weight reorder) equals the reference bit for bit', async (backend) => {
     const [m, k, n] = [530, 256, 192];
     const x = Tensor.f32([m, k], Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.31) * (1 + (i % 7))));
     const w = Tensor.f32([n, k], Array.from({ length: n * k }, (_, i) => Math.cos(i * 0.23) * (1 + (i % 5))));
     const bias = Tensor.f32([n], Array.from({ length: n }, (_, i) => Math.sin(i)));
     const { q, scale } = quantizeWeightInt8(w, { convrot: 256 });
     const opts = { bias, convrot: 256, returnAccumulators: true };
-    const a = await int8Linear(x, q, scale, opts);
+    const a = await int8Linear(x, q, scale, { ...opts, backend });
     const b = reference.int8Linear(x, q, scale, opts);
     expect(a.acc?.data).toEqual(b.acc?.data);
     expect(bitsOf(a.y)).toEqual(bitsOf(b.y));
@@ -252,29 +252,106 @@ describe('int8 native vs reference (random shapes)', () => {
   });
 });
 
-describe('int8 hand-written fallback kernel', () => {
-  it('NINODES_INT8_BACKEND=native (the non-VNNI path) gives the same exact accumulators', async () => {
+describe.each(int8Backends())('int8 backend %s', (backend) => {
+  const initial = getThreads();
+  afterAll(() => setThreads(initial));
+  const lcg = (seed: number): (() => number) => {
+    let s = seed;
+    return () => ((s = (Math.imul(s, 1103515245) + 12345) | 0) >>> 16) % 256 - 128;
+  };
+
+  // Tile edges of the AMX kernel: M and N around 16 / 32 blocks, K one and many 64-steps, and
+  // K = 4096 with M = 300, which takes two row passes (1 MiB of packed rows each).
+  const shapes: [number, number, number][] = [[1, 64, 1], [15, 64, 17], [16, 128, 32], [33, 192, 31], [47, 320, 65], [64, 1024, 96], [300, 4096, 45]];
+
+  it('int8Matmul equals the reference exactly at tile edges', async () => {
+    for (const [m, k, n] of shapes) {
+      const rnd = lcg(m * 7919 + k * 104729 + n);
+      const a = Tensor.fromArray('i8', [m, k], Int8Array.from({ length: m * k }, rnd));
+      const b = Tensor.fromArray('i8', [n, k], Int8Array.from({ length: n * k }, rnd));
+      // Extremes too: -128 * -128 summed over K is the largest accumulator.
+      if (m * k > 0) a.data.fill(-128, 0, k);
+      if (n * k > 0) b.data.fill(-128, 0, k);
+      expect((await int8Matmul(a, b, { backend })).data, `${m}x${k}x${n}`).toEqual(reference.int8Matmul(a, b).data);
+    }
+  });
+
+  it('int8Linear (fused dequant, bias or none, own or external scale) equals the reference bit for bit', async () => {
+    for (const [m, k, n] of shapes) {
+      const x = Tensor.f32([m, k], Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.37 + m) * (1 + (i % 11))));
+      const w = Tensor.f32([n, k], Array.from({ length: n * k }, (_, i) => Math.cos(i * 0.13 + n)));
+      const bias = Tensor.f32([n], Array.from({ length: n }, (_, i) => (i % 3 === 0 ? -0 : i / 9 - 1)));
+      const { q, scale } = quantizeWeightInt8(w, { convrot: 64 });
+      const external = Tensor.f32([m, 1], Array.from({ length: m }, (_, i) => 0.02 + i / 997));
+      for (const opts of [{ bias, convrot: 64, returnAccumulators: true }, { convrot: false as const }, { convrot: 64, xScale: external, returnAccumulators: true }]) {
+        const a = await int8Linear(x, q, scale, { ...opts, backend });
+        const b = reference.int8Linear(x, q, scale, opts);
+        expect(a.acc?.data, `${m}x${k}x${n}`).toEqual(b.acc?.data);
+        expect(a.xScale.data).toEqual(b.xScale.data);
+        expect(bitsOf(a.y), `${m}x${k}x${n}`).toEqual(bitsOf(b.y));
+      }
+    }
+  });
+
+  it('gives the same bits with 1 and 2 threads', async () => {
+    const [m, k, n] = [70, 512, 100];
+    const x = Tensor.f32([m, k], Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.029) * 4));
+    const { q, scale } = quantizeWeightInt8(Tensor.f32([n, k], Array.from({ length: n * k }, (_, i) => Math.cos(i * 0.41))), { convrot: 256 });
+    const runs = [];
+    for (const t of [1, 2]) {
+      setThreads(t);
+      const r = await int8Linear(x, q, scale, { convrot: 256, returnAccumulators: true, backend });
+      runs.push({ y: bitsOf(r.y), acc: r.acc?.data });
+    }
+    expect(runs[1]).toEqual(runs[0]);
+  });
+});
+
+describe('int8 backend choice', () => {
+  it("lists what this CPU can run; 'native' always, 'amx' only with AMX-INT8 in /proc/cpuinfo", async () => {
+    const { readFileSync } = await import('node:fs');
+    const flags = readFileSync('/proc/cpuinfo', 'utf8');
+    const list = int8Backends();
+    expect(list).toContain('native');
+    if (!/\bamx_int8\b/.test(flags)) expect(list).not.toContain('amx');
+    if (!/\b(avx512_vnni|avx_vnni|amx_int8)\b/.test(flags)) expect(list).not.toContain('onednn');
+    // The default is the first listed, unless the environment forces a path.
+    if (process.env.NINODES_INT8_BACKEND === undefined && process.env.NINODES_SIMD !== 'scalar') expect(int8Backend()).toBe(list[0]);
+    else expect(list).toContain(int8Backend());
+  });
+
+  it('rejects an unknown backend, and amx where K is not a multiple of 64, with typed errors', async () => {
+    const a = Tensor.zeros('i8', [2, 96]);
+    const b = Tensor.zeros('i8', [3, 96]);
+    await expect(int8Matmul(a, b, { backend: 'cuda' as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', value: 'cuda' });
+    await expect(int8Linear(Tensor.zeros('f32', [2, 96]), b, Tensor.f32([3], [1, 1, 1]), { backend: 'gpu' as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    if (int8Backends().includes('amx')) {
+      await expect(int8Matmul(a, b, { backend: 'amx' })).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' });
+      // 'auto' runs the same shape on the next backend, exactly.
+      expect((await int8Matmul(a, b)).data).toEqual(reference.int8Matmul(a, b).data);
+    } else {
+      await expect(int8Matmul(Tensor.zeros('i8', [2, 64]), Tensor.zeros('i8', [3, 64]), { backend: 'amx' })).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' });
+    }
+  });
+
+  it('NINODES_INT8_BACKEND picks the default for the process; an unknown name is a typed error', async () => {
     const { execFileSync } = await import('node:child_process');
     const { fileURLToPath } = await import('node:url');
     const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url));
     const script = `
       const k = await import(${JSON.stringify(dist)});
-      const out = [];
-      for (const [m, kk, n] of [[1, 1, 1], [3, 17, 5], [7, 64, 9], [2, 300, 33], [0, 5, 3]]) {
-        let s = m * 7919 + kk * 104729 + n;
-        const rnd = () => ((s = (Math.imul(s, 1103515245) + 12345) | 0) >>> 16) % 256 - 128;
-        const a = k.Tensor.fromArray('i8', [m, kk], Int8Array.from({ length: m * kk }, rnd));
-        const b = k.Tensor.fromArray('i8', [n, kk], Int8Array.from({ length: n * kk }, rnd));
-        out.push(JSON.stringify(Array.from((await k.int8Matmul(a, b)).data)) === JSON.stringify(Array.from(k.reference.int8Matmul(a, b).data)));
-      }
-      out.push(k.int8Backend());
-      console.log(JSON.stringify(out));
+      const a = k.Tensor.fromArray('i8', [3, 64], Int8Array.from({ length: 192 }, (_, i) => (i * 37) % 256 - 128));
+      const b = k.Tensor.fromArray('i8', [5, 64], Int8Array.from({ length: 320 }, (_, i) => (i * 91) % 256 - 128));
+      let backend, exact, code;
+      try { backend = k.int8Backend(); exact = JSON.stringify(Array.from((await k.int8Matmul(a, b)).data)) === JSON.stringify(Array.from(k.reference.int8Matmul(a, b).data)); }
+      catch (e) { code = e.code; }
+      console.log(JSON.stringify({ backend, exact, code }));
     `;
-    const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
-      env: { ...process.env, NINODES_INT8_BACKEND: 'native' },
-      encoding: 'utf8',
-    });
-    expect(JSON.parse(stdout.trim())).toEqual([true, true, true, true, true, 'native']);
+    const run = (value: string): unknown =>
+      JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, NINODES_INT8_BACKEND: value }, encoding: 'utf8' }).trim());
+    expect(run('native')).toEqual({ backend: 'native', exact: true });
+    expect(run('auto')).toMatchObject({ backend: expect.stringMatching(new RegExp(`^(${int8Backends().join('|')})$`)), exact: true });
+    expect(run('tpu')).toEqual({ code: 'INVALID_ARGUMENT' });
   });
 });
 

@@ -1,9 +1,12 @@
 import { matrixDims, optionsOf, requireDType } from './arg-checks.js';
 import { fromNativeError } from './errors.js';
 import {
+  type Int8BackendName,
   type Int8LinearOptions,
+  type Int8MatmulOptions,
   type QuantizeRowsOptions,
   type QuantizeWeightOptions,
+  checkBackend,
   checkBias,
   checkExternalScale,
   checkInt8K,
@@ -16,10 +19,10 @@ import { withPinned } from './native-memory.js';
 import { NinodesError } from './errors.js';
 import { Tensor } from './tensor.js';
 
-export type { Int8LinearOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
+export type { Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
 
 type QuantizeFn = (x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string) => void;
-type MatmulFn = (a: Uint8Array, b: Uint8Array, c: Uint8Array, m: number, k: number, n: number) => Promise<void>;
+type MatmulFn = (a: Uint8Array, b: Uint8Array, c: Uint8Array, m: number, k: number, n: number, backend: string) => Promise<void>;
 type Int8LinearFn = (
   x: Uint8Array,
   w: Uint8Array,
@@ -34,6 +37,7 @@ type Int8LinearFn = (
   group: number,
   order: string,
   external: boolean,
+  backend: string,
 ) => Promise<void>;
 
 function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
@@ -69,8 +73,11 @@ export function quantizeWeightInt8(w: Tensor, options?: QuantizeWeightOptions): 
   return quantize(w, group, undefined, 'quantizeWeightInt8');
 }
 
-/** Exact int32 qx·qwᵀ: qx [M, K] i8, qw [N, K] i8 -> [M, N] i32. Same bits for any thread count. */
-export async function int8Matmul(qx: Tensor, qw: Tensor): Promise<Tensor<'i32'>> {
+/**
+ * Exact int32 qx·qwᵀ: qx [M, K] i8, qw [N, K] i8 -> [M, N] i32. Same bits for any thread count and
+ * any backend; `options.backend` picks one (a backend this machine cannot run is BACKEND_UNAVAILABLE).
+ */
+export async function int8Matmul(qx: Tensor, qw: Tensor, options?: Int8MatmulOptions): Promise<Tensor<'i32'>> {
   requireDType(qx, ['i8'], 'int8Matmul qx');
   requireDType(qw, ['i8'], 'int8Matmul qw');
   const [m, k] = matrixDims(qx, 'int8Matmul qx');
@@ -79,9 +86,10 @@ export async function int8Matmul(qx: Tensor, qw: Tensor): Promise<Tensor<'i32'>>
     throw new NinodesError('SHAPE_MISMATCH', `int8Matmul: qx has K = ${k} but qw [${qw.shape.join(', ')}] has K = ${wk}`, { value: { qx: qx.shape, qw: qw.shape }, where: 'int8Matmul' });
   }
   checkInt8K(k, 'int8Matmul');
+  const backend = checkBackend(optionsOf(options, 'int8Matmul options').backend, 'int8Matmul options.backend');
   const acc = Tensor.zeros('i32', [m, n]);
   try {
-    await withPinned([qx, qw], () => (nativeAddon().int8Matmul as MatmulFn)(qx.bytes(), qw.bytes(), acc.bytes(), m, k, n));
+    await withPinned([qx, qw], () => (nativeAddon().int8Matmul as MatmulFn)(qx.bytes(), qw.bytes(), acc.bytes(), m, k, n, backend));
   } catch (error) {
     throw fromNativeError(error, 'int8Matmul');
   }
@@ -105,6 +113,7 @@ export async function int8Linear(
   checkBias(opts.bias, d.n, 'int8Linear');
   const { group, order } = resolveConvrot(opts.convrot, d.k, 'int8Linear');
   const external = checkExternalScale(opts.xScale, d.m, 'int8Linear opts.xScale');
+  const backend = checkBackend(opts.backend, 'int8Linear options.backend');
   const y = Tensor.zeros('f32', d.outShape);
   const xScale = Tensor.zeros('f32', [d.m, 1]);
   if (external !== undefined) xScale.data.set(external);
@@ -124,6 +133,7 @@ export async function int8Linear(
       group,
       order,
       external !== undefined,
+      backend,
     ));
   } catch (error) {
     throw fromNativeError(error, 'int8Linear');
@@ -131,7 +141,16 @@ export async function int8Linear(
   return acc === undefined ? { y, xScale } : { y, acc, xScale };
 }
 
-/** Which exact int8 GEMM runs: oneDNN (CPU has VNNI/AMX) or the hand-written AVX2/scalar kernel. */
-export function int8Backend(): 'onednn' | 'native' {
-  return (nativeAddon().int8Backend as () => 'onednn' | 'native')();
+/** The int8 GEMM that `'auto'` picks on this machine (shapes with K % 64 != 0 skip `amx`). */
+export function int8Backend(): Int8BackendName {
+  try {
+    return (nativeAddon().int8Backend as () => Int8BackendName)();
+  } catch (error) {
+    throw fromNativeError(error, 'int8Backend');
+  }
+}
+
+/** Every int8 backend this machine can run, fastest first. */
+export function int8Backends(): Int8BackendName[] {
+  return (nativeAddon().int8Backends as () => Int8BackendName[])();
 }

@@ -53,6 +53,32 @@ export interface Int8LinearOptions {
   xScale?: Tensor;
   /** Also return the raw int32 accumulators [M, N] (row-parallel reductions). */
   returnAccumulators?: boolean;
+  /** Which exact int8 GEMM runs (default `'auto'`); every backend gives the same bits. */
+  backend?: Int8BackendChoice;
+}
+
+/**
+ * The exact int8 GEMMs: `amx` (hand-written AMX tiles, fused dequant; AMX-INT8 CPUs, K % 64 == 0),
+ * `onednn` (oneDNN s8s8, where it is exact: VNNI or AMX), `native` (AVX2 or scalar, any CPU).
+ */
+export type Int8BackendName = 'amx' | 'onednn' | 'native';
+/** `'auto'`: the fastest backend that can run the shape (NINODES_INT8_BACKEND overrides). */
+export type Int8BackendChoice = Int8BackendName | 'auto';
+
+export interface Int8MatmulOptions {
+  backend?: Int8BackendChoice;
+}
+
+const BACKEND_CHOICES: readonly Int8BackendChoice[] = ['auto', 'amx', 'onednn', 'native'];
+
+export function checkBackend(value: unknown, where: string): Int8BackendChoice {
+  if (value === undefined) return 'auto';
+  if (typeof value === 'string' && (BACKEND_CHOICES as readonly string[]).includes(value)) return value as Int8BackendChoice;
+  throw new NinodesError('INVALID_ARGUMENT', `${where}: unknown int8 backend ${JSON.stringify(value)}`, {
+    value,
+    where,
+    hint: `one of ${BACKEND_CHOICES.join(', ')}; int8Backends() lists what this machine can run`,
+  });
 }
 
 export interface QuantizeWeightOptions {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildInfo, setThreads } from '@ninodes/kernels';
+import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type OpenedH3Model, ensureSyntheticCheckpoint, openH3Model, runSampler } from '@ninodes/models';
 import type { ComputeMode } from '@ninodes/quant';
@@ -152,7 +152,7 @@ export const run = defineCommand({
           latentSha256: createHash('sha256').update(result.latent.bytes()).digest('hex'),
           files: ['latent.safetensors', 'preview.png', 'report.json'],
         },
-        env: { node: process.version, simd: info.simd, onednn: info.onednn, cpu: cpus()[0]?.model ?? 'unknown' },
+        env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), cpu: cpus()[0]?.model ?? 'unknown' },
       });
       writeFileSync(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
       const files = stage.commit();
