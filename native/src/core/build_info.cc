@@ -41,10 +41,10 @@ Napi::Value build_info(const Napi::CallbackInfo& info) {
 
 Napi::Value set_simd(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsString()) ninodes::fail("INVALID_ARGUMENT", "setSimd expects 'scalar' or 'avx2'");
+    if (info.Length() < 1 || !info[0].IsString()) ninodes::fail("INVALID_ARGUMENT", "setSimd expects 'scalar', 'avx2' or 'avx512'");
     const std::string name = info[0].As<Napi::String>();
     if (!ninodes::set_simd_path(name)) {
-      ninodes::fail("SIMD_UNAVAILABLE", "SIMD path '" + name + "' is not available here; valid names are 'scalar' and 'avx2' (needs AVX2, FMA and F16C)");
+      ninodes::fail("SIMD_UNAVAILABLE", "SIMD path '" + name + "' is not available here; valid names are 'scalar', 'avx2' (needs AVX2, FMA and F16C) and 'avx512' (also AVX-512 F, BW, DQ, VL)");
     }
     return info.Env().Undefined();
   });

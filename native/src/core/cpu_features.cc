@@ -16,10 +16,34 @@ bool cpu_has_avx2() {
 #endif
 }
 
+// __builtin_cpu_supports also checks that the OS saves the ZMM and mask state (XCR0).
+bool cpu_has_avx512() {
+#if NINODES_HAS_X86
+  __builtin_cpu_init();
+  return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+
+bool can_run(SimdPath path) {
+  switch (path) {
+    case SimdPath::kScalar: return true;
+    case SimdPath::kAvx2: return cpu_has_avx2();
+    case SimdPath::kAvx512: return cpu_has_avx512();
+  }
+  return false;
+}
+
+SimdPath best_path() { return cpu_has_avx512() ? SimdPath::kAvx512 : (cpu_has_avx2() ? SimdPath::kAvx2 : SimdPath::kScalar); }
+
+// NINODES_SIMD caps the path (scalar, avx2); the best the CPU runs otherwise.
 SimdPath initial_path() {
   const char* forced = std::getenv("NINODES_SIMD");
   if (forced != nullptr && std::strcmp(forced, "scalar") == 0) return SimdPath::kScalar;
-  return cpu_has_avx2() ? SimdPath::kAvx2 : SimdPath::kScalar;
+  if (forced != nullptr && std::strcmp(forced, "avx2") == 0 && cpu_has_avx2()) return SimdPath::kAvx2;
+  return best_path();
 }
 
 std::atomic<SimdPath>& current() {
@@ -31,15 +55,20 @@ std::atomic<SimdPath>& current() {
 
 SimdPath simd_path() { return current().load(std::memory_order_relaxed); }
 
-const char* simd_path_name(SimdPath path) { return path == SimdPath::kAvx2 ? "avx2" : "scalar"; }
+const char* simd_path_name(SimdPath path) {
+  switch (path) {
+    case SimdPath::kAvx512: return "avx512";
+    case SimdPath::kAvx2: return "avx2";
+    case SimdPath::kScalar: return "scalar";
+  }
+  return "scalar";
+}
 
 bool set_simd_path(const std::string& name) {
-  if (name == "scalar") {
-    current().store(SimdPath::kScalar);
-    return true;
-  }
-  if (name == "avx2" && cpu_has_avx2()) {
-    current().store(SimdPath::kAvx2);
+  for (SimdPath path : {SimdPath::kScalar, SimdPath::kAvx2, SimdPath::kAvx512}) {
+    if (name != simd_path_name(path)) continue;
+    if (!can_run(path)) return false;
+    current().store(path);
     return true;
   }
   return false;

@@ -251,7 +251,7 @@ void run_tiled(const Problem& p) {
   if (empty_output(p)) return;
   const size_t blocks = (p.seq_q + kQueryBlock - 1) / kQueryBlock;
   const size_t units = p.heads * blocks;
-  const bool avx2 = ninodes::simd_path() == ninodes::SimdPath::kAvx2;
+  const bool avx2 = ninodes::use_avx2();
   ninodes::parallel_for(units, 1, [&](size_t u0, size_t u1) {
 #if NINODES_HAS_X86
     if (avx2) {
@@ -295,7 +295,7 @@ void run_naive(const Problem& p) {
     std::fill(p.out, p.out + p.heads * S * D, 0.f);
     return;
   }
-  const bool avx2 = ninodes::simd_path() == ninodes::SimdPath::kAvx2;
+  const bool avx2 = ninodes::use_avx2();
   std::vector<float> scores(checked_mul(S, T, "attentionNaive"));
   for (size_t h = 0; h < p.heads; ++h) {
     const float* qh = p.q + h * S * D;

@@ -18,11 +18,10 @@
 namespace {
 
 using ninodes::fail;
+using ninodes::use_avx2;
 using namespace ninodes::ops;
 
 constexpr size_t kGrain = 32768;
-
-bool use_avx2() { return ninodes::simd_path() == ninodes::SimdPath::kAvx2; }
 
 // ---- activations ---------------------------------------------------------------------------------
 

@@ -587,7 +587,7 @@ constexpr size_t kStageElements = 4096;
 void run_job(const Job& job) {
   const BlockType& t = *job.type;
   const size_t grain = std::max<size_t>(1, kGrainElements / t.elements);
-  const bool avx2 = ninodes::simd_path() == ninodes::SimdPath::kAvx2;
+  const bool avx2 = ninodes::use_avx2();
   auto decode = [&](const uint8_t* src, float* y, size_t begin, size_t end) {
 #if NINODES_HAS_X86
     if (avx2) return decode_range_avx2(t.kind, src, y, begin, end, t.bytes, t.elements);

@@ -1,3 +1,6 @@
+// GCC 12's AVX-512 headers start several intrinsics from _mm512_undefined_*(), which trips this
+// warning in every caller (a known false positive); nothing here reads an undefined value.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "ops/hadamard.h"
 
 #include <napi.h>
@@ -154,6 +157,78 @@ NINODES_TARGET_AVX2 float fwht_regular_fused_row(const float* src, float* dst, s
   return best;
 }
 
+// AVX-512: a group of 64 or 256 floats lives in 4 or 16 registers, so all four (or three) radix-4
+// stages run without touching memory. Every output is computed with the float operations of the
+// AVX2 path, operands in the same order (NaN payloads included), so the bits are the same.
+NINODES_TARGET_AVX512 inline __m512 regular_first_stages_avx512(__m512 v) {
+  // Stride 1 inside each 128-bit lane, exactly as regular_first_stages_avx2.
+  const __m512 t = _mm512_add_ps(v, _mm512_permute_ps(v, 0xB1));
+  const __m512 s1 = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4E));
+  const __m512 r = _mm512_permute_ps(v, 0x1B);
+  v = _mm512_sub_ps(s1, _mm512_add_ps(r, r));
+  // Stride 4 across the lanes a b c d: p = [a+b, b+a, c+d, d+c], S = [p0+p2, p1+p3, p0+p2, p1+p3]
+  // (the AVX2 path's ab + cd), outputs S - 2·[d, c, b, a].
+  const __m512 p = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));
+  const __m512 s4 = _mm512_add_ps(_mm512_shuffle_f32x4(p, p, 0x44), _mm512_shuffle_f32x4(p, p, 0xEE));
+  const __m512 rev = _mm512_shuffle_f32x4(v, v, 0x1B);
+  return _mm512_sub_ps(s4, _mm512_add_ps(rev, rev));
+}
+
+// One radix-4 stage between registers s apart (s = 1: stride 16 floats, s = 4: stride 64).
+template <int R>
+NINODES_TARGET_AVX512 inline void regular_register_stage(__m512 (&z)[R], int s) {
+  for (int base = 0; base < R; base += 4 * s) {
+    for (int j = base; j < base + s; ++j) {
+      const __m512 a = z[j], b = z[j + s], c = z[j + 2 * s], d = z[j + 3 * s];
+      const __m512 S = _mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d));
+      z[j] = _mm512_sub_ps(S, _mm512_add_ps(d, d));
+      z[j + s] = _mm512_sub_ps(S, _mm512_add_ps(c, c));
+      z[j + 2 * s] = _mm512_sub_ps(S, _mm512_add_ps(b, b));
+      z[j + 3 * s] = _mm512_sub_ps(S, _mm512_add_ps(a, a));
+    }
+  }
+}
+
+// Groups of 16·R floats (R = 4: group 64, R = 16: group 256) from src to dst (may alias), scaled by
+// the normalization; returns max(|dst|, absmax) with NaN never winning.
+template <int R>
+NINODES_TARGET_AVX512 __m512 fwht_regular_avx512(const float* src, float* dst, size_t count, __m512 absmax) {
+  const __m512 k = _mm512_set1_ps(norm_of(16 * R, true));
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+  for (size_t g = 0; g < count; g += 16 * R) {
+    __m512 z[R];
+    for (int i = 0; i < R; ++i) z[i] = regular_first_stages_avx512(_mm512_loadu_ps(src + g + 16 * i));
+    regular_register_stage<R>(z, 1);
+    if (R == 16) regular_register_stage<R>(z, 4);
+    for (int i = 0; i < R; ++i) {
+      const __m512 o = _mm512_mul_ps(z[i], k);
+      _mm512_storeu_ps(dst + g + 16 * i, o);
+      absmax = _mm512_max_ps(_mm512_and_ps(o, abs_mask), absmax);
+    }
+  }
+  return absmax;
+}
+
+// group 64 or 256 on the AVX-512 path; returns false otherwise.
+NINODES_TARGET_AVX512 bool fwht_regular_avx512_rows(const float* src, float* dst, size_t count, size_t group, float* absmax) {
+  __m512 m = _mm512_setzero_ps();
+  if (group == 256) {
+    m = fwht_regular_avx512<16>(src, dst, count, m);
+  } else if (group == 64) {
+    m = fwht_regular_avx512<4>(src, dst, count, m);
+  } else {
+    return false;
+  }
+  if (absmax != nullptr) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, m);
+    float best = 0.0f;
+    for (float v : lanes) best = v > best ? v : best;
+    *absmax = best;
+  }
+  return true;
+}
+
 NINODES_TARGET_AVX2 void fwht_sylvester_avx2(float* x, size_t group) {
   for (size_t i = 0; i < group; i += 8) {
     __m256 v = _mm256_loadu_ps(x + i);
@@ -193,7 +268,8 @@ void check_hadamard_group(size_t cols, size_t group, bool regular) {
 
 bool fwht_copy_absmax(const float* src, float* dst, size_t count, size_t group, bool regular, float* absmax) {
 #if NINODES_HAS_X86
-  if (regular && group >= 64 && simd_path() == SimdPath::kAvx2) {
+  if (regular && use_avx512() && fwht_regular_avx512_rows(src, dst, count, group, absmax)) return true;
+  if (regular && group >= 64 && use_avx2()) {
     const float m = fwht_regular_fused_row(src, dst, count, group);
     if (absmax != nullptr) *absmax = m;
     return true;
@@ -204,7 +280,8 @@ bool fwht_copy_absmax(const float* src, float* dst, size_t count, size_t group, 
 
 void fwht_inplace(float* x, size_t count, size_t group, bool regular) {
 #if NINODES_HAS_X86
-  if (simd_path() == SimdPath::kAvx2 && group >= 16) {
+  if (regular && use_avx512() && fwht_regular_avx512_rows(x, x, count, group, nullptr)) return;
+  if (use_avx2() && group >= 16) {
     for (size_t g = 0; g < count; g += group) regular ? fwht_regular_avx2(x + g, group) : fwht_sylvester_avx2(x + g, group);
     return;
   }

@@ -1,7 +1,7 @@
 #pragma once
 // Normalized fast Walsh-Hadamard transforms over `group`-sized chunks of a row (x·H, H symmetric):
 // 'regular' = Kronecker powers of ComfyUI's regular 4x4 Hadamard (group a power of 4), 'sylvester'
-// = natural-order Walsh (group a power of 2). Scalar and AVX2 paths perform the same float
+// = natural-order Walsh (group a power of 2). Scalar, AVX2 and AVX-512 paths perform the same float
 // operations in the same order, so they agree to the bit (and with the TS reference).
 #include <cstddef>
 

@@ -43,7 +43,7 @@ Int8Backend parse(const std::string& name, const char* where) {
 Int8Backend default_backend() {
   const char* forced = std::getenv("NINODES_INT8_BACKEND");
   if (forced != nullptr && *forced != '\0' && std::string(forced) != "auto") return parse(forced, "NINODES_INT8_BACKEND");
-  if (amx_int8_supported() && simd_path() == SimdPath::kAvx2) return Int8Backend::kAmx;
+  if (amx_int8_supported() && use_avx2()) return Int8Backend::kAmx;
   return onednn_int8_exact() ? Int8Backend::kOnednn : Int8Backend::kNative;
 }
 

@@ -140,7 +140,7 @@ NINODES_TARGET_AVX2 void reorder_block_avx2(const int8_t* src, size_t K, uint32_
 
 void reorder_ba16a64b4a(const int8_t* w, int8_t* dst, size_t K, size_t N) {
   const size_t kb = K / 64, nb = N / 64;
-  const bool avx2 = simd_path() == SimdPath::kAvx2;
+  const bool avx2 = use_avx2();
   onednn_team_for(nb * kb, 16, [&](size_t b, size_t e) {
     for (size_t t = b; t < e; ++t) {
 #if NINODES_HAS_X86
@@ -261,7 +261,7 @@ NINODES_TARGET_AVX2 void int8_rows_avx2(const int8_t* a, const int8_t* b, int32_
 void int8_gemm_native(const int8_t* a, const int8_t* b, int32_t* c, size_t M, size_t K, size_t N) {
   const size_t tile = 64;
   const size_t ntiles = (N + tile - 1) / tile;
-  const bool avx2 = simd_path() == SimdPath::kAvx2;
+  const bool avx2 = use_avx2();
   parallel_for(M * ntiles, 1, [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
       const size_t m = t / ntiles, n0 = (t % ntiles) * tile, n1 = std::min(N, n0 + tile);
@@ -347,7 +347,7 @@ NINODES_TARGET_AVX2 void dequant_rows_avx2(const int32_t* acc, const float* xs, 
 #endif
 
 void dequant(const int32_t* acc, const float* xs, const float* ws, const float* bias, float* y, size_t M, size_t N, ParallelFor pfor) {
-  const bool avx2 = simd_path() == SimdPath::kAvx2;
+  const bool avx2 = use_avx2();
   pfor(M, std::max<size_t>(1, 16384 / std::max<size_t>(N, 1)), [&](size_t b, size_t e) {
 #if NINODES_HAS_X86
     if (avx2) return dequant_rows_avx2(acc, xs, ws, bias, y, b, e, N);

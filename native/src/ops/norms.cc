@@ -18,6 +18,7 @@
 namespace {
 
 using ninodes::fail;
+using ninodes::use_avx2;
 using namespace ninodes::ops;
 
 size_t row_grain(size_t dim) { return std::max<size_t>(1, 16384 / std::max<size_t>(dim, 1)); }
@@ -157,8 +158,6 @@ NINODES_TARGET_AVX2 void softmax_row_avx2(const float* x, float* y, size_t d) {
   for (; i < d; ++i) y[i] *= inv;
 }
 #endif
-
-bool use_avx2() { return ninodes::simd_path() == ninodes::SimdPath::kAvx2; }
 
 Napi::Value rms_norm(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {

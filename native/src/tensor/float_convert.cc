@@ -112,8 +112,6 @@ NINODES_TARGET_AVX2 void bf16_to_f32_avx2(const uint16_t* src, float* dst, size_
 }
 #endif
 
-bool use_avx2() { return simd_path() == SimdPath::kAvx2; }
-
 void to_f32(Kind from, const uint8_t* src, float* dst, size_t n) {
   switch (from) {
     case Kind::f32:

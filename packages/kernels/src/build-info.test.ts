@@ -19,12 +19,14 @@ describe('buildInfo', () => {
     expect(info.gloo).toMatch(/^\d+\.\d+\.\d+$/);
   });
 
-  it('chooses avx2 exactly when the CPU has AVX2, FMA and F16C', async () => {
+  it('chooses the best path the CPU has (avx512: F, BW, DQ, VL; avx2: AVX2, FMA, F16C) unless NINODES_SIMD caps it', async () => {
     const { readFileSync } = await import('node:fs');
     const flags = readFileSync('/proc/cpuinfo', 'utf8').match(/^flags\s*:(.*)$/m)?.[1]?.split(/\s+/) ?? [];
-    const capable = ['avx2', 'fma', 'f16c'].every((f) => flags.includes(f));
-    const forcedScalar = process.env.NINODES_SIMD === 'scalar';
-    expect(info.simd).toBe(capable && !forcedScalar ? 'avx2' : 'scalar');
+    const avx2 = ['avx2', 'fma', 'f16c'].every((f) => flags.includes(f));
+    const avx512 = avx2 && ['avx512f', 'avx512bw', 'avx512dq', 'avx512vl'].every((f) => flags.includes(f));
+    const best = avx512 ? 'avx512' : avx2 ? 'avx2' : 'scalar';
+    const forced = process.env.NINODES_SIMD;
+    expect(info.simd).toBe(forced === 'scalar' ? 'scalar' : forced === 'avx2' && avx2 ? 'avx2' : best);
   });
 
   it('is a release build with a positive thread count', () => {

@@ -1,5 +1,7 @@
 import { nativeAddon } from './native-addon.js';
 
+export type SimdPath = 'avx512' | 'avx2' | 'scalar';
+
 export interface BuildInfo {
   /** Compiler and version the addon was built with, e.g. "gcc 12.2.0". */
   compiler: string;
@@ -9,8 +11,8 @@ export interface BuildInfo {
   onednnCpuRuntime: number;
   /** Gloo version from its CMake package at build time. */
   gloo: string;
-  /** SIMD path the hand-written kernels use: "avx2" or "scalar". */
-  simd: 'avx2' | 'scalar';
+  /** SIMD path the hand-written kernels use: "avx512" (adds 16-lane kernels where they pay), "avx2" or "scalar". */
+  simd: SimdPath;
   /** Intra-op threads of the native pool. */
   threads: number;
   napiVersion: number;

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { hadamard, hadamardSync, reference, Tensor } from './index.js';
+import { hadamard, hadamardSync, quantizeRowsInt8, quantizeWeightInt8, reference, Tensor } from './index.js';
+import { simdPaths, withSimd } from './test-support/numeric.js';
 
 /** Dense float64 Hadamard matrices from their definitions (independent of the FWHT). */
 function denseRegular(n: number): number[][] {
@@ -54,6 +55,38 @@ describe('hadamard', () => {
         }),
         { numRuns: group >= 512 ? 3 : 10 },
       );
+    }
+  });
+
+  it('every SIMD path (AVX-512 in-register, AVX2, scalar) gives the same rotation and quantization bits, NaN and infinities included', () => {
+    const specials = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -0, 3.4e38, -3.4e38, 1e-45];
+    for (const group of [16, 64, 256, 1024]) {
+      const rows = 5;
+      const cols = Math.max(group, 256) * 2;
+      const x = Tensor.f32([rows, cols], Array.from({ length: rows * cols }, (_, i) => Math.sin(i * 0.77) * (1 + (i % 5))));
+      // Row 1 carries special values; row 2 is all NaN (absmax must ignore it).
+      for (let i = 0; i < specials.length; i++) x.data[cols + i * 37] = specials[i] as number;
+      x.data.fill(Number.NaN, 2 * cols, 3 * cols);
+      const runs = simdPaths().map((path) =>
+        withSimd(path, () => {
+          const { q, scale } = quantizeWeightInt8(x, { convrot: group });
+          const inPlace = Tensor.f32([rows, cols], x.data);
+          hadamardSync(inPlace, { group, out: inPlace });
+          const plain = quantizeRowsInt8(x).q;
+          return { path, out: Array.from(bits(hadamardSync(x, { group }))), inPlace: Array.from(bits(inPlace)), q: Array.from(q.data), scale: Array.from(bits(scale)), plain: Array.from(plain.data) };
+        }),
+      );
+      // The vector paths agree to the bit, NaN payloads included; the scalar path may give a NaN of
+      // the other sign (x86 makes -NaN for inf - inf), so it is compared with NaNs canonicalized.
+      const canonical = (r: (typeof runs)[number]): unknown => {
+        const c = (v: number): number => ((v & 0x7f800000) === 0x7f800000 && (v & 0x7fffff) !== 0 ? 0x7fc00000 : v);
+        return { out: r.out.map(c), inPlace: r.inPlace.map(c), q: r.q, scale: r.scale.map(c), plain: r.plain };
+      };
+      for (const run of runs.slice(1)) {
+        const label = `${run.path} vs ${String(runs[0]?.path)}, group ${group}`;
+        if (run.path === 'scalar') expect(canonical(run), label).toEqual(canonical(runs[0] as (typeof runs)[number]));
+        else expect({ ...run, path: runs[0]?.path }, label).toEqual(runs[0]);
+      }
     }
   });
 

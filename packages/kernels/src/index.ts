@@ -1,4 +1,4 @@
-export { buildInfo, type BuildInfo } from './build-info.js';
+export { buildInfo, type BuildInfo, type SimdPath } from './build-info.js';
 export {
   BLOCK_DTYPES,
   DTYPES,

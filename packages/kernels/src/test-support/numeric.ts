@@ -1,7 +1,7 @@
 // Test helpers: seeded random tensors, tolerance comparison, SIMD-path switching.
 import fc from 'fast-check';
 import { expect } from 'vitest';
-import { buildInfo } from '../build-info.js';
+import { buildInfo, type SimdPath } from '../build-info.js';
 import { nativeAddon } from '../native-addon.js';
 import { Tensor } from '../tensor.js';
 
@@ -62,12 +62,13 @@ export function expectBitsEqual(a: Float32Array, b: Float32Array): void {
   }
 }
 
-/** The SIMD paths this CPU can run: both where AVX2 exists, else scalar only. */
-export function simdPaths(): ('avx2' | 'scalar')[] {
-  return buildInfo().simd === 'avx2' ? ['avx2', 'scalar'] : ['scalar'];
+/** The SIMD paths this CPU can run, best first (each path can also run those below it). */
+export function simdPaths(): SimdPath[] {
+  const order: SimdPath[] = ['avx512', 'avx2', 'scalar'];
+  return order.slice(order.indexOf(buildInfo().simd));
 }
 
-export function withSimd<T>(path: 'avx2' | 'scalar', fn: () => T): T {
+export function withSimd<T>(path: SimdPath, fn: () => T): T {
   const setSimd = (nativeAddon() as unknown as { setSimd(p: string): void }).setSimd;
   const before = buildInfo().simd;
   setSimd(path);
@@ -78,7 +79,7 @@ export function withSimd<T>(path: 'avx2' | 'scalar', fn: () => T): T {
   }
 }
 
-export async function withSimdAsync<T>(path: 'avx2' | 'scalar', fn: () => Promise<T>): Promise<T> {
+export async function withSimdAsync<T>(path: SimdPath, fn: () => Promise<T>): Promise<T> {
   const setSimd = (nativeAddon() as unknown as { setSimd(p: string): void }).setSimd;
   const before = buildInfo().simd;
   setSimd(path);
