@@ -23,44 +23,17 @@
 #include "core/errors.h"
 #include "core/registry.h"
 #include "core/thread_pool.h"
+#include "tensor/float_codecs.h"
 
 namespace {
 
 using ninodes::fail;
 
-inline float fp16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {
-      // Subnormal half: value = mant * 2^-24, exact in float32.
-      float v = static_cast<float>(mant) * 5.9604644775390625e-8f;
-      uint32_t vb;
-      std::memcpy(&vb, &v, 4);
-      bits = sign | vb;
-    }
-  } else if (exp == 31) {
-    // Inf stays inf; NaN comes out quiet with its payload, exactly as F16C converts it.
-    bits = sign | 0x7f800000u | (mant << 13) | (mant != 0 ? 0x00400000u : 0u);
-  } else {
-    bits = sign | ((exp + 112u) << 23) | (mant << 13);
-  }
-  float out;
-  std::memcpy(&out, &bits, 4);
-  return out;
-}
+using ninodes::codec::bf16_to_f32;
+using ninodes::codec::f16_to_f32;
 
-inline float bf16_to_f32(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float out;
-  std::memcpy(&out, &bits, 4);
-  return out;
-}
-
+// ggml's GGML_FP32_TO_BF16: NaN keeps its payload with the quiet bit forced (PyTorch's cast, in
+// float_codecs.h, canonicalizes NaN instead).
 inline uint16_t f32_to_bf16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
@@ -80,7 +53,7 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
 // ---- block decoders: one block in, blockElements floats out --------------------------------------
 
 [[gnu::always_inline]] inline void dq_q4_0(const uint8_t* b, float* y) {
-  const float d = fp16_to_f32(rd16(b));
+  const float d = f16_to_f32(rd16(b));
   const uint8_t* qs = b + 2;
   // Low and high nibbles in separate loops: contiguous stores the compiler vectorizes.
   for (int j = 0; j < 16; ++j) y[j] = static_cast<float>((qs[j] & 0x0f) - 8) * d;
@@ -88,15 +61,15 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
 }
 
 [[gnu::always_inline]] inline void dq_q4_1(const uint8_t* b, float* y) {
-  const float d = fp16_to_f32(rd16(b));
-  const float m = fp16_to_f32(rd16(b + 2));
+  const float d = f16_to_f32(rd16(b));
+  const float m = f16_to_f32(rd16(b + 2));
   const uint8_t* qs = b + 4;
   for (int j = 0; j < 16; ++j) y[j] = static_cast<float>(qs[j] & 0x0f) * d + m;
   for (int j = 0; j < 16; ++j) y[j + 16] = static_cast<float>(qs[j] >> 4) * d + m;
 }
 
 [[gnu::always_inline]] inline void dq_q5_0(const uint8_t* b, float* y) {
-  const float d = fp16_to_f32(rd16(b));
+  const float d = f16_to_f32(rd16(b));
   uint32_t qh;
   std::memcpy(&qh, b + 2, 4);
   const uint8_t* qs = b + 6;
@@ -106,8 +79,8 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
 }
 
 [[gnu::always_inline]] inline void dq_q5_1(const uint8_t* b, float* y) {
-  const float d = fp16_to_f32(rd16(b));
-  const float m = fp16_to_f32(rd16(b + 2));
+  const float d = f16_to_f32(rd16(b));
+  const float m = f16_to_f32(rd16(b + 2));
   uint32_t qh;
   std::memcpy(&qh, b + 4, 4);
   const uint8_t* qs = b + 8;
@@ -116,7 +89,7 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
 }
 
 [[gnu::always_inline]] inline void dq_q8_0(const uint8_t* b, float* y) {
-  const float d = fp16_to_f32(rd16(b));
+  const float d = f16_to_f32(rd16(b));
   const int8_t* qs = reinterpret_cast<const int8_t*>(b + 2);
   for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(qs[j]) * d;
 }
@@ -124,8 +97,8 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
 [[gnu::always_inline]] inline void dq_q2_k(const uint8_t* b, float* y) {
   const uint8_t* scales = b;
   const uint8_t* q = b + 16;
-  const float d = fp16_to_f32(rd16(b + 80));
-  const float dmin = fp16_to_f32(rd16(b + 82));
+  const float d = f16_to_f32(rd16(b + 80));
+  const float dmin = f16_to_f32(rd16(b + 82));
   int is = 0;
   for (int n = 0; n < 256; n += 128) {
     int shift = 0;
@@ -146,7 +119,7 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
 [[gnu::always_inline]] inline void dq_q3_k(const uint8_t* b, float* y) {
   const uint8_t* hm = b;
   const uint8_t* q = b + 32;
-  const float d_all = fp16_to_f32(rd16(b + 108));
+  const float d_all = f16_to_f32(rd16(b + 108));
   const uint32_t kmask1 = 0x03030303u;
   const uint32_t kmask2 = 0x0f0f0f0fu;
   uint32_t aux[4];
@@ -189,8 +162,8 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
 }
 
 [[gnu::always_inline]] inline void dq_q4_k(const uint8_t* b, float* y) {
-  const float d = fp16_to_f32(rd16(b));
-  const float dmin = fp16_to_f32(rd16(b + 2));
+  const float d = f16_to_f32(rd16(b));
+  const float dmin = f16_to_f32(rd16(b + 2));
   const uint8_t* scales = b + 4;
   const uint8_t* q = b + 16;
   int is = 0;
@@ -210,8 +183,8 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
 }
 
 [[gnu::always_inline]] inline void dq_q5_k(const uint8_t* b, float* y) {
-  const float d = fp16_to_f32(rd16(b));
-  const float dmin = fp16_to_f32(rd16(b + 2));
+  const float d = f16_to_f32(rd16(b));
+  const float dmin = f16_to_f32(rd16(b + 2));
   const uint8_t* scales = b + 4;
   const uint8_t* qh = b + 16;
   const uint8_t* ql = b + 48;
@@ -238,7 +211,7 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = fp16_to_f32(rd16(b + 208));
+  const float d = f16_to_f32(rd16(b + 208));
   for (int n = 0; n < 256; n += 128) {
     // ggml's `d * sc[is] * q` is (d * sc[is]) * q; hoisting d * sc[is] out of the l loop (is is
     // constant over each run of 16) keeps the exact operations and lets the loops vectorize.
@@ -262,14 +235,14 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
 }
 
 [[gnu::always_inline]] inline void dq_iq4_nl(const uint8_t* b, float* y) {
-  const float d = fp16_to_f32(rd16(b));
+  const float d = f16_to_f32(rd16(b));
   const uint8_t* qs = b + 2;
   for (int j = 0; j < 16; ++j) y[j] = d * static_cast<float>(kIq4nl[qs[j] & 0xf]);
   for (int j = 0; j < 16; ++j) y[j + 16] = d * static_cast<float>(kIq4nl[qs[j] >> 4]);
 }
 
 [[gnu::always_inline]] inline void dq_iq4_xs(const uint8_t* b, float* y) {
-  const float d = fp16_to_f32(rd16(b));
+  const float d = f16_to_f32(rd16(b));
   const uint16_t scales_h = rd16(b + 2);
   const uint8_t* scales_l = b + 4;
   const uint8_t* qs = b + 8;
@@ -314,7 +287,7 @@ template <Kind K>
   for (size_t i = begin; i < end; ++i) {
     const uint8_t* b = src + i * bytes;
     float* o = y + i * elems;
-    if constexpr (K == Kind::kF16) *o = fp16_to_f32(rd16(b));
+    if constexpr (K == Kind::kF16) *o = f16_to_f32(rd16(b));
     if constexpr (K == Kind::kBF16) *o = bf16_to_f32(rd16(b));
     if constexpr (K == Kind::kQ4_0) dq_q4_0(b, o);
     if constexpr (K == Kind::kQ4_1) dq_q4_1(b, o);
@@ -395,8 +368,8 @@ __attribute__((target("avx2,f16c"))) void int8x32_to_f32_avx2(__m256i v, float d
 // Q5_0 / Q5_1: nibbles plus a fifth bit from qh (bit j for value j), as 32 int8 values.
 template <bool kQ5_1>
 __attribute__((target("avx2,f16c"))) void q5_block_avx2(const uint8_t* b, float* o) {
-  const float d = fp16_to_f32(rd16(b));
-  const float m = kQ5_1 ? fp16_to_f32(rd16(b + 2)) : 0.f;
+  const float d = f16_to_f32(rd16(b));
+  const float m = kQ5_1 ? f16_to_f32(rd16(b + 2)) : 0.f;
   const uint8_t* qhp = b + (kQ5_1 ? 4 : 2);
   const uint8_t* qs = b + (kQ5_1 ? 8 : 6);
   uint32_t qh;
@@ -431,8 +404,8 @@ __attribute__((target("avx2,f16c"))) void int8x16_to_f32_avx2(__m128i v, float d
 __attribute__((target("avx2,f16c"))) void q2_k_block_avx2(const uint8_t* b, float* y) {
   const uint8_t* scales = b;
   const uint8_t* q = b + 16;
-  const float d = fp16_to_f32(rd16(b + 80));
-  const float dmin = fp16_to_f32(rd16(b + 82));
+  const float d = f16_to_f32(rd16(b + 80));
+  const float dmin = f16_to_f32(rd16(b + 82));
   const __m256i three = _mm256_set1_epi8(3);
   int is = 0;
   for (int n = 0; n < 256; n += 128) {
@@ -455,7 +428,7 @@ __attribute__((target("avx2,f16c"))) void q2_k_block_avx2(const uint8_t* b, floa
 __attribute__((target("avx2,f16c"))) void q3_k_block_avx2(const uint8_t* b, float* y) {
   const uint8_t* hm = b;
   const uint8_t* q = b + 32;
-  const float d_all = fp16_to_f32(rd16(b + 108));
+  const float d_all = f16_to_f32(rd16(b + 108));
   const uint32_t kmask1 = 0x03030303u;
   const uint32_t kmask2 = 0x0f0f0f0fu;
   uint32_t aux[4];
@@ -505,7 +478,7 @@ __attribute__((target("avx2,f16c"))) void decode_range_avx2(Kind kind, const uin
       const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
       _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
     }
-    for (; i < end; ++i) y[i] = fp16_to_f32(rd16(src + 2 * i));
+    for (; i < end; ++i) y[i] = f16_to_f32(rd16(src + 2 * i));
     return;
   }
   if (kind == Kind::kBF16) {
@@ -540,11 +513,11 @@ __attribute__((target("avx2,f16c"))) void decode_range_avx2(Kind kind, const uin
   if (kind == Kind::kQ4_0 || kind == Kind::kQ4_1) {
     for (size_t i = begin; i < end; ++i) {
       const uint8_t* b = src + i * bytes;
-      const float d = fp16_to_f32(rd16(b));
+      const float d = f16_to_f32(rd16(b));
       if (kind == Kind::kQ4_0) {
         nibbles32_avx2<false>(b + 2, kQ4_0Values, d, 0.f, y + i * elems);
       } else {
-        nibbles32_avx2<true>(b + 4, kQ4_1Values, d, fp16_to_f32(rd16(b + 2)), y + i * elems);
+        nibbles32_avx2<true>(b + 4, kQ4_1Values, d, f16_to_f32(rd16(b + 2)), y + i * elems);
       }
     }
     return;
@@ -554,7 +527,7 @@ __attribute__((target("avx2,f16c"))) void decode_range_avx2(Kind kind, const uin
     for (size_t i = begin; i < end; ++i) {
       const uint8_t* b = src + i * bytes;
       float* o = y + i * elems;
-      const float d = fp16_to_f32(rd16(b));
+      const float d = f16_to_f32(rd16(b));
       if (kind == Kind::kIQ4_NL) {
         nibbles32_avx2<false>(b + 2, kIq4nl, d, 0.f, o);
         continue;
