@@ -44,12 +44,13 @@ struct Key {
   MatKind kind;
   size_t m, k, n;
   bool bias;
-  bool operator==(const Key& o) const { return kind == o.kind && m == o.m && k == o.k && n == o.n && bias == o.bias; }
+  size_t ldc = 0;  // row stride of the output in elements; 0 = n (dense)
+  bool operator==(const Key& o) const { return kind == o.kind && m == o.m && k == o.k && n == o.n && bias == o.bias && ldc == o.ldc; }
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
     size_t h = static_cast<size_t>(k.kind) * 31 + k.bias;
-    for (size_t v : {k.m, k.k, k.n}) h = h * 1000003u ^ v;
+    for (size_t v : {k.m, k.k, k.n, k.ldc}) h = h * 1000003u ^ v;
     return h;
   }
 };
@@ -73,7 +74,8 @@ std::shared_ptr<Prim> cached_matmul(const Key& key) {
   memory::desc src({M, K}, f32 ? memory::data_type::f32 : memory::data_type::s8, memory::format_tag::ab);
   // Weights arrive PyTorch-style [N, K]; as the K x N operand that is the transposed layout "ba".
   memory::desc wei({K, N}, f32 ? memory::data_type::f32 : memory::data_type::s8, memory::format_tag::ba);
-  memory::desc dst({M, N}, f32 ? memory::data_type::f32 : memory::data_type::s32, memory::format_tag::ab);
+  const auto ldc = static_cast<memory::dim>(key.ldc != 0 ? key.ldc : key.n);
+  memory::desc dst({M, N}, f32 ? memory::data_type::f32 : memory::data_type::s32, memory::dims{ldc, 1});
   memory::desc bias({1, N}, memory::data_type::f32, memory::format_tag::ab);
   auto prim = std::make_shared<Prim>(Prim{
       key.bias ? dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, bias, dst), onednn_engine()))
@@ -360,6 +362,23 @@ struct Dims {
   size_t m, k, n;
 };
 
+// Output rows per widened bf16 chunk: about 4 MiB of f32 weights, but never fewer rows than M, so
+// re-reading x once per chunk stays small next to the matmul's own work.
+size_t bf16_chunk_rows(size_t m, size_t k, size_t n) {
+  const size_t by_size = (size_t(4) << 20) / (std::max<size_t>(k, 1) * sizeof(float));
+  const size_t rows = std::max<size_t>(64, (std::max(by_size, m) + 63) / 64 * 64);
+  return std::min(rows, n);
+}
+
+void widen_bf16(const uint16_t* src, float* dst, size_t count) {
+  parallel_for(count, 1 << 16, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      const uint32_t bits = static_cast<uint32_t>(src[i]) << 16;
+      std::memcpy(dst + i, &bits, 4);
+    }
+  });
+}
+
 Dims dims(const Napi::CallbackInfo& info, size_t at) {
   return {args::dim(info, at, "M"), args::dim(info, at + 1, "K"), args::dim(info, at + 2, "N")};
 }
@@ -386,20 +405,19 @@ Napi::Value linear(const Napi::CallbackInfo& info) {
           for (size_t n = 0; n < d.n; ++n) y[m * d.n + n] = bias != nullptr ? bias[n] : 0.0f;
         return;
       }
-      std::vector<float> wide;
-      const void* wf = w;
-      if (bf16) {
-        wide.resize(d.n * d.k);
-        const auto* src = static_cast<const uint16_t*>(w);
-        parallel_for(wide.size(), 1 << 16, [&](size_t b, size_t e) {
-          for (size_t i = b; i < e; ++i) {
-            const uint32_t bits = static_cast<uint32_t>(src[i]) << 16;
-            std::memcpy(&wide[i], &bits, 4);
-          }
-        });
-        wf = wide.data();
+      if (!bf16) return run_matmul({MatKind::kF32, d.m, d.k, d.n, bias != nullptr}, x, w, bias, y);
+      // bf16 weights: widen (exactly) a chunk of output rows at a time into a reused buffer and
+      // multiply it into the matching output columns, instead of a fresh N x K f32 copy per call.
+      const size_t rows = bf16_chunk_rows(d.m, d.k, d.n);
+      thread_local Scratch wbuf;
+      auto* wide = static_cast<float*>(wbuf.get(rows * d.k * sizeof(float)));
+      const auto* src = static_cast<const uint16_t*>(w);
+      for (size_t n0 = 0; n0 < d.n; n0 += rows) {
+        const size_t nc = std::min(rows, d.n - n0);
+        widen_bf16(src + n0 * d.k, wide, nc * d.k);
+        run_matmul({MatKind::kF32, d.m, d.k, nc, bias != nullptr, d.n}, x, wide, bias != nullptr ? bias + n0 : nullptr, y + n0);
       }
-      run_matmul({MatKind::kF32, d.m, d.k, d.n, bias != nullptr}, x, wf, bias, y);
+      wbuf.trim();
     };
     std::vector<Napi::Value> keep{info[0], info[1], info[4]};
     if (bb.present) keep.push_back(info[3]);
