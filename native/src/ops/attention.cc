@@ -91,19 +91,23 @@ void unit_scalar(const Problem& p, size_t head, size_t q0, size_t nq, std::vecto
 
 struct Scratch {
   std::vector<float> buf;
-  float *qb, *kt, *vb, *ob, *pb, *m, *l, *alpha;
+  float *qb, *vb, *ob, *pb, *m, *l, *alpha;
   size_t dp;
+  // The whole head's keys, transposed block by block ([T/kKeyBlock][dp][kKeyBlock], zero padded:
+  // each block a contiguous 16 KiB-ish tile), built once per head this thread visits instead of once
+  // per (query block, key block): O(seq·dim) per thread.
+  std::vector<float> kfull;
+  size_t kfull_head = SIZE_MAX;
   void init(size_t dim) {
     dp = round_up(std::max<size_t>(dim, 1), 8);
-    const size_t need = kQueryBlock * dp + dp * kKeyBlock + kKeyBlock * dp + kQueryBlock * dp + kQueryBlock * kKeyBlock +
+    const size_t need = kQueryBlock * dp + kKeyBlock * dp + kQueryBlock * dp + kQueryBlock * kKeyBlock +
                         3 * kQueryBlock + 64;
     buf.assign(need, 0.f);
     // 32-byte alignment for the packed tiles.
     float* base = buf.data();
     base += (8 - (reinterpret_cast<uintptr_t>(base) / 4) % 8) % 8;
     qb = base;
-    kt = qb + kQueryBlock * dp;
-    vb = kt + dp * kKeyBlock;
+    vb = qb + kQueryBlock * dp;
     ob = vb + kKeyBlock * dp;
     pb = ob + kQueryBlock * dp;
     m = pb + kQueryBlock * kKeyBlock;
@@ -117,8 +121,8 @@ NINODES_TARGET_AVX2 void scores_4x16(const float* qb, const float* kt, float* pb
   __m256 a00 = _mm256_setzero_ps(), a01 = _mm256_setzero_ps(), a10 = _mm256_setzero_ps(), a11 = _mm256_setzero_ps();
   __m256 a20 = _mm256_setzero_ps(), a21 = _mm256_setzero_ps(), a30 = _mm256_setzero_ps(), a31 = _mm256_setzero_ps();
   for (size_t d = 0; d < dp; ++d) {
-    const __m256 k0 = _mm256_load_ps(kt + d * kKeyBlock + jc);
-    const __m256 k1 = _mm256_load_ps(kt + d * kKeyBlock + jc + 8);
+    const __m256 k0 = _mm256_loadu_ps(kt + d * kKeyBlock + jc);
+    const __m256 k1 = _mm256_loadu_ps(kt + d * kKeyBlock + jc + 8);
     __m256 q = _mm256_broadcast_ss(qb + 0 * dp + d);
     a00 = _mm256_fmadd_ps(q, k0, a00);
     a01 = _mm256_fmadd_ps(q, k1, a01);
@@ -154,7 +158,7 @@ NINODES_TARGET_AVX2 void pv_tile(const float* pb, const float* vb, float* ob, co
   }
   for (size_t j = 0; j < nk; ++j) {
     __m256 vv[NV];
-    for (int i = 0; i < NV; ++i) vv[i] = _mm256_load_ps(vb + j * dp + dc + 8 * i);
+    for (int i = 0; i < NV; ++i) vv[i] = _mm256_loadu_ps(vb + j * dp + dc + 8 * i);
     for (int r = 0; r < NR; ++r) {
       const __m256 pj = _mm256_broadcast_ss(pb + r * kKeyBlock + j);
       for (int i = 0; i < NV; ++i) acc[r][i] = _mm256_fmadd_ps(pj, vv[i], acc[r][i]);
@@ -184,28 +188,33 @@ NINODES_TARGET_AVX2 void unit_avx2(const Problem& p, size_t head, size_t q0, siz
   std::memset(sc.qb, 0, sizeof(float) * kQueryBlock * dp);
   for (size_t r = 0; r < nq; ++r) std::memcpy(sc.qb + r * dp, p.q + (head * p.seq_q + q0 + r) * d, d * sizeof(float));
   std::memset(sc.ob, 0, sizeof(float) * kQueryBlock * dp);
-  std::memset(sc.kt, 0, sizeof(float) * dp * kKeyBlock);
-  std::memset(sc.vb, 0, sizeof(float) * kKeyBlock * dp);
   for (size_t r = 0; r < nq; ++r) {
     sc.m[r] = kNegInf;
     sc.l[r] = 0.f;
   }
   const float* kh = p.k + head * p.seq_k * d;
   const float* vh = p.v + head * p.seq_k * d;
+  if (sc.kfull_head != head) {
+    sc.kfull.assign(round_up(p.seq_k, kKeyBlock) * dp, 0.f);
+    for (size_t j = 0; j < p.seq_k; ++j) {
+      const float* kr = kh + j * d;
+      float* block = sc.kfull.data() + (j / kKeyBlock) * dp * kKeyBlock + j % kKeyBlock;
+      for (size_t i = 0; i < d; ++i) block[i * kKeyBlock] = kr[i];
+    }
+    sc.kfull_head = head;
+  }
+  // Rows of v are read in place when they are already SIMD-width padded (d == dp).
+  const bool v_in_place = d == dp;
   for (size_t kb = 0; kb < p.seq_k; kb += kKeyBlock) {
     const size_t nk = std::min(kKeyBlock, p.seq_k - kb);
     const size_t nk16 = round_up(nk, 16);
-    if (nk < kKeyBlock) {
-      std::memset(sc.kt, 0, sizeof(float) * dp * kKeyBlock);
-      std::memset(sc.vb, 0, sizeof(float) * kKeyBlock * dp);
-    }
-    for (size_t j = 0; j < nk; ++j) {
-      const float* kr = kh + (kb + j) * d;
-      for (size_t i = 0; i < d; ++i) sc.kt[i * kKeyBlock + j] = kr[i];
-      std::memcpy(sc.vb + j * dp, vh + (kb + j) * d, d * sizeof(float));
+    const float* vb = vh + kb * d;
+    if (!v_in_place) {
+      for (size_t j = 0; j < nk; ++j) std::memcpy(sc.vb + j * dp, vh + (kb + j) * d, d * sizeof(float));
+      vb = sc.vb;
     }
     for (size_t r = 0; r < nq4; r += 4) {
-      for (size_t jc = 0; jc < nk16; jc += 16) scores_4x16(sc.qb + r * dp, sc.kt, sc.pb + r * kKeyBlock, dp, jc, p.scale);
+      for (size_t jc = 0; jc < nk16; jc += 16) scores_4x16(sc.qb + r * dp, sc.kfull.data() + kb * dp, sc.pb + r * kKeyBlock, dp, jc, p.scale);
     }
     // Online softmax per row; padded key lanes become exp(-inf) = 0.
     for (size_t r = 0; r < nq; ++r) {
@@ -227,8 +236,8 @@ NINODES_TARGET_AVX2 void unit_avx2(const Problem& p, size_t head, size_t q0, siz
       sc.alpha[r] = alpha;
     }
     size_t r = 0;
-    for (; r + 2 <= nq; r += 2) pv_rows<2>(sc.pb + r * kKeyBlock, sc.vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
-    if (r < nq) pv_rows<1>(sc.pb + r * kKeyBlock, sc.vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
+    for (; r + 2 <= nq; r += 2) pv_rows<2>(sc.pb + r * kKeyBlock, vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
+    if (r < nq) pv_rows<1>(sc.pb + r * kKeyBlock, vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
   }
   for (size_t r = 0; r < nq; ++r) {
     float* o = p.out + (head * p.seq_q + q0 + r) * d;
