@@ -1,3 +1,7 @@
+// GCC 12's AVX-512 headers start several intrinsics from _mm512_undefined_*(), which trips these
+// warnings in every caller (a known false positive); nothing here reads an undefined value.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 // Scaled dot-product attention, fp32, tiled flash-style: q [H,S,D], k/v [H,T,D] -> out [H,S,D].
 //
 // Work units are (head, block of kQueryBlock queries); each unit streams the keys in blocks of
@@ -98,14 +102,15 @@ struct Scratch {
   // per (query block, key block): O(seq·dim) per thread.
   std::vector<float> kfull;
   size_t kfull_head = SIZE_MAX;
-  void init(size_t dim) {
-    dp = round_up(std::max<size_t>(dim, 1), 8);
+  // lanes: the SIMD width in floats; rows are padded to it.
+  void init(size_t dim, size_t lanes) {
+    dp = round_up(std::max<size_t>(dim, 1), lanes);
     const size_t need = kQueryBlock * dp + kKeyBlock * dp + kQueryBlock * dp + kQueryBlock * kKeyBlock +
                         3 * kQueryBlock + 64;
     buf.assign(need, 0.f);
-    // 32-byte alignment for the packed tiles.
+    // 64-byte alignment for the packed tiles.
     float* base = buf.data();
-    base += (8 - (reinterpret_cast<uintptr_t>(base) / 4) % 8) % 8;
+    base += (16 - (reinterpret_cast<uintptr_t>(base) / 4) % 16) % 16;
     qb = base;
     vb = qb + kQueryBlock * dp;
     ob = vb + kKeyBlock * dp;
@@ -181,7 +186,37 @@ NINODES_TARGET_AVX2 void pv_rows(const float* pb, const float* vb, float* ob, co
   }
 }
 
-NINODES_TARGET_AVX2 void unit_avx2(const Problem& p, size_t head, size_t q0, size_t nq, Scratch& sc) {
+// Online softmax of one row of scores (nkp of them, the last nkp - nk padding): exps in place,
+// running max and sum updated, the rescale factor of the old accumulator in *alpha.
+NINODES_TARGET_AVX2 void softmax_row_avx2(float* pr, size_t nk, size_t nkp, float* m, float* l, float* alpha) {
+  for (size_t j = nk; j < nkp; ++j) pr[j] = kNegInf;
+  __m256 vmax = _mm256_set1_ps(kNegInf);
+  for (size_t j = 0; j < nkp; j += 8) vmax = _mm256_max_ps(vmax, _mm256_load_ps(pr + j));
+  const float mnew = std::max(*m, hmax256(vmax));
+  const __m256 vm = _mm256_set1_ps(mnew);
+  __m256 vsum = _mm256_setzero_ps();
+  for (size_t j = 0; j < nkp; j += 8) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_load_ps(pr + j), vm));
+    _mm256_store_ps(pr + j, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  *alpha = std::exp(*m - mnew);
+  *l = *l * *alpha + hsum256(vsum);
+  *m = mnew;
+}
+
+struct Avx2Kernels {
+  static constexpr size_t kLanes = 8;
+  static constexpr size_t kScoreKeys = 16;  // keys per scores call
+  static void scores(const float* qb, const float* kt, float* pb, size_t dp, size_t jc, float scale) { scores_4x16(qb, kt, pb, dp, jc, scale); }
+  static void softmax_row(float* pr, size_t nk, size_t nkp, float* m, float* l, float* alpha) { softmax_row_avx2(pr, nk, nkp, m, l, alpha); }
+  static void pv2(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) { pv_rows<2>(pb, vb, ob, alpha, dp, nk); }
+  static void pv1(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) { pv_rows<1>(pb, vb, ob, alpha, dp, nk); }
+};
+
+// One (head, query block) unit on a SIMD path K: packing and loops here, arithmetic in K.
+template <class K>
+void unit_simd(const Problem& p, size_t head, size_t q0, size_t nq, Scratch& sc) {
   const size_t d = p.dim, dp = sc.dp;
   const size_t nq4 = round_up(nq, 4);
   // Queries, zero padded to dp columns and to a multiple of 4 rows.
@@ -207,37 +242,21 @@ NINODES_TARGET_AVX2 void unit_avx2(const Problem& p, size_t head, size_t q0, siz
   const bool v_in_place = d == dp;
   for (size_t kb = 0; kb < p.seq_k; kb += kKeyBlock) {
     const size_t nk = std::min(kKeyBlock, p.seq_k - kb);
-    const size_t nk16 = round_up(nk, 16);
+    const size_t nkp = round_up(nk, K::kScoreKeys);
     const float* vb = vh + kb * d;
     if (!v_in_place) {
       for (size_t j = 0; j < nk; ++j) std::memcpy(sc.vb + j * dp, vh + (kb + j) * d, d * sizeof(float));
       vb = sc.vb;
     }
+    const float* kt = sc.kfull.data() + kb * dp;
     for (size_t r = 0; r < nq4; r += 4) {
-      for (size_t jc = 0; jc < nk16; jc += 16) scores_4x16(sc.qb + r * dp, sc.kfull.data() + kb * dp, sc.pb + r * kKeyBlock, dp, jc, p.scale);
+      for (size_t jc = 0; jc < nkp; jc += K::kScoreKeys) K::scores(sc.qb + r * dp, kt, sc.pb + r * kKeyBlock, dp, jc, p.scale);
     }
     // Online softmax per row; padded key lanes become exp(-inf) = 0.
-    for (size_t r = 0; r < nq; ++r) {
-      float* pr = sc.pb + r * kKeyBlock;
-      for (size_t j = nk; j < nk16; ++j) pr[j] = kNegInf;
-      __m256 vmax = _mm256_set1_ps(kNegInf);
-      for (size_t j = 0; j < nk16; j += 8) vmax = _mm256_max_ps(vmax, _mm256_load_ps(pr + j));
-      const float mnew = std::max(sc.m[r], hmax256(vmax));
-      const __m256 vm = _mm256_set1_ps(mnew);
-      __m256 vsum = _mm256_setzero_ps();
-      for (size_t j = 0; j < nk16; j += 8) {
-        const __m256 e = exp256(_mm256_sub_ps(_mm256_load_ps(pr + j), vm));
-        _mm256_store_ps(pr + j, e);
-        vsum = _mm256_add_ps(vsum, e);
-      }
-      const float alpha = std::exp(sc.m[r] - mnew);
-      sc.l[r] = sc.l[r] * alpha + hsum256(vsum);
-      sc.m[r] = mnew;
-      sc.alpha[r] = alpha;
-    }
+    for (size_t r = 0; r < nq; ++r) K::softmax_row(sc.pb + r * kKeyBlock, nk, nkp, sc.m + r, sc.l + r, sc.alpha + r);
     size_t r = 0;
-    for (; r + 2 <= nq; r += 2) pv_rows<2>(sc.pb + r * kKeyBlock, vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
-    if (r < nq) pv_rows<1>(sc.pb + r * kKeyBlock, vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
+    for (; r + 2 <= nq; r += 2) K::pv2(sc.pb + r * kKeyBlock, vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
+    if (r < nq) K::pv1(sc.pb + r * kKeyBlock, vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
   }
   for (size_t r = 0; r < nq; ++r) {
     float* o = p.out + (head * p.seq_q + q0 + r) * d;
@@ -250,6 +269,97 @@ NINODES_TARGET_AVX2 void unit_avx2(const Problem& p, size_t head, size_t q0, siz
     for (size_t i = 0; i < d; ++i) o[i] = a[i] / l;
   }
 }
+
+// ---- AVX-512 path: the same blocks with 16 lanes (twice the FMA width per instruction) ----------
+
+// Scores for 4 query rows x 32 keys.
+NINODES_TARGET_AVX512 void scores_4x32(const float* qb, const float* kt, float* pb, size_t dp, size_t jc, float scale) {
+  __m512 a[4][2];
+  for (int r = 0; r < 4; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
+  for (size_t d = 0; d < dp; ++d) {
+    const __m512 k0 = _mm512_loadu_ps(kt + d * kKeyBlock + jc);
+    const __m512 k1 = _mm512_loadu_ps(kt + d * kKeyBlock + jc + 16);
+    for (int r = 0; r < 4; ++r) {
+      const __m512 q = _mm512_set1_ps(qb[r * dp + d]);
+      a[r][0] = _mm512_fmadd_ps(q, k0, a[r][0]);
+      a[r][1] = _mm512_fmadd_ps(q, k1, a[r][1]);
+    }
+  }
+  const __m512 s = _mm512_set1_ps(scale);
+  for (int r = 0; r < 4; ++r) {
+    _mm512_store_ps(pb + r * kKeyBlock + jc, _mm512_mul_ps(a[r][0], s));
+    _mm512_store_ps(pb + r * kKeyBlock + jc + 16, _mm512_mul_ps(a[r][1], s));
+  }
+}
+
+NINODES_TARGET_AVX512 void softmax_row_avx512(float* pr, size_t nk, size_t nkp, float* m, float* l, float* alpha) {
+  for (size_t j = nk; j < nkp; ++j) pr[j] = kNegInf;
+  __m512 vmax = _mm512_set1_ps(kNegInf);
+  for (size_t j = 0; j < nkp; j += 16) vmax = _mm512_max_ps(vmax, _mm512_load_ps(pr + j));
+  const float mnew = std::max(*m, _mm512_reduce_max_ps(vmax));
+  const __m512 vm = _mm512_set1_ps(mnew);
+  __m512 vsum = _mm512_setzero_ps();
+  for (size_t j = 0; j < nkp; j += 16) {
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_load_ps(pr + j), vm));
+    _mm512_store_ps(pr + j, e);
+    vsum = _mm512_add_ps(vsum, e);
+  }
+  *alpha = std::exp(*m - mnew);
+  *l = *l * *alpha + _mm512_reduce_add_ps(vsum);
+  *m = mnew;
+}
+
+template <int NR, int NV>
+NINODES_TARGET_AVX512 void pv_tile512(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t dc, size_t nk) {
+  __m512 acc[NR][NV];
+  for (int r = 0; r < NR; ++r) {
+    const __m512 a = _mm512_set1_ps(alpha[r]);
+    for (int i = 0; i < NV; ++i) acc[r][i] = _mm512_mul_ps(_mm512_load_ps(ob + r * dp + dc + 16 * i), a);
+  }
+  for (size_t j = 0; j < nk; ++j) {
+    __m512 vv[NV];
+    for (int i = 0; i < NV; ++i) vv[i] = _mm512_loadu_ps(vb + j * dp + dc + 16 * i);
+    for (int r = 0; r < NR; ++r) {
+      const __m512 pj = _mm512_set1_ps(pb[r * kKeyBlock + j]);
+      for (int i = 0; i < NV; ++i) acc[r][i] = _mm512_fmadd_ps(pj, vv[i], acc[r][i]);
+    }
+  }
+  for (int r = 0; r < NR; ++r) {
+    for (int i = 0; i < NV; ++i) _mm512_store_ps(ob + r * dp + dc + 16 * i, acc[r][i]);
+  }
+}
+
+template <int NR>
+NINODES_TARGET_AVX512 void pv_rows512(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) {
+  size_t dc = 0;
+  for (; dc + 64 <= dp; dc += 64) pv_tile512<NR, 4>(pb, vb, ob, alpha, dp, dc, nk);
+  switch ((dp - dc) / 16) {
+    case 3: pv_tile512<NR, 3>(pb, vb, ob, alpha, dp, dc, nk); break;
+    case 2: pv_tile512<NR, 2>(pb, vb, ob, alpha, dp, dc, nk); break;
+    case 1: pv_tile512<NR, 1>(pb, vb, ob, alpha, dp, dc, nk); break;
+    default: break;
+  }
+}
+
+struct Avx512Kernels {
+  static constexpr size_t kLanes = 16;
+  static constexpr size_t kScoreKeys = 32;
+  static void scores(const float* qb, const float* kt, float* pb, size_t dp, size_t jc, float scale) { scores_4x32(qb, kt, pb, dp, jc, scale); }
+  static void softmax_row(float* pr, size_t nk, size_t nkp, float* m, float* l, float* alpha) { softmax_row_avx512(pr, nk, nkp, m, l, alpha); }
+  static void pv2(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) { pv_rows512<2>(pb, vb, ob, alpha, dp, nk); }
+  static void pv1(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) { pv_rows512<1>(pb, vb, ob, alpha, dp, nk); }
+};
+
+// Runs units [u0, u1) of one parallel chunk on path K.
+template <class K>
+void run_units(const Problem& p, size_t blocks, size_t u0, size_t u1) {
+  Scratch sc;
+  sc.init(p.dim, K::kLanes);
+  for (size_t u = u0; u < u1; ++u) {
+    const size_t head = u / blocks, q0 = (u % blocks) * kQueryBlock;
+    unit_simd<K>(p, head, q0, std::min(kQueryBlock, p.seq_q - q0), sc);
+  }
+}
 #endif
 
 // Nothing to compute when the output is empty; this also keeps huge sequence lengths paired with
@@ -260,18 +370,11 @@ void run_tiled(const Problem& p) {
   if (empty_output(p)) return;
   const size_t blocks = (p.seq_q + kQueryBlock - 1) / kQueryBlock;
   const size_t units = p.heads * blocks;
-  const bool avx2 = ninodes::use_avx2();
+  const bool avx2 = ninodes::use_avx2(), avx512 = ninodes::use_avx512();
   ninodes::parallel_for(units, 1, [&](size_t u0, size_t u1) {
 #if NINODES_HAS_X86
-    if (avx2) {
-      Scratch sc;
-      sc.init(p.dim);
-      for (size_t u = u0; u < u1; ++u) {
-        const size_t head = u / blocks, q0 = (u % blocks) * kQueryBlock;
-        unit_avx2(p, head, q0, std::min(kQueryBlock, p.seq_q - q0), sc);
-      }
-      return;
-    }
+    if (avx512) return run_units<Avx512Kernels>(p, blocks, u0, u1);
+    if (avx2) return run_units<Avx2Kernels>(p, blocks, u0, u1);
 #endif
     std::vector<float> scratch;
     for (size_t u = u0; u < u1; ++u) {
