@@ -293,6 +293,21 @@ describe.each(int8Backends())('int8 backend %s', (backend) => {
     }
   });
 
+  it('concurrent calls (one per libuv worker) each equal the reference', async () => {
+    const cases = [[40, 256, 70], [33, 512, 31], [64, 128, 96], [17, 320, 45]].map(([m, k, n]) => {
+      const x = Tensor.f32([m as number, k as number], Array.from({ length: (m as number) * (k as number) }, (_, i) => Math.sin(i * 0.11 + (n as number))));
+      const { q, scale } = quantizeWeightInt8(Tensor.f32([n as number, k as number], Array.from({ length: (n as number) * (k as number) }, (_, i) => Math.cos(i * 0.07 + (m as number)))), { convrot: 64 });
+      return { x, q, scale };
+    });
+    const runs = await Promise.all(cases.map((c) => int8Linear(c.x, c.q, c.scale, { convrot: 64, returnAccumulators: true, backend })));
+    runs.forEach((r, i) => {
+      const c = cases[i] as (typeof cases)[number];
+      const ref = reference.int8Linear(c.x, c.q, c.scale, { convrot: 64, returnAccumulators: true });
+      expect(r.acc?.data).toEqual(ref.acc?.data);
+      expect(bitsOf(r.y)).toEqual(bitsOf(ref.y));
+    });
+  });
+
   it('gives the same bits with 1 and 2 threads', async () => {
     const [m, k, n] = [70, 512, 100];
     const x = Tensor.f32([m, k], Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.029) * 4));
