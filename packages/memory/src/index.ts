@@ -1,6 +1,16 @@
 export type { CheckpointSource, TensorEntry } from './checkpoint-source.js';
 export { formatByteSize, parseByteSize } from './byte-size.js';
-export { parseKbTable, processMemory, processMemoryFrom, systemMemory, type ProcessMemory, type SystemMemory } from './process-memory.js';
+export {
+  parseKbTable,
+  processMemory,
+  processMemoryFrom,
+  residentMemory,
+  residentMemoryFrom,
+  systemMemory,
+  type ProcessMemory,
+  type ResidentMemory,
+  type SystemMemory,
+} from './process-memory.js';
 export { SAFETENSORS_DTYPES, isSafetensorsDType, safetensorsDTypeOf, type SafetensorsDType } from './safetensors-dtype.js';
 export { MAX_HEADER_BYTES, SAFETENSORS_ERRORS, parseHeader, readHeaderLength, type SafetensorsErrorCode, type SafetensorsHeader } from './safetensors-header.js';
 export { SafetensorsFile, type OpenSafetensorsOptions } from './safetensors-file.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { processMemory, processMemoryFrom, systemMemory } from './process-memory.js';
+import { processMemory, processMemoryFrom, residentMemory, residentMemoryFrom, systemMemory } from './process-memory.js';
 import { SafetensorsFile } from './safetensors-file.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +18,16 @@ Anonymous:         81920 kB
 Swap:                 12 kB
 `;
     expect(processMemoryFrom(text)).toEqual({ rss: 204800 * 1024, anonymous: 81920 * 1024, fileBacked: (204800 - 81920) * 1024, pssFile: 70000 * 1024, swap: 12 * 1024 });
+  });
+
+  it('reads the cheap /proc/<pid>/status counters the same way', () => {
+    const text = `Name:\tnode\nVmRSS:\t  207000 kB\nRssAnon:\t   81920 kB\nRssFile:\t  122000 kB\nRssShmem:\t     880 kB\nVmSwap:\t      12 kB\n`;
+    expect(residentMemoryFrom(text)).toEqual({ rss: (81920 + 122000 + 880) * 1024, anonymous: 81920 * 1024, fileBacked: (122000 + 880) * 1024, swap: 12 * 1024 });
+    // Live: the counters agree with the exact smaps_rollup walk to within a few MiB.
+    const fast = residentMemory();
+    const exact = processMemory();
+    expect(Math.abs(fast.anonymous - exact.anonymous)).toBeLessThan(16 * 2 ** 20);
+    expect(Math.abs(fast.rss - exact.rss)).toBeLessThan(16 * 2 ** 20);
   });
 
   it('counts touched checkpoint pages as file-backed, not anonymous', async () => {
