@@ -408,7 +408,7 @@ void run_naive(const Problem& p) {
     return;
   }
   const bool avx2 = ninodes::use_avx2();
-  std::vector<float> scores(checked_mul(S, T, "attentionNaive"));
+  std::vector<float> scores(ninodes::args::mul(S, T, "attentionNaive"));
   for (size_t h = 0; h < p.heads; ++h) {
     const float* qh = p.q + h * S * D;
     const float* kh = p.k + h * T * D;
@@ -463,17 +463,17 @@ Problem parse(const Napi::CallbackInfo& info, const char* op) {
   const F32Arg k = f32_arg(info, 1, op, "k");
   const F32Arg v = f32_arg(info, 2, op, "v");
   const F32Arg out = f32_arg(info, 3, op, "out");
-  const size_t h = size_arg(info, 4, op, "heads");
-  const size_t s = size_arg(info, 5, op, "seqQ");
-  const size_t t = size_arg(info, 6, op, "seqK");
-  const size_t d = size_arg(info, 7, op, "headDim");
-  const double scale = number_arg(info, 8, op, "scale");
+  const size_t h = ninodes::args::dim(info, 4, "heads");
+  const size_t s = ninodes::args::dim(info, 5, "seqQ");
+  const size_t t = ninodes::args::dim(info, 6, "seqK");
+  const size_t d = ninodes::args::dim(info, 7, "headDim");
+  const double scale = ninodes::args::number(info, 8, "scale");
   if (!std::isfinite(scale)) fail("INVALID_ARGUMENT", std::string(op) + ": scale must be finite");
   if (d > 65536) fail("INVALID_ARGUMENT", std::string(op) + ": headDim above 65536 is not supported");
-  expect_length(q, checked_mul(checked_mul(h, s, op), d, op), op, "q");
-  expect_length(k, checked_mul(checked_mul(h, t, op), d, op), op, "k");
-  expect_length(v, checked_mul(checked_mul(h, t, op), d, op), op, "v");
-  expect_length(out, checked_mul(checked_mul(h, s, op), d, op), op, "out");
+  expect_length(q, ninodes::args::mul(ninodes::args::mul(h, s, op), d, op), op, "q");
+  expect_length(k, ninodes::args::mul(ninodes::args::mul(h, t, op), d, op), op, "k");
+  expect_length(v, ninodes::args::mul(ninodes::args::mul(h, t, op), d, op), op, "v");
+  expect_length(out, ninodes::args::mul(ninodes::args::mul(h, s, op), d, op), op, "out");
   return Problem{q.data, k.data, v.data, out.data, h, s, t, d, static_cast<float>(scale)};
 }
 

@@ -99,10 +99,10 @@ Napi::Value swiglu(const Napi::CallbackInfo& info) {
     const char* op = "swiglu";
     const F32Arg x = f32_arg(info, 0, op, "x");
     const F32Arg y = f32_arg(info, 1, op, "out");
-    const size_t rows = size_arg(info, 2, op, "rows");
-    const size_t f = size_arg(info, 3, op, "features");
-    expect_length(x, checked_mul(rows, checked_mul(f, 2, op), op), op, "x");
-    expect_length(y, checked_mul(rows, f, op), op, "out");
+    const size_t rows = ninodes::args::dim(info, 2, "rows");
+    const size_t f = ninodes::args::dim(info, 3, "features");
+    expect_length(x, ninodes::args::mul(rows, ninodes::args::mul(f, 2, op), op), op, "x");
+    expect_length(y, ninodes::args::mul(rows, f, op), op, "out");
     if (y.length == 0) return info.Env().Undefined();
     const bool avx2 = use_avx2();
     ninodes::parallel_for(rows, std::max<size_t>(1, kGrain / std::max<size_t>(f, 1)), [&](size_t r0, size_t r1) {
@@ -246,7 +246,7 @@ Napi::Value scale(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     const char* op = "scale";
     const F32Arg x = f32_arg(info, 0, op, "x");
-    const float s = static_cast<float>(number_arg(info, 1, op, "s"));
+    const float s = static_cast<float>(ninodes::args::number(info, 1, "s"));
     const F32Arg y = f32_arg(info, 2, op, "out");
     expect_length(y, x.length, op, "out");
     const bool avx2 = use_avx2();

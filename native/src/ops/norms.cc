@@ -165,10 +165,10 @@ Napi::Value rms_norm(const Napi::CallbackInfo& info) {
     const F32Arg x = f32_arg(info, 0, op, "x");
     const F32Arg w = f32_arg(info, 1, op, "weight", true);
     const F32Arg y = f32_arg(info, 2, op, "out");
-    const size_t rows = size_arg(info, 3, op, "rows");
-    const size_t dim = size_arg(info, 4, op, "dim");
-    const float eps = static_cast<float>(number_arg(info, 5, op, "eps"));
-    const size_t n = checked_mul(rows, dim, op);
+    const size_t rows = ninodes::args::dim(info, 3, "rows");
+    const size_t dim = ninodes::args::dim(info, 4, "dim");
+    const float eps = static_cast<float>(ninodes::args::number(info, 5, "eps"));
+    const size_t n = ninodes::args::mul(rows, dim, op);
     expect_length(x, n, op, "x");
     expect_length(y, n, op, "out");
     // Nothing to write: also keeps a huge row count over an empty row from looping for nothing.
@@ -198,10 +198,10 @@ Napi::Value layer_norm(const Napi::CallbackInfo& info) {
     const F32Arg w = f32_arg(info, 1, op, "weight", true);
     const F32Arg b = f32_arg(info, 2, op, "bias", true);
     const F32Arg y = f32_arg(info, 3, op, "out");
-    const size_t rows = size_arg(info, 4, op, "rows");
-    const size_t dim = size_arg(info, 5, op, "dim");
-    const float eps = static_cast<float>(number_arg(info, 6, op, "eps"));
-    const size_t n = checked_mul(rows, dim, op);
+    const size_t rows = ninodes::args::dim(info, 4, "rows");
+    const size_t dim = ninodes::args::dim(info, 5, "dim");
+    const float eps = static_cast<float>(ninodes::args::number(info, 6, "eps"));
+    const size_t n = ninodes::args::mul(rows, dim, op);
     expect_length(x, n, op, "x");
     expect_length(y, n, op, "out");
     // Nothing to write: also keeps a huge row count over an empty row from looping for nothing.
@@ -231,9 +231,9 @@ Napi::Value softmax(const Napi::CallbackInfo& info) {
     const char* op = "softmax";
     const F32Arg x = f32_arg(info, 0, op, "x");
     const F32Arg y = f32_arg(info, 1, op, "out");
-    const size_t rows = size_arg(info, 2, op, "rows");
-    const size_t dim = size_arg(info, 3, op, "dim");
-    const size_t n = checked_mul(rows, dim, op);
+    const size_t rows = ninodes::args::dim(info, 2, "rows");
+    const size_t dim = ninodes::args::dim(info, 3, "dim");
+    const size_t n = ninodes::args::mul(rows, dim, op);
     expect_length(x, n, op, "x");
     expect_length(y, n, op, "out");
     // Nothing to write: also keeps a huge row count over an empty row from looping for nothing.

@@ -1,7 +1,8 @@
 #pragma once
-// Argument readers for the fp32 transformer-op bindings: every pointer comes from a Float32Array the
-// caller owns, every size is checked to be a non-negative integer and every length is checked
-// against the sizes before any kernel runs.
+// Float32Array arguments of the fp32 transformer-op bindings: the array must really be a
+// Float32Array (DTYPE_MISMATCH otherwise) and its length is checked against the sizes before any
+// kernel runs. Sizes, numbers and overflow-checked products come from span_args.h (args::dim,
+// args::number, args::mul), shared with every other binding.
 #include <napi.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "ops/span_args.h"
 
 namespace ninodes {
 namespace ops {
@@ -33,26 +35,6 @@ inline F32Arg f32_arg(const Napi::CallbackInfo& info, size_t index, const char* 
   out.length = array.ElementLength();
   out.present = true;
   return out;
-}
-
-inline size_t size_arg(const Napi::CallbackInfo& info, size_t index, const char* op, const char* name) {
-  if (index >= info.Length() || !info[index].IsNumber()) fail("INVALID_ARGUMENT", std::string(op) + ": '" + name + "' must be a number");
-  const double v = info[index].As<Napi::Number>().DoubleValue();
-  if (!(v >= 0) || v > 9007199254740991.0 || std::floor(v) != v) {
-    fail("INVALID_ARGUMENT", std::string(op) + ": '" + name + "' must be a non-negative integer, got " + std::to_string(v));
-  }
-  return static_cast<size_t>(v);
-}
-
-inline double number_arg(const Napi::CallbackInfo& info, size_t index, const char* op, const char* name) {
-  if (index >= info.Length() || !info[index].IsNumber()) fail("INVALID_ARGUMENT", std::string(op) + ": '" + name + "' must be a number");
-  return info[index].As<Napi::Number>().DoubleValue();
-}
-
-// a * b with overflow detection (sizes come from JS and may be huge).
-inline size_t checked_mul(size_t a, size_t b, const char* op) {
-  if (a != 0 && b > SIZE_MAX / a) fail("INVALID_ARGUMENT", std::string(op) + ": size overflow");
-  return a * b;
 }
 
 inline void expect_length(const F32Arg& arg, size_t expected, const char* op, const char* name) {

@@ -23,17 +23,17 @@ Napi::Value rope_split_half(const Napi::CallbackInfo& info) {
     const F32Arg x = f32_arg(info, 0, op, "x");
     const F32Arg angles = f32_arg(info, 1, op, "angles");
     const F32Arg y = f32_arg(info, 2, op, "out");
-    const size_t s = size_arg(info, 3, op, "seq");
-    const size_t h = size_arg(info, 4, op, "heads");
-    const size_t d = size_arg(info, 5, op, "headDim");
-    const size_t r = size_arg(info, 6, op, "rotDim");
-    const size_t a = size_arg(info, 7, op, "angleColumns");
+    const size_t s = ninodes::args::dim(info, 3, "seq");
+    const size_t h = ninodes::args::dim(info, 4, "heads");
+    const size_t d = ninodes::args::dim(info, 5, "headDim");
+    const size_t r = ninodes::args::dim(info, 6, "rotDim");
+    const size_t a = ninodes::args::dim(info, 7, "angleColumns");
     if (r % 2 != 0 || r > d) fail("INVALID_ARGUMENT", "ropeSplitHalf: rotDim must be even and at most headDim");
     if (a != r && a != r / 2) fail("SHAPE_MISMATCH", "ropeSplitHalf: angles must have rotDim or rotDim/2 columns");
-    const size_t n = checked_mul(checked_mul(s, h, op), d, op);
+    const size_t n = ninodes::args::mul(ninodes::args::mul(s, h, op), d, op);
     expect_length(x, n, op, "x");
     expect_length(y, n, op, "out");
-    expect_length(angles, checked_mul(s, a, op), op, "angles");
+    expect_length(angles, ninodes::args::mul(s, a, op), op, "angles");
     if (n == 0) return info.Env().Undefined();
     const size_t half = r / 2;
     ninodes::parallel_for(s, std::max<size_t>(1, 8192 / std::max<size_t>(h * d, 1)), [&](size_t s0, size_t s1) {
