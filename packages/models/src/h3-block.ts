@@ -11,11 +11,11 @@ export type ParameterReader = (name: string) => Tensor<'f32'>;
 /** [S, H, D] columns [offset, offset + H·D) of a [S, W] matrix, or its transpose [H, S, D]. */
 function splitHeads(x: Float32Array, s: number, width: number, offset: number, heads: number, hd: number, headsFirst: boolean): Tensor<'f32'> {
   const out = new Float32Array(s * heads * hd);
+  // One memcpy per head row (TypedArray.set), not a JS loop per element.
   for (let t = 0; t < s; t++) {
     for (let h = 0; h < heads; h++) {
       const src = t * width + offset + h * hd;
-      const dst = headsFirst ? (h * s + t) * hd : (t * heads + h) * hd;
-      for (let c = 0; c < hd; c++) out[dst + c] = x[src + c] as number;
+      out.set(x.subarray(src, src + hd), headsFirst ? (h * s + t) * hd : (t * heads + h) * hd);
     }
   }
   return Tensor.fromArray('f32', headsFirst ? [heads, s, hd] : [s, heads, hd], out);
@@ -35,8 +35,7 @@ function mergeHeads(x: Tensor<'f32'>): Tensor<'f32'> {
   for (let hh = 0; hh < h; hh++) {
     for (let t = 0; t < s; t++) {
       const from = (hh * s + t) * d;
-      const to = (t * h + hh) * d;
-      for (let c = 0; c < d; c++) out[to + c] = src[from + c] as number;
+      out.set(src.subarray(from, from + d), (t * h + hh) * d);
     }
   }
   return Tensor.fromArray('f32', [s, h * d], out);
