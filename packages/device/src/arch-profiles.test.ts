@@ -7,7 +7,7 @@ import { BUILTIN_ARCHS, archProfile, loadProfileConfig, parseProfileConfig } fro
 
 describe('built-in architecture profiles', () => {
   it('has every required architecture', () => {
-    for (const a of ['gfx1151', 'gfx1100', 'gfx1201', 'sm_80', 'sm_89', 'sm_90', 'cpu-avx2', 'cpu-scalar']) expect(BUILTIN_ARCHS).toContain(a);
+    for (const a of ['gfx1151', 'gfx1100', 'gfx1201', 'sm_80', 'sm_89', 'sm_90', 'cpu-amx', 'cpu-avx512', 'cpu-avx2', 'cpu-scalar']) expect(BUILTIN_ARCHS).toContain(a);
   });
 
   it('gfx1151: fp32, tiles 768-1024, TF32 off, 1.5x attention memory, unified memory (seeds/000)', () => {

@@ -34,6 +34,9 @@ const BUILTIN: Record<string, Entry> = {
   sm_80: { vendor: 'nvidia', preferredComputeDtype: 'bf16', matrix: { fp8: false, int8: true, bf16: true }, attentionMemoryModifier: 1.0, tileSize: { min: 768, max: 1024 }, tf32: true, unifiedMemory: false },
   sm_89: { vendor: 'nvidia', preferredComputeDtype: 'bf16', matrix: { fp8: true, int8: true, bf16: true }, attentionMemoryModifier: 1.0, tileSize: { min: 768, max: 1024 }, tf32: true, unifiedMemory: false },
   sm_90: { vendor: 'nvidia', preferredComputeDtype: 'bf16', matrix: { fp8: true, int8: true, bf16: true }, attentionMemoryModifier: 1.0, tileSize: { min: 768, max: 1024 }, tf32: true, unifiedMemory: false },
+  // AMX tiles run int8 (and bf16) matrix products; the hand-written int8 GEMM uses them.
+  'cpu-amx': { vendor: 'cpu', preferredComputeDtype: 'f32', matrix: { fp8: false, int8: true, bf16: true }, attentionMemoryModifier: 1.0, tileSize: { min: 512, max: 768 }, tf32: false, unifiedMemory: false },
+  'cpu-avx512': { vendor: 'cpu', preferredComputeDtype: 'f32', matrix: { fp8: false, int8: true, bf16: false }, attentionMemoryModifier: 1.0, tileSize: { min: 512, max: 768 }, tf32: false, unifiedMemory: false },
   'cpu-avx2': { vendor: 'cpu', preferredComputeDtype: 'f32', matrix: { fp8: false, int8: true, bf16: false }, attentionMemoryModifier: 1.0, tileSize: { min: 512, max: 768 }, tf32: false, unifiedMemory: false },
   'cpu-scalar': { vendor: 'cpu', preferredComputeDtype: 'f32', matrix: { fp8: false, int8: false, bf16: false }, attentionMemoryModifier: 1.0, tileSize: { min: 512, max: 512 }, tf32: false, unifiedMemory: false },
 };

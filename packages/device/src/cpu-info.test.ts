@@ -21,7 +21,8 @@ describe('readCpuInfo on recorded machines', () => {
     expect(cpu.cgroup).toBeNull();
     expect(cpu.totalBytes).toBe(cpu.memTotalBytes);
     expect(log.notes.filter((n) => n.level === 'warn')).toEqual([]);
-    expect(cpuArch(cpu.simd)).toBe('cpu-avx2');
+    // Zen 4: AVX-512 F/BW/DQ/VL, no AMX.
+    expect(cpuArch(cpu.simd)).toBe('cpu-avx512');
   });
 
   it('container on an RTX 4090 host: the cgroup v2 limit (64 GiB), not the host RAM, is the total', () => {
@@ -75,6 +76,20 @@ describe('readCpuInfo on this machine', () => {
     expect(cpu.logicalCores).toBe(logical);
     const nproc = Number(execFileSync('nproc', ['--all'], { encoding: 'utf8' }).trim());
     expect(cpu.logicalCores).toBe(nproc);
+  });
+});
+
+describe('cpuArch', () => {
+  it('names the tier the native kernels pick: scalar, avx2, avx512 (F/BW/DQ/VL), amx (tiles on top)', () => {
+    const avx2 = ['sse4_2', 'avx', 'avx2', 'fma', 'f16c'];
+    const avx512 = [...avx2, 'avx512f', 'avx512bw', 'avx512dq', 'avx512vl'];
+    expect(cpuArch(['sse4_2', 'avx'])).toBe('cpu-scalar');
+    expect(cpuArch(['avx2', 'fma'])).toBe('cpu-scalar'); // no F16C
+    expect(cpuArch(avx2)).toBe('cpu-avx2');
+    expect(cpuArch([...avx2, 'avx512f', 'avx512bw'])).toBe('cpu-avx2'); // no DQ/VL
+    expect(cpuArch(avx512)).toBe('cpu-avx512');
+    expect(cpuArch([...avx512, 'amx_tile'])).toBe('cpu-avx512'); // tiles without the int8 ops
+    expect(cpuArch([...avx512, 'amx_tile', 'amx_int8'])).toBe('cpu-amx');
   });
 });
 

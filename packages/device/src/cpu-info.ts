@@ -12,6 +12,8 @@ export const SIMD_FLAGS = [
   'avx_vnni',
   'avx512f',
   'avx512bw',
+  'avx512dq',
+  'avx512vl',
   'avx512_vnni',
   'avx512_bf16',
   'avx512_fp16',
@@ -106,7 +108,13 @@ export function readCpuInfo(roots: ResolvedRoots, log: NoteLog): CpuInfo {
   return { model, logicalCores: logical, physicalCores: physical, simd, memTotalBytes: memTotal, memAvailableBytes: memAvailable, cgroup, totalBytes: total, freeBytes: free };
 }
 
-/** The CPU architecture profile name for a set of SIMD flags. */
-export function cpuArch(simd: readonly string[]): 'cpu-avx2' | 'cpu-scalar' {
-  return simd.includes('avx2') && simd.includes('fma') && simd.includes('f16c') ? 'cpu-avx2' : 'cpu-scalar';
+/**
+ * The CPU architecture profile name for a set of SIMD flags, the tiers the native kernels pick:
+ * AVX2+FMA+F16C, then AVX-512 F/BW/DQ/VL, then AMX-INT8 tiles on top of AVX-512.
+ */
+export function cpuArch(simd: readonly string[]): 'cpu-amx' | 'cpu-avx512' | 'cpu-avx2' | 'cpu-scalar' {
+  const has = (...flags: string[]): boolean => flags.every((f) => simd.includes(f));
+  if (!has('avx2', 'fma', 'f16c')) return 'cpu-scalar';
+  if (!has('avx512f', 'avx512bw', 'avx512dq', 'avx512vl')) return 'cpu-avx2';
+  return has('amx_tile', 'amx_int8') ? 'cpu-amx' : 'cpu-avx512';
 }

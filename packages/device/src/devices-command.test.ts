@@ -36,7 +36,7 @@ describe('devices command', () => {
     const e = enumerateDevices({ ...m, nvml: recordedNvml(`${m.dir}/nvml.json`), hip: absentHip(), includeDisk: false });
     const rows = deviceRows(e, 18.25);
     expect(rows.map((r) => [r.id, r.arch, r.bandwidthKind])).toEqual([
-      ['cpu', 'cpu-avx2', 'host-memcpy'],
+      ['cpu', 'cpu-amx', 'host-memcpy'], // Xeon w5-3435X (Sapphire Rapids): AMX tiles
       ['cuda:0', 'sm_89', 'pcie-link'],
       ['cuda:1', 'sm_89', 'pcie-link'],
     ]);
@@ -49,7 +49,7 @@ describe('devices command', () => {
     expect(table[1]).toContain('18.3 GB/s');
     // Columns line up: every row has the ARCH column at the same offset as the header.
     const archAt = (table[0] as string).indexOf('ARCH');
-    for (const line of table.slice(1)) expect(line.slice(archAt).startsWith(line.includes('sm_89') ? 'sm_89' : 'cpu-avx2')).toBe(true);
+    for (const line of table.slice(1)) expect(line.slice(archAt).startsWith(line.includes('sm_89') ? 'sm_89' : 'cpu-amx')).toBe(true);
   });
 
   it('unknown values print as unknown / -', () => {

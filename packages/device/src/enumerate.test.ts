@@ -23,7 +23,7 @@ describe('enumerateDevices on recorded machines', () => {
     const e = enumerateDevices({ ...m, nvml: absentNvml(), hip, includeDisk: false });
     expect(deviceIds(e)).toEqual(['cpu', 'hip:0', 'hip:1']);
     const [cpu, h0, h1] = e.devices;
-    expect(cpu).toMatchObject({ arch: 'cpu-avx2', vendor: 'amd', totalBytes: 263772604 * 1024 });
+    expect(cpu).toMatchObject({ arch: 'cpu-avx512', vendor: 'amd', totalBytes: 263772604 * 1024 });
     expect(h0).toMatchObject({ name: 'AMD Radeon PRO W7900', arch: 'gfx1100', totalBytes: 51522830336, usedBytes: 1316737024, freeBytes: 51522830336 - 1316737024, unifiedMemory: false, pciBusId: '0000:03:00.0', runtimeAvailable: true, pcie: { gen: 4, width: 16 } });
     expect(h1).toMatchObject({ arch: 'gfx1100', usedBytes: 29253632, pciBusId: '0000:83:00.0', runtimeAvailable: true });
     expect(h0?.profile).toMatchObject({ arch: 'gfx1100', matrix: { fp8: false, int8: true } });
