@@ -1,9 +1,9 @@
+// AMX int8 GEMM with a fused dequant epilogue; see int8_amx.h for why the product is transposed.
+// fp-contract=off keeps y = float(acc) * (x_scale * w_scale) + bias from becoming an FMA.
 #pragma GCC optimize("fp-contract=off")
 // GCC 12's AVX-512 headers start several intrinsics from _mm512_undefined_*(), which trips this
 // warning in every caller (a known false positive); nothing here reads an undefined value.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// AMX int8 GEMM with a fused dequant epilogue; see int8_amx.h for why the product is transposed.
-// The pragma keeps y = float(acc) * (x_scale * w_scale) + bias from being contracted into an FMA.
 #include "ops/int8_amx.h"
 
 #include <algorithm>
