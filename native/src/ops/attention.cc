@@ -207,10 +207,12 @@ NINODES_TARGET_AVX2 void softmax_row_avx2(float* pr, size_t nk, size_t nkp, floa
 
 struct Avx2Kernels {
   static constexpr size_t kLanes = 8;
+  static constexpr size_t kScoreRows = 4;   // query rows per scores call
   static constexpr size_t kScoreKeys = 16;  // keys per scores call
   static void scores(const float* qb, const float* kt, float* pb, size_t dp, size_t jc, float scale) { scores_4x16(qb, kt, pb, dp, jc, scale); }
   static void softmax_row(float* pr, size_t nk, size_t nkp, float* m, float* l, float* alpha) { softmax_row_avx2(pr, nk, nkp, m, l, alpha); }
-  static void pv2(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) { pv_rows<2>(pb, vb, ob, alpha, dp, nk); }
+  static constexpr size_t kPvRows = 2;  // query rows per P·V call (16 ymm registers)
+  static void pv_wide(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) { pv_rows<2>(pb, vb, ob, alpha, dp, nk); }
   static void pv1(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) { pv_rows<1>(pb, vb, ob, alpha, dp, nk); }
 };
 
@@ -218,8 +220,8 @@ struct Avx2Kernels {
 template <class K>
 void unit_simd(const Problem& p, size_t head, size_t q0, size_t nq, Scratch& sc) {
   const size_t d = p.dim, dp = sc.dp;
-  const size_t nq4 = round_up(nq, 4);
-  // Queries, zero padded to dp columns and to a multiple of 4 rows.
+  const size_t nqs = round_up(nq, K::kScoreRows);
+  // Queries, zero padded to dp columns and to the block's 32 rows.
   std::memset(sc.qb, 0, sizeof(float) * kQueryBlock * dp);
   for (size_t r = 0; r < nq; ++r) std::memcpy(sc.qb + r * dp, p.q + (head * p.seq_q + q0 + r) * d, d * sizeof(float));
   std::memset(sc.ob, 0, sizeof(float) * kQueryBlock * dp);
@@ -249,14 +251,14 @@ void unit_simd(const Problem& p, size_t head, size_t q0, size_t nq, Scratch& sc)
       vb = sc.vb;
     }
     const float* kt = sc.kfull.data() + kb * dp;
-    for (size_t r = 0; r < nq4; r += 4) {
+    for (size_t r = 0; r < nqs; r += K::kScoreRows) {
       for (size_t jc = 0; jc < nkp; jc += K::kScoreKeys) K::scores(sc.qb + r * dp, kt, sc.pb + r * kKeyBlock, dp, jc, p.scale);
     }
     // Online softmax per row; padded key lanes become exp(-inf) = 0.
     for (size_t r = 0; r < nq; ++r) K::softmax_row(sc.pb + r * kKeyBlock, nk, nkp, sc.m + r, sc.l + r, sc.alpha + r);
     size_t r = 0;
-    for (; r + 2 <= nq; r += 2) K::pv2(sc.pb + r * kKeyBlock, vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
-    if (r < nq) K::pv1(sc.pb + r * kKeyBlock, vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
+    for (; r + K::kPvRows <= nq; r += K::kPvRows) K::pv_wide(sc.pb + r * kKeyBlock, vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
+    for (; r < nq; ++r) K::pv1(sc.pb + r * kKeyBlock, vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
   }
   for (size_t r = 0; r < nq; ++r) {
     float* o = p.out + (head * p.seq_q + q0 + r) * d;
@@ -272,21 +274,21 @@ void unit_simd(const Problem& p, size_t head, size_t q0, size_t nq, Scratch& sc)
 
 // ---- AVX-512 path: the same blocks with 16 lanes (twice the FMA width per instruction) ----------
 
-// Scores for 4 query rows x 32 keys.
-NINODES_TARGET_AVX512 void scores_4x32(const float* qb, const float* kt, float* pb, size_t dp, size_t jc, float scale) {
-  __m512 a[4][2];
-  for (int r = 0; r < 4; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
+// Scores for 8 query rows x 32 keys (16 accumulators of the 32 zmm registers).
+NINODES_TARGET_AVX512 void scores_8x32(const float* qb, const float* kt, float* pb, size_t dp, size_t jc, float scale) {
+  __m512 a[8][2];
+  for (int r = 0; r < 8; ++r) a[r][0] = a[r][1] = _mm512_setzero_ps();
   for (size_t d = 0; d < dp; ++d) {
     const __m512 k0 = _mm512_loadu_ps(kt + d * kKeyBlock + jc);
     const __m512 k1 = _mm512_loadu_ps(kt + d * kKeyBlock + jc + 16);
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < 8; ++r) {
       const __m512 q = _mm512_set1_ps(qb[r * dp + d]);
       a[r][0] = _mm512_fmadd_ps(q, k0, a[r][0]);
       a[r][1] = _mm512_fmadd_ps(q, k1, a[r][1]);
     }
   }
   const __m512 s = _mm512_set1_ps(scale);
-  for (int r = 0; r < 4; ++r) {
+  for (int r = 0; r < 8; ++r) {
     _mm512_store_ps(pb + r * kKeyBlock + jc, _mm512_mul_ps(a[r][0], s));
     _mm512_store_ps(pb + r * kKeyBlock + jc + 16, _mm512_mul_ps(a[r][1], s));
   }
@@ -343,10 +345,12 @@ NINODES_TARGET_AVX512 void pv_rows512(const float* pb, const float* vb, float* o
 
 struct Avx512Kernels {
   static constexpr size_t kLanes = 16;
+  static constexpr size_t kScoreRows = 8;
   static constexpr size_t kScoreKeys = 32;
-  static void scores(const float* qb, const float* kt, float* pb, size_t dp, size_t jc, float scale) { scores_4x32(qb, kt, pb, dp, jc, scale); }
+  static void scores(const float* qb, const float* kt, float* pb, size_t dp, size_t jc, float scale) { scores_8x32(qb, kt, pb, dp, jc, scale); }
   static void softmax_row(float* pr, size_t nk, size_t nkp, float* m, float* l, float* alpha) { softmax_row_avx512(pr, nk, nkp, m, l, alpha); }
-  static void pv2(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) { pv_rows512<2>(pb, vb, ob, alpha, dp, nk); }
+  static constexpr size_t kPvRows = 4;  // 32 zmm registers: 4 rows x 4 accumulators + 4 of v
+  static void pv_wide(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) { pv_rows512<4>(pb, vb, ob, alpha, dp, nk); }
   static void pv1(const float* pb, const float* vb, float* ob, const float* alpha, size_t dp, size_t nk) { pv_rows512<1>(pb, vb, ob, alpha, dp, nk); }
 };
 
