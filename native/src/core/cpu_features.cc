@@ -16,6 +16,8 @@ bool cpu_has_avx2() {
 #endif
 }
 
+}  // namespace
+
 // __builtin_cpu_supports also checks that the OS saves the ZMM and mask state (XCR0).
 bool cpu_has_avx512() {
 #if NINODES_HAS_X86
@@ -26,6 +28,8 @@ bool cpu_has_avx512() {
   return false;
 #endif
 }
+
+namespace {
 
 bool can_run(SimdPath path) {
   switch (path) {

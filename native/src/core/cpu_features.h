@@ -14,6 +14,9 @@ const char* simd_path_name(SimdPath path);
 // Forces a path ("scalar", "avx2" or "avx512"); returns false if the CPU cannot run it.
 bool set_simd_path(const std::string& name);
 
+// The CPU and OS run AVX-512 F/BW/DQ/VL, whatever path is selected (the AMX probe builds on it).
+bool cpu_has_avx512();
+
 inline bool use_avx2() { return simd_path() >= SimdPath::kAvx2; }
 inline bool use_avx512() { return simd_path() == SimdPath::kAvx512; }
 

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/cpu_features.h"
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
@@ -27,18 +29,18 @@ namespace {
 constexpr int kArchReqXcompPerm = 0x1023;  // arch_prctl: request permission for a dynamic xstate
 constexpr int kXfeatureXtiledata = 18;
 
+// The epilogue and packing are AVX-512 code, so the AVX-512 tier (CPU and OS) comes first; that
+// also guarantees OSXSAVE, so XGETBV is safe to run.
 bool probe_amx() {
+  if (!cpu_has_avx512()) return false;
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & (1u << 27)) == 0) return false;  // OSXSAVE
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
-  const bool avx512 = (b & (1u << 16)) != 0 && (b & (1u << 30)) != 0;  // AVX512F, AVX512BW
-  const bool amx = (d & (1u << 24)) != 0 && (d & (1u << 25)) != 0;     // AMX-TILE, AMX-INT8
-  if (!avx512 || !amx) return false;
+  if ((d & (1u << 24)) == 0 || (d & (1u << 25)) == 0) return false;  // AMX-TILE, AMX-INT8
   unsigned lo = 0, hi = 0;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   const unsigned long long xcr0 = (static_cast<unsigned long long>(hi) << 32) | lo;
-  const unsigned long long needed = 0xE6ull | (3ull << 17);  // SSE/AVX, AVX-512 state, XTILECFG/XTILEDATA
-  if ((xcr0 & needed) != needed) return false;
+  const unsigned long long tile_state = 3ull << 17;  // XTILECFG, XTILEDATA
+  if ((xcr0 & tile_state) != tile_state) return false;
   // Linux hands tile state out per process on request; refused (old kernel, small sigaltstack) = no AMX.
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 }

@@ -41,7 +41,7 @@ struct Int8Epilogue {
   const float* bias = nullptr;
 };
 
-// packed (from amx_pack_activations) x w [n, k] -> epilogue. Requires amx_int8_supported() and
+// packed (from amx_pack_activations or amx_quantize_pack) x w [n, k] -> epilogue. Requires amx_int8_supported() and
 // k % kAmxKStep == 0; output columns are split across threads in whole 32-column blocks.
 void amx_int8_gemm(const int8_t* packed, const int8_t* w, size_t m, size_t k, size_t n, const Int8Epilogue& out, ParallelFor pfor);
 

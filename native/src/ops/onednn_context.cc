@@ -2,8 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <mutex>
 
