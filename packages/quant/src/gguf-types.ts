@@ -1,4 +1,4 @@
-import type { DType } from '@ninodes/kernels';
+import { type DType, GGML_TYPE_DTYPES } from '@ninodes/kernels';
 
 /**
  * ggml tensor type ids (ggml.h `enum ggml_type`). Every id is listed so an id that ggml defines but
@@ -40,29 +40,8 @@ export const GGML_TYPE_NAMES: Readonly<Record<number, string>> = {
   39: 'MXFP4',
 };
 
-/** ggml types the kernels hold, mapped to kernels dtypes. */
-export const GGML_TYPE_TO_DTYPE: Readonly<Record<number, DType>> = {
-  0: 'f32',
-  1: 'f16',
-  2: 'q4_0',
-  3: 'q4_1',
-  6: 'q5_0',
-  7: 'q5_1',
-  8: 'q8_0',
-  10: 'q2_k',
-  11: 'q3_k',
-  12: 'q4_k',
-  13: 'q5_k',
-  14: 'q6_k',
-  20: 'iq4_nl',
-  23: 'iq4_xs',
-  24: 'i8',
-  25: 'i16',
-  26: 'i32',
-  27: 'i64',
-  28: 'f64',
-  30: 'bf16',
-};
+/** ggml types the kernels hold, mapped to kernels dtypes (the table lives in @ninodes/kernels). */
+export const GGML_TYPE_TO_DTYPE: Readonly<Record<number, DType>> = GGML_TYPE_DTYPES;
 
 /** The ggml type name (as in GGUF files and city96 file names, e.g. `Q4_K`) of a kernels dtype. */
 export function ggmlTypeNameOf(dtype: DType): string | undefined {

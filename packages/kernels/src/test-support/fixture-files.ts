@@ -3,6 +3,7 @@
 // find a tensor's bytes, with bounds checks so a broken fixture fails the test instead of lying.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { GGML_TYPE_DTYPES } from '../gguf-dtypes.js';
 
 export function fixturePath(...parts: string[]): string {
   const root = process.env.NINODES_FIXTURES;
@@ -41,25 +42,6 @@ export function f32Of(entry: StEntry): Float32Array {
   if (entry.dtype !== 'F32') throw new Error(`expected F32, got ${entry.dtype}`);
   return new Float32Array(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength / 4);
 }
-
-/** ggml type ids (ggml.h) of the types the fixture uses, mapped to ninodes dtypes. */
-const GGML_TYPES: Record<number, string> = {
-  0: 'f32',
-  1: 'f16',
-  2: 'q4_0',
-  3: 'q4_1',
-  6: 'q5_0',
-  7: 'q5_1',
-  8: 'q8_0',
-  10: 'q2_k',
-  11: 'q3_k',
-  12: 'q4_k',
-  13: 'q5_k',
-  14: 'q6_k',
-  20: 'iq4_nl',
-  23: 'iq4_xs',
-  30: 'bf16',
-};
 
 export interface GgufTensor {
   name: string;
@@ -128,7 +110,7 @@ export function readGguf(path: string): { file: Uint8Array; tensors: GgufTensor[
     for (let d = 0; d < nDims; d++) dims.push(u64());
     const typeId = u32();
     const offset = u64();
-    const dtype = GGML_TYPES[typeId];
+    const dtype = GGML_TYPE_DTYPES[typeId];
     if (dtype === undefined) throw new Error(`tensor ${name}: unsupported ggml type ${typeId}`);
     tensors.push({ name, dtype, shape: dims.reverse(), offset });
   }
