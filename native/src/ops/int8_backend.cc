@@ -49,7 +49,7 @@ Int8Backend default_backend() {
 
 Napi::Value int8_backend(const Napi::CallbackInfo& info) {
   return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
-    return Napi::String::New(info.Env(), int8_backend_name(resolve_int8_backend("auto")));
+    return Napi::String::New(info.Env(), int8_backend_name(default_backend()));
   });
 }
 
@@ -78,7 +78,12 @@ std::vector<Int8Backend> available_int8_backends() {
   return out;
 }
 
-Int8Backend resolve_int8_backend(const std::string& name) { return name == "auto" ? default_backend() : parse(name, "int8 backend"); }
+Int8Backend resolve_int8_backend(const std::string& name, size_t k) {
+  const Int8Backend b = name == "auto" ? default_backend() : parse(name, "int8 backend");
+  if (b != Int8Backend::kAmx || k % kAmxKStep == 0) return b;
+  if (name == "amx") fail("BACKEND_UNAVAILABLE", "int8 backend 'amx' needs K to be a multiple of 64, got K = " + std::to_string(k));
+  return onednn_int8_exact() ? Int8Backend::kOnednn : Int8Backend::kNative;
+}
 
 }  // namespace ninodes
 

@@ -6,6 +6,7 @@
 //   native  hand-written AVX2 int16-madd kernel, or scalar (any CPU)
 // The default is the first that the CPU can run; NINODES_INT8_BACKEND names one for the process,
 // and int8Matmul / int8Linear take one per call.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,9 @@ enum class Int8Backend { kAmx, kOnednn, kNative };
 
 const char* int8_backend_name(Int8Backend backend);
 std::vector<Int8Backend> available_int8_backends();
-// "auto" resolves to the default; an unknown name fails INVALID_ARGUMENT and one this machine
-// cannot run fails BACKEND_UNAVAILABLE naming the ones it can.
-Int8Backend resolve_int8_backend(const std::string& name);
+// The backend for a GEMM with inner size k: "auto" takes the default, or the next one where the
+// shape rules the AMX kernel out (k % 64 != 0). An unknown name fails INVALID_ARGUMENT; one this
+// machine (or this k) cannot run fails BACKEND_UNAVAILABLE naming why.
+Int8Backend resolve_int8_backend(const std::string& name, size_t k);
 
 }  // namespace ninodes

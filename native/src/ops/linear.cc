@@ -281,14 +281,6 @@ void int8_gemm_native(const int8_t* a, const int8_t* b, int32_t* c, size_t M, si
   });
 }
 
-// The backend for one call: "auto" takes the default unless the shape rules the AMX kernel out.
-Int8Backend pick_backend(const std::string& name, size_t k) {
-  const Int8Backend b = resolve_int8_backend(name);
-  if (b != Int8Backend::kAmx || k % kAmxKStep == 0) return b;
-  if (name == "amx") fail("BACKEND_UNAVAILABLE", "int8 backend 'amx' needs K to be a multiple of 64, got K = " + std::to_string(k));
-  return onednn_int8_exact() ? Int8Backend::kOnednn : Int8Backend::kNative;
-}
-
 // Between oneDNN calls its OpenMP team keeps spinning; the oneDNN and AMX paths run their own
 // passes on that same team rather than on the native pool.
 ParallelFor pfor_for(Int8Backend b) { return b == Int8Backend::kNative ? parallel_for : onednn_team_for; }
@@ -435,7 +427,7 @@ Napi::Value int8_matmul(const Napi::CallbackInfo& info) {
     const int8_t* a = args::as<int8_t>(ab, args::mul(d.m, d.k, "int8Matmul"), "int8Matmul qx");
     const int8_t* b = args::as<int8_t>(bb, args::mul(d.n, d.k, "int8Matmul"), "int8Matmul qw");
     int32_t* c = args::as<int32_t>(cb, args::mul(d.m, d.n, "int8Matmul"), "int8Matmul acc");
-    const Int8Backend backend = pick_backend(args::string(info, 6, "int8 backend"), d.k);
+    const Int8Backend backend = resolve_int8_backend(args::string(info, 6, "int8 backend"), d.k);
     return AsyncOp::start(
         info.Env(), "ninodes.int8Matmul", [=] { int8_gemm(backend, a, b, c, d.m, d.k, d.n); },
         [](Napi::Env env) { return env.Undefined(); }, {info[0], info[1], info[2]});
@@ -473,7 +465,7 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
       }
     }
     const bool regular = order == "regular";
-    const Int8Backend backend = pick_backend(args::string(info, 13, "int8 backend"), d.k);
+    const Int8Backend backend = resolve_int8_backend(args::string(info, 13, "int8 backend"), d.k);
     auto work = [=] {
       const ParallelFor pfor = pfor_for(backend);
       if (backend == Int8Backend::kAmx) {
