@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 # cmake, g++ and pkg-config build the addon; oneDNN and Gloo are linked; python3 serves the
 # optional peers; chromium renders the bench report test; time measures peak memory of bench children.
-apt_packages=(cmake g++ make pkg-config libdnnl-dev libgloo-dev chromium python3 time)
+apt_packages=(cmake g++ make pkg-config libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libgloo-dev chromium python3 time)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
