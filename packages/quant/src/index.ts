@@ -64,3 +64,4 @@ export {
 export { accuracyReport, normalStream, sampleActivations, type AccuracyFormat, type AccuracyOptions, type AccuracyRow } from './accuracy-report.js';
 export { randomBlockTensor } from './synthetic-blocks.js';
 export { openCheckpoint } from './open-checkpoint.js';
+export type { FusedLayout, GroupHooks, LayoutGroup, LayoutLinear, LayoutTensor, ModelLayout, ParallelRole, Shard } from './model-layout.js';

@@ -1,0 +1,83 @@
+import type { DType } from '@ninodes/kernels';
+import type { LinearSpec } from './linear-op.js';
+import type { WeightFormat } from './weight-format.js';
+
+/*
+ * The seam between the rank-4 siblings. models builds a ModelLayout from a checkpoint; distorch
+ * places its groups on devices, tp shards its linears across ranks. Neither imports models: they
+ * read this description, and the apps hand the result back to models as a LinearProvider and
+ * GroupHooks.
+ */
+
+/** How a linear splits across tensor-parallel ranks (Megatron's column/row parallelism). */
+export type ParallelRole =
+  | 'column' // output rows split: each rank computes its slice of y; no reduction
+  | 'row' // input columns split: each rank computes a partial y; partial sums are reduced
+  | 'replicated'; // every rank holds the whole layer
+
+/**
+ * How the output rows of a fused linear are laid out, so a column split keeps each segment's
+ * meaning: a rank of a `qkv` layer takes its heads' rows from each of q, k and v; a rank of a
+ * `halves` layer (fc1 = [gate | up]) takes its slice of each half.
+ */
+export type FusedLayout =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'qkv'; readonly heads: number; readonly headDim: number }
+  | { readonly kind: 'halves' };
+
+/** One tensor a group reads, as stored in the file. */
+export interface LayoutTensor {
+  readonly name: string;
+  readonly dtype: DType;
+  /** torch order, outermost first. */
+  readonly shape: readonly number[];
+  /** Bytes of this tensor's data span in the file. */
+  readonly byteLength: number;
+}
+
+/** A linear layer with what placement and sharding need to know of it. */
+export interface LayoutLinear extends LinearSpec {
+  /** Format of the layer as stored (detected from the checkpoint). */
+  readonly storedFormat: WeightFormat;
+  readonly role: ParallelRole;
+  readonly fused: FusedLayout;
+  /** Kept in fp32 whatever the run's compute format (ComfyUI builds these modules in float32). */
+  readonly fp32Island: boolean;
+}
+
+/**
+ * One execution group: the unit a model runs between two hooks and the unit a placement moves.
+ * `kind` tells the groups before the repeated blocks (embedders), the blocks, and those after
+ * (final layer).
+ */
+export interface LayoutGroup {
+  readonly name: string;
+  readonly kind: 'pre' | 'block' | 'post';
+  /** Every tensor the group reads (linear weights and their sidecars, norms, buffers), in file terms. */
+  readonly tensors: readonly LayoutTensor[];
+  readonly linears: readonly LayoutLinear[];
+}
+
+/** A model as a sequence of execution groups, in the order the forward runs them. */
+export interface ModelLayout {
+  /** Architecture id, e.g. 'minimax-h3'. */
+  readonly architecture: string;
+  /** Key prefix of the checkpoint (e.g. 'model.diffusion_model.'), '' when none. */
+  readonly prefix: string;
+  readonly groups: readonly LayoutGroup[];
+}
+
+/** This process's part of a tensor-parallel world. */
+export interface Shard {
+  readonly rank: number;
+  readonly size: number;
+}
+
+/**
+ * Awaited by the model around each execution group (names as in ModelLayout.groups): an executor
+ * prefetches the next groups' weights in `beforeGroup` and releases the last one's in `afterGroup`.
+ */
+export interface GroupHooks {
+  beforeGroup?(name: string): Promise<void> | void;
+  afterGroup?(name: string): Promise<void> | void;
+}
