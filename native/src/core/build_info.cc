@@ -29,6 +29,7 @@ Napi::Value build_info(const Napi::CallbackInfo& info) {
   out.Set("onednnCpuRuntime", Napi::Number::New(env, v->cpu_runtime));
   out.Set("gloo", Napi::String::New(env, NINODES_GLOO_VERSION));
   out.Set("simd", Napi::String::New(env, ninodes::simd_path_name(ninodes::simd_path())));
+  out.Set("bf16Units", Napi::Boolean::New(env, ninodes::cpu_has_bf16_units()));
   out.Set("threads", Napi::Number::New(env, ninodes::thread_count()));
   out.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
 #ifdef NDEBUG

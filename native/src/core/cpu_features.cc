@@ -57,6 +57,14 @@ std::atomic<SimdPath>& current() {
 
 }  // namespace
 
+bool cpu_has_bf16_units() {
+#if NINODES_HAS_X86
+  return simd_path() == SimdPath::kAvx512 && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 SimdPath simd_path() { return current().load(std::memory_order_relaxed); }
 
 const char* simd_path_name(SimdPath path) {

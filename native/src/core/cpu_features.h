@@ -17,6 +17,10 @@ bool set_simd_path(const std::string& name);
 // The CPU and OS run AVX-512 F/BW/DQ/VL, whatever path is selected (the AMX probe builds on it).
 bool cpu_has_avx512();
 
+// AVX512_BF16 (vdpbf16ps) on an AVX-512 path: where oneDNN runs bf16 matmuls natively instead of
+// emulating them. Follows the selected path, so NINODES_SIMD=avx2 turns it off.
+bool cpu_has_bf16_units();
+
 inline bool use_avx2() { return simd_path() >= SimdPath::kAvx2; }
 inline bool use_avx512() { return simd_path() == SimdPath::kAvx512; }
 

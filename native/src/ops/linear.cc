@@ -29,6 +29,7 @@
 #include "ops/int8_quantize.h"
 #include "ops/onednn_context.h"
 #include "ops/span_args.h"
+#include "tensor/float_codecs.h"
 
 namespace ninodes {
 namespace {
@@ -37,7 +38,8 @@ using dnnl::memory;
 
 constexpr size_t kMaxK = 131072;  // 127 * 128 * K must fit int32
 
-enum class MatKind { kF32, kS8 };
+// kBf16: bf16 x bf16 -> f32 accumulation (PyTorch's bf16 mode), only where the CPU has bf16 units.
+enum class MatKind { kF32, kS8, kBf16 };
 
 struct Key {
   MatKind kind;
@@ -69,12 +71,12 @@ std::shared_ptr<Prim> cached_matmul(const Key& key) {
   if (it != cache.end()) return it->second;
   if (cache.size() >= 256) cache.clear();
   const auto M = static_cast<memory::dim>(key.m), K = static_cast<memory::dim>(key.k), N = static_cast<memory::dim>(key.n);
-  const bool f32 = key.kind == MatKind::kF32;
-  memory::desc src({M, K}, f32 ? memory::data_type::f32 : memory::data_type::s8, memory::format_tag::ab);
+  const memory::data_type in = key.kind == MatKind::kF32 ? memory::data_type::f32 : key.kind == MatKind::kBf16 ? memory::data_type::bf16 : memory::data_type::s8;
+  memory::desc src({M, K}, in, memory::format_tag::ab);
   // Weights arrive PyTorch-style [N, K]; as the K x N operand that is the transposed layout "ba".
-  memory::desc wei({K, N}, f32 ? memory::data_type::f32 : memory::data_type::s8, memory::format_tag::ba);
+  memory::desc wei({K, N}, in, memory::format_tag::ba);
   const auto ldc = static_cast<memory::dim>(key.ldc != 0 ? key.ldc : key.n);
-  memory::desc dst({M, N}, f32 ? memory::data_type::f32 : memory::data_type::s32, memory::dims{ldc, 1});
+  memory::desc dst({M, N}, key.kind == MatKind::kS8 ? memory::data_type::s32 : memory::data_type::f32, memory::dims{ldc, 1});
   memory::desc bias({1, N}, memory::data_type::f32, memory::format_tag::ab);
   auto prim = std::make_shared<Prim>(Prim{
       key.bias ? dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, bias, dst), onednn_engine()))
@@ -370,11 +372,20 @@ void widen_bf16(const uint16_t* src, float* dst, size_t count) {
   });
 }
 
+// Activations rounded to bf16 (nearest even) at the linear input, as PyTorch's bf16 autocast does.
+void narrow_to_bf16(const float* src, uint16_t* dst, size_t count) {
+  parallel_for(count, 1 << 16, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) dst[i] = codec::f32_to_bf16(src[i]);
+  });
+}
+
 Dims dims(const Napi::CallbackInfo& info, size_t at) {
   return {args::dim(info, at, "M"), args::dim(info, at + 1, "K"), args::dim(info, at + 2, "N")};
 }
 
-// linear(x f32 [M,K], w f32|bf16 [N,K], wIsBf16, bias f32 [N] | null, y f32 [M,N], M, K, N)
+// linear(x f32 [M,K], w f32|bf16 [N,K], wIsBf16, bias f32 [N] | null, y f32 [M,N], M, K, N, precision)
+// precision "f32": bf16 weights are widened exactly and multiplied in f32. "bf16": x is rounded to
+// bf16 and multiplied with the bf16 weights on the CPU's bf16 units, accumulating in f32.
 Napi::Value linear(const Napi::CallbackInfo& info) {
   return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     const args::Bytes xb = args::bytes(info, 0, "linear input");
@@ -383,6 +394,12 @@ Napi::Value linear(const Napi::CallbackInfo& info) {
     const args::Bytes bb = args::bytes(info, 3, "linear bias", true);
     const args::Bytes yb = args::bytes(info, 4, "linear output");
     const Dims d = dims(info, 5);
+    const std::string precision = args::string(info, 8, "linear precision");
+    if (precision != "f32" && precision != "bf16") fail("INVALID_ARGUMENT", "linear precision must be 'f32' or 'bf16', got '" + precision + "'");
+    const bool bf16_compute = precision == "bf16";
+    if (bf16_compute && !bf16) fail("INVALID_ARGUMENT", "linear precision 'bf16' needs bf16 weights");
+    if (bf16_compute && !cpu_has_bf16_units())
+      fail("BACKEND_UNAVAILABLE", "linear precision 'bf16' needs a CPU with AVX512_BF16 (this one has none, or NINODES_SIMD caps it)");
     const float* x = args::as<float>(xb, args::mul(d.m, d.k, "linear"), "linear input");
     const void* w = bf16 ? static_cast<const void*>(args::as<uint16_t>(wb, args::mul(d.n, d.k, "linear"), "linear weight"))
                          : static_cast<const void*>(args::as<float>(wb, args::mul(d.n, d.k, "linear"), "linear weight"));
@@ -397,6 +414,14 @@ Napi::Value linear(const Napi::CallbackInfo& info) {
         return;
       }
       if (!bf16) return run_matmul({MatKind::kF32, d.m, d.k, d.n, bias != nullptr}, x, w, bias, y);
+      if (bf16_compute) {
+        thread_local Scratch xbuf;
+        auto* xh = static_cast<uint16_t*>(xbuf.get(d.m * d.k * sizeof(uint16_t)));
+        narrow_to_bf16(x, xh, d.m * d.k);
+        run_matmul({MatKind::kBf16, d.m, d.k, d.n, bias != nullptr}, xh, w, bias, y);
+        xbuf.trim();
+        return;
+      }
       // bf16 weights: widen (exactly) a chunk of output rows at a time into a reused buffer and
       // multiply it into the matching output columns, instead of a fresh N x K f32 copy per call.
       const size_t rows = bf16_chunk_rows(d.m, d.k, d.n);

@@ -29,6 +29,12 @@ describe('buildInfo', () => {
     expect(info.simd).toBe(forced === 'scalar' ? 'scalar' : forced === 'avx2' && avx2 ? 'avx2' : best);
   });
 
+  it('reports bf16 units exactly when the selected path is avx512 and the CPU lists avx512_bf16', async () => {
+    const { readFileSync } = await import('node:fs');
+    const flags = readFileSync('/proc/cpuinfo', 'utf8').match(/^flags\s*:(.*)$/m)?.[1]?.split(/\s+/) ?? [];
+    expect(info.bf16Units).toBe(info.simd === 'avx512' && flags.includes('avx512_bf16'));
+  });
+
   it('is a release build with a positive thread count', () => {
     expect(info.buildType).toBe('Release');
     expect(info.threads).toBeGreaterThan(0);

@@ -13,6 +13,8 @@ export interface BuildInfo {
   gloo: string;
   /** SIMD path the hand-written kernels use: "avx512" (adds 16-lane kernels where they pay), "avx2" or "scalar". */
   simd: SimdPath;
+  /** The CPU multiplies bf16 natively (AVX512_BF16 on the selected path): `linear(..., { precision: 'bf16' })` can run. */
+  bf16Units: boolean;
   /** Intra-op threads of the native pool. */
   threads: number;
   napiVersion: number;

@@ -38,7 +38,7 @@ export { allocateNative, nativeBytes } from './native-memory.js';
 export { cast, type CastSource, type CastTarget } from './cast.js';
 export { decodeFp8, encodeFp8, type DecodeFp8Options, type EncodeFp8Options, type Fp8Format } from './fp8.js';
 export { hadamard, hadamardSync, type HadamardOptions } from './hadamard.js';
-export { linear } from './linear.js';
+export { linear, type LinearOptions, type LinearPrecision } from './linear.js';
 export {
   int8Backend,
   int8Backends,

@@ -4,18 +4,33 @@ import { nativeAddon } from './native-addon.js';
 import { withPinned } from './native-memory.js';
 import { Tensor } from './tensor.js';
 
-type LinearFn = (x: Uint8Array, w: Uint8Array, wIsBf16: boolean, bias: Uint8Array | null, y: Uint8Array, m: number, k: number, n: number) => Promise<void>;
+type LinearFn = (x: Uint8Array, w: Uint8Array, wIsBf16: boolean, bias: Uint8Array | null, y: Uint8Array, m: number, k: number, n: number, precision: LinearPrecision) => Promise<void>;
 
 /**
- * y = x·wᵀ + bias through oneDNN's fp32 matmul. x [..., K] f32, w [N, K] f32 or bf16 (widened to
- * f32 exactly), bias [N] -> [..., N]. Runs off the JS thread.
+ * Multiply precision. 'f32': bf16 weights are widened exactly and multiplied in f32 (any CPU).
+ * 'bf16': the input is rounded to bf16 (nearest even) and multiplied with bf16 weights on the CPU's
+ * bf16 units, accumulating in f32 — PyTorch's bf16 mode; needs `buildInfo().bf16Units`, else
+ * BACKEND_UNAVAILABLE (never a silent switch).
  */
-export async function linear(x: Tensor, w: Tensor, bias?: Tensor): Promise<Tensor<'f32'>> {
+export type LinearPrecision = 'f32' | 'bf16';
+
+export interface LinearOptions {
+  precision?: LinearPrecision;
+}
+
+/**
+ * y = x·wᵀ + bias through oneDNN's matmul. x [..., K] f32, w [N, K] f32 or bf16, bias [N] ->
+ * [..., N] f32. Runs off the JS thread.
+ */
+export async function linear(x: Tensor, w: Tensor, bias?: Tensor, options: LinearOptions = {}): Promise<Tensor<'f32'>> {
   const d = linearDims(x, w, 'linear', ['f32', 'bf16']);
   checkBias(bias, d.n, 'linear');
+  const precision = options.precision ?? 'f32';
   const y = Tensor.zeros('f32', d.outShape);
   try {
-    await withPinned([x, w, bias], () => (nativeAddon().linear as LinearFn)(x.bytes(), w.bytes(), w.dtype === 'bf16', bias?.bytes() ?? null, y.bytes(), d.m, d.k, d.n));
+    await withPinned([x, w, bias], () =>
+      (nativeAddon().linear as LinearFn)(x.bytes(), w.bytes(), w.dtype === 'bf16', bias?.bytes() ?? null, y.bytes(), d.m, d.k, d.n, precision),
+    );
   } catch (error) {
     throw fromNativeError(error, 'linear');
   }
