@@ -1,4 +1,4 @@
-import { Tensor, encodeFp8, isNinodesError } from '@ninodes/kernels';
+import { Tensor, buildInfo, cast, encodeFp8, isNinodesError, linear } from '@ninodes/kernels';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -119,6 +119,19 @@ describe('float, fp8 and forced compute formats', () => {
     expect(err).toBeLessThan(0.02);
     const bf = createLinearProvider(src, { compute: 'bf16' }).linear(spec);
     expect(maxRel((await bf.forward(x)).data as Float32Array, fx.f32(`${l}.y_fp32`))).toBeLessThan(1e-2);
+  });
+
+  it("compute 'bf16' multiplies on the bf16 units where the CPU has them; bf16 weights run as stored stay exact f32", async () => {
+    const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
+    const bf = createLinearProvider(src, { compute: 'bf16' }).linear(spec);
+    expect(bf.precision).toBe(buildInfo().bf16Units ? 'bf16' : 'f32');
+    const w = (await bf.materializedWeight()) as Tensor<'f32'>;
+    const bias = fx.tensor(`${l}.bias`) as Tensor<'f32'>;
+    const want = await linear(x, cast(w, 'bf16'), bias, { precision: bf.precision });
+    expect((await bf.forward(x)).data).toEqual(want.data);
+    const stored = createLinearProvider(memoryCheckpoint('b.safetensors', { 'blk.fc.weight': cast(w, 'bf16'), 'blk.fc.bias': bias })).linear(spec);
+    expect(stored.format).toBe('bf16');
+    expect(stored.precision).toBe('f32');
   });
 
   it('forced f8_e4m3fn and forced f32 (on an int8 file) run the converted weight', async () => {

@@ -1,4 +1,4 @@
-import { NinodesError, Tensor, cast, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8 } from '@ninodes/kernels';
+import { type LinearPrecision, NinodesError, Tensor, buildInfo, cast, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8 } from '@ninodes/kernels';
 import type { CheckpointSource, WeightCache, WeightDescriptor } from '@ninodes/memory';
 import { type DetectedLayer, type FormatDetection, detectFormats } from './detect-formats.js';
 import type { LinearOp, LinearProvider, LinearSpec } from './linear-op.js';
@@ -39,6 +39,11 @@ export interface QuantLinearOp extends LinearOp {
   readonly format: string;
   /** The detected storage format of the layer in the file. */
   readonly storedFormat: WeightFormat;
+  /**
+   * How a float layer multiplies: 'bf16' when the run asked for bf16 compute and the CPU has bf16
+   * units (input rounded to bf16, PyTorch's bf16 mode), else 'f32' (bf16 weights widened exactly).
+   */
+  readonly precision: LinearPrecision;
   /** Relative Frobenius error the conversion to the run format added (0 when run as stored). */
   conversionError(): Promise<number>;
   /** Replaces the weight (e.g. LoRA-patched f32 [N, K]); it is converted to the op's run format. */
@@ -80,6 +85,7 @@ function runFormatOf(layer: DetectedLayer, mode: ComputeMode, requantizeGguf: bo
 class QuantLinear implements QuantLinearOp {
   readonly format: string;
   readonly storedFormat: WeightFormat;
+  readonly precision: LinearPrecision;
   private prepared: Promise<Prepared> | undefined;
   private bias: Tensor<'f32'> | undefined;
   private error: Promise<number> | undefined;
@@ -93,6 +99,7 @@ class QuantLinear implements QuantLinearOp {
   ) {
     this.storedFormat = layer.format;
     this.format = runFormatOf(layer, options.compute ?? 'auto', options.requantizeGguf ?? false);
+    this.precision = options.compute === 'bf16' && buildInfo().bf16Units ? 'bf16' : 'f32';
   }
 
   async forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>> {
@@ -107,8 +114,9 @@ class QuantLinear implements QuantLinearOp {
     return this.withPrepared(async (p) => {
       switch (p.kind) {
         case 'f32':
-        case 'bf16':
           return linear(x, p.w, bias);
+        case 'bf16':
+          return linear(x, p.w, bias, { precision: this.precision });
         case 'int8': {
           const r = await int8Linear(x, p.q, p.scale, { convrot: p.convrot, ...(bias ? { bias } : {}) });
           return r.y;
