@@ -50,7 +50,7 @@ export {
   type FormatDetection,
 } from './detect-formats.js';
 export type { LinearOp, LinearProvider, LinearSpec } from './linear-op.js';
-export { createLinearProvider, type ComputeMode, type LinearCacheOptions, type LinearProviderOptions, type QuantLinearOp, type QuantLinearProvider } from './linear-provider.js';
+export { createLinearProvider, floatPrecision, type ComputeMode, type LinearCacheOptions, type LinearProviderOptions, type QuantLinearOp, type QuantLinearProvider } from './linear-provider.js';
 export { dequantizeInt8, materializeF32, readF32, readScalar, rowScales, toF32, weight2d } from './materialize.js';
 export { FP8_MAX, absMax, fp8Scale, relativeError } from './quant-math.js';
 export {

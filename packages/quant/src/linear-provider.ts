@@ -76,6 +76,15 @@ function preparedBytes(p: Prepared): number {
   return p.w.byteLength;
 }
 
+/**
+ * What float layers multiply in for a compute mode: bf16 compute ('bf16', PyTorch's bf16 mode)
+ * runs on the CPU's bf16 units where it has them; everything else, and every CPU without them,
+ * multiplies in f32 (bf16 weights widened exactly).
+ */
+export function floatPrecision(compute: ComputeMode): LinearPrecision {
+  return compute === 'bf16' && buildInfo().bf16Units ? 'bf16' : 'f32';
+}
+
 function runFormatOf(layer: DetectedLayer, mode: ComputeMode, requantizeGguf: boolean): string {
   if (mode !== 'auto') return mode === 'int8_convrot' && (layer.shape[1] ?? 0) % CONVROT_GROUP !== 0 ? 'int8_rowwise' : mode;
   if (requantizeGguf && (layer.format === 'q8_0' || layer.format === 'q6_k')) return 'int8_rowwise';
@@ -99,7 +108,7 @@ class QuantLinear implements QuantLinearOp {
   ) {
     this.storedFormat = layer.format;
     this.format = runFormatOf(layer, options.compute ?? 'auto', options.requantizeGguf ?? false);
-    this.precision = options.compute === 'bf16' && buildInfo().bf16Units ? 'bf16' : 'f32';
+    this.precision = floatPrecision(options.compute ?? 'auto');
   }
 
   async forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>> {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type OpenedH3Model, ensureSyntheticCheckpoint, openH3Model, runSampler } from '@ninodes/models';
-import type { ComputeMode } from '@ninodes/quant';
+import { type ComputeMode, floatPrecision } from '@ninodes/quant';
 import { cpus } from 'node:os';
 import { z } from 'zod';
 import { cacheDir } from '../cache-dir.js';
@@ -152,7 +152,7 @@ export const run = defineCommand({
           latentSha256: createHash('sha256').update(result.latent.bytes()).digest('hex'),
           files: ['latent.safetensors', 'preview.png', 'report.json'],
         },
-        env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), cpu: cpus()[0]?.model ?? 'unknown' },
+        env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), computePrecision: floatPrecision(QUANT_TO_COMPUTE[args.quant]), cpu: cpus()[0]?.model ?? 'unknown' },
       });
       writeFileSync(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
       const files = stage.commit();
