@@ -16,6 +16,13 @@ const ranks = {
 
 const dirOf = (name) => (name === 'native' ? 'native' : ['runner', 'bench'].includes(name) ? `apps/${name}` : `packages/${name}`);
 const names = Object.keys(ranks);
+// A workspace is reached either by a relative path into its folder or, as everywhere in the real
+// tree, by its package name: symlinks are preserved (options below), so `@ninodes/tp` resolves to
+// `node_modules/@ninodes/tp/...` and the rules match that path. Without this a package import
+// resolved to the real `packages/tp/dist/index.d.ts` and no rank rule ever saw it. The bare name
+// covers an import that does not resolve (a package not built yet): it stays a violation.
+const target = (list) =>
+  `^(${list.map(dirOf).join('|')})/|(^|/)node_modules/@ninodes/(${list.join('|')})/|^@ninodes/(${list.join('|')})($|/)`;
 
 const rankRules = names.map((name) => {
   const forbidden = names.filter((other) => other !== name && ranks[other] >= ranks[name]);
@@ -24,7 +31,7 @@ const rankRules = names.map((name) => {
     comment: `${name} (rank ${ranks[name]}) may import only lower-ranked workspaces; not ${forbidden.join(', ')}`,
     severity: 'error',
     from: { path: `^${dirOf(name)}/` },
-    to: { path: `^(${forbidden.map(dirOf).join('|')})/` },
+    to: { path: target(forbidden) },
   };
 });
 
@@ -36,7 +43,7 @@ module.exports = {
       comment: 'the addon is loaded by @ninodes/kernels and only through it',
       severity: 'error',
       from: { path: '^(packages|apps)/', pathNot: '^packages/kernels/' },
-      to: { path: '^native/' },
+      to: { path: target(['native']) },
     },
     {
       name: 'no-relative-escape',
@@ -56,7 +63,7 @@ module.exports = {
       name: 'no-dev-deps-in-runtime-code',
       comment: 'shipped code must not depend on devDependencies',
       severity: 'error',
-      from: { path: '^(packages|apps)/[^/]+/src/', pathNot: '\\.test\\.ts$|/test-support/' },
+      from: { path: '^(packages|apps)/[^/]+/src/', pathNot: '\\.test\\.ts$|/test-support/|/testing/' },
       to: { dependencyTypes: ['npm-dev'], pathNot: 'node_modules/@types/' },
     },
     {
@@ -67,11 +74,15 @@ module.exports = {
     },
   ],
   options: {
+    // Never cruise into other packages' builds or into node_modules, but keep every edge that
+    // points there: the edge is what the rules judge. (Excluding `.d.ts` once dropped every
+    // package-name import, since those resolve through the `types` condition.)
     doNotFollow: { path: ['node_modules', '/dist/', '^native/'] },
-    exclude: { path: ['\\.d\\.c?ts$'] },
     tsPreCompilationDeps: true,
-    combinedDependencies: false,
-    preserveSymlinks: false,
+    // A workspace's own package.json plus the root's: tests may use the root's devDependencies
+    // (vitest, fast-check); no-dev-deps-in-runtime-code keeps them out of shipped code.
+    combinedDependencies: true,
+    preserveSymlinks: true,
     enhancedResolveOptions: {
       exportsFields: ['exports'],
       conditionNames: ['import', 'require', 'node', 'default', 'types'],

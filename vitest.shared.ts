@@ -1,5 +1,6 @@
 // One vitest configuration for every workspace: each package's vitest.config.ts re-exports it.
-// Fixtures live beside the repo at ../shared/fixtures; tests read the path from NINODES_FIXTURES.
+// The reference fixtures live in the repository at fixtures/ (see its README); tests read the path
+// from NINODES_FIXTURES, which points there and nowhere else, so a clone alone passes.
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
@@ -15,7 +16,7 @@ export default defineConfig({
     outputFile: { json: 'test-results.json' },
     env: {
       NINODES_REPO_ROOT: repoRoot,
-      NINODES_FIXTURES: process.env.NINODES_FIXTURES ?? resolve(repoRoot, '..', 'shared', 'fixtures'),
+      NINODES_FIXTURES: resolve(repoRoot, 'fixtures'),
     },
   },
 });

@@ -1,13 +1,42 @@
 #!/usr/bin/env bash
-# One idempotent set-up for a fresh Debian/Ubuntu machine, used by `npm run demo` and `npm test`:
-# system packages (when root, else the exact apt line to run), npm dependencies, the native addon
-# and every package build. A second run with nothing to do takes seconds (turbo serves the builds).
+# One idempotent set-up for a fresh Debian/Ubuntu machine: the system packages the command needs
+# (when root, else the exact apt line to run), npm dependencies, the native addon and every
+# package build. A second run with nothing to do takes seconds (turbo serves the builds).
+#
+#   bash scripts/setup.sh demo    # build only: what `npm run demo` needs (the default)
+#   bash scripts/setup.sh bench   # + python3 and time, for `npm run bench`
+#   bash scripts/setup.sh test    # + chromium, redis-server, iproute2, for `npm test`
+#
+# The package lists live in scripts/system-packages.txt, which the system-packages check in
+# tools/repo-checks reads too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# cmake, g++ and pkg-config build the addon; oneDNN and Gloo are linked; python3 serves the
-# optional peers; chromium renders the bench report test; time measures peak memory of bench children.
-apt_packages=(cmake g++ make pkg-config libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libgloo-dev chromium python3 time)
+mode=${1:-demo}
+case "$mode" in
+  demo) sections=(build) ;;
+  bench) sections=(build bench) ;;
+  test) sections=(build bench test) ;;
+  *)
+    echo "setup: unknown mode '$mode'; use demo, bench or test" >&2
+    exit 2
+    ;;
+esac
+
+# Packages of the chosen [sections] of scripts/system-packages.txt (comments after '#').
+apt_packages=()
+section=
+while read -r line; do
+  line=${line%%#*}
+  read -r line <<<"$line" || true
+  [ -n "$line" ] || continue
+  if [[ $line =~ ^\[([a-z]+)\]$ ]]; then
+    section=${BASH_REMATCH[1]}
+  elif [[ " ${sections[*]} " == *" $section "* ]]; then
+    apt_packages+=("$line")
+  fi
+done <scripts/system-packages.txt
+
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -20,7 +49,7 @@ if ((${#missing[@]})); then
     fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
   else
-    echo "setup: missing system packages. Run: sudo apt-get install -y ${missing[*]}" >&2
+    echo "setup: missing system packages. Run: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
     exit 1
   fi
 fi

@@ -1,99 +1,114 @@
 // The layer check must fail on a real violation, not only pass on a clean tree: build small
-// trees that break each rule and run the repo's own dependency-cruiser config against them.
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+// workspaces that break each rule and run the repo's own dependency-cruiser config against them.
+// Packages reach each other by package name through `node_modules/@ninodes/*` links to built
+// `dist/` entry points, exactly as in the real workspace, and also by relative paths.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CruiseResult, cruise, cruiseStatus, linkPackage, removeTrees, tempTree, writeFiles } from './depcruise-run.js';
 
-const root = process.env.NINODES_REPO_ROOT as string;
-const depcruise = join(root, 'node_modules', '.bin', 'depcruise');
-const config = join(root, '.dependency-cruiser.cjs');
-const trees: string[] = [];
+const appNames = new Set(['runner', 'bench']);
+const folder = (name: string) => (name === 'native' ? 'native' : appNames.has(name) ? `apps/${name}` : `packages/${name}`);
 
-function tree(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'ninodes-layers-'));
-  trees.push(dir);
-  for (const [path, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(dir, path)), { recursive: true });
-    writeFileSync(join(dir, path), text);
+interface Workspace {
+  deps?: string[];
+  src: Record<string, string>;
+  /** Whether `dist/` exists (a built package); the import must fail the check either way. */
+  built?: boolean;
+}
+
+/** A root package.json with workspaces, each workspace linked under node_modules/@ninodes. */
+function workspaces(spec: Record<string, Workspace>): string {
+  const dir = tempTree('ninodes-layers-');
+  const files: Record<string, string> = {
+    'package.json': JSON.stringify({ name: 'root', private: true, workspaces: ['packages/*', 'apps/*'] }),
+  };
+  for (const [name, ws] of Object.entries(spec)) {
+    const base = folder(name);
+    const dependencies = Object.fromEntries((ws.deps ?? []).map((d) => [d, '0.1.0']));
+    files[`${base}/package.json`] = JSON.stringify({
+      name: `@ninodes/${name}`,
+      version: '0.1.0',
+      type: 'module',
+      exports: { '.': { import: { types: './dist/index.d.ts', default: './dist/index.js' } } },
+      dependencies,
+    });
+    if (ws.built !== false) {
+      files[`${base}/dist/index.d.ts`] = 'export declare const value: number;\n';
+      files[`${base}/dist/index.js`] = 'export const value = 1;\n';
+    }
+    for (const [path, text] of Object.entries(ws.src)) files[`${base}/src/${path}`] = text;
   }
+  writeFiles(dir, files);
+  for (const name of Object.keys(spec)) linkPackage(dir, `@ninodes/${name}`, folder(name));
   return dir;
 }
 
-function cruise(dir: string): { status: number | null; output: string } {
-  const roots = ['packages', 'apps'].filter((d) => existsSync(join(dir, d)));
-  const run = spawnSync(depcruise, [...roots, '--config', config, '--output-type', 'err-long'], {
-    cwd: dir,
-    encoding: 'utf8',
+const importing = (name: string) => `import { value } from '${name}';\nexport const v = value;\n`;
+const leaf = { 'index.ts': 'export const value = 1;\n' };
+
+afterAll(removeTrees);
+
+describe('layer check on a clean workspace', () => {
+  it('passes a tree that imports only downwards, by package name and declared', async () => {
+    const dir = workspaces({
+      kernels: { src: leaf },
+      device: { deps: ['@ninodes/kernels'], src: { 'index.ts': importing('@ninodes/kernels') } },
+      quant: { deps: ['@ninodes/kernels', '@ninodes/device'], src: { 'index.ts': importing('@ninodes/device') } },
+    });
+    const [result, status] = await Promise.all([cruise(dir), cruiseStatus(dir)]);
+    expect(result.violations, result.output.slice(0, 2000)).toEqual([]);
+    expect(status).toBe(0);
   });
-  return { status: run.status, output: run.stdout + run.stderr };
-}
-
-const pkg = (name: string, deps: Record<string, string> = {}) =>
-  JSON.stringify({ name: `@ninodes/${name}`, version: '0.1.0', type: 'module', dependencies: deps });
-
-afterAll(() => {
-  for (const dir of trees) rmSync(dir, { recursive: true, force: true });
 });
 
-describe('layer check', () => {
-  it('passes a tree that imports only downwards', () => {
-    const dir = tree({
-      'packages/kernels/package.json': pkg('kernels'),
-      'packages/kernels/src/index.ts': 'export const k = 1;\n',
-      'packages/device/package.json': pkg('device'),
-      'packages/device/src/index.ts': "import { k } from './k.js';\nexport const d = k;\n",
-      'packages/device/src/k.ts': 'export const k = 2;\n',
+// One workspace, many violations, each in a file of its own: file → the rules that must report it
+// (exactly those). Workspaces that declare a dependency do so to show the rank rule alone fires.
+const cases: Record<string, { imports: string; rules: string[] }> = {
+  'packages/kernels/src/up-by-name.ts': { imports: '@ninodes/tp', rules: ['layer-kernels'] },
+  'packages/models/src/sibling-by-name.ts': { imports: '@ninodes/tp', rules: ['layer-models'] },
+  // Not built yet: the name does not resolve, which is itself reported, and the rank rule still fires.
+  'packages/memory/src/up-unbuilt.ts': { imports: '@ninodes/quant', rules: ['layer-memory', 'declared-dependencies-only'] },
+  'packages/device/src/up-in-test.test.ts': { imports: '@ninodes/models', rules: ['layer-device'] },
+  'packages/device/src/undeclared-workspace.ts': { imports: '@ninodes/kernels', rules: ['declared-dependencies-only'] },
+  'packages/device/src/undeclared-npm.ts': { imports: 'left-pad-not-declared', rules: ['declared-dependencies-only'] },
+  'packages/memory/src/native-by-name.ts': { imports: '@ninodes/native', rules: ['native-only-through-kernels'] },
+  'packages/memory/src/native-relative.ts': { imports: '../../../native/dist/index.js', rules: ['native-only-through-kernels', 'no-relative-escape'] },
+  'packages/kernels/src/up-relative.ts': { imports: '../../memory/src/index.js', rules: ['layer-kernels', 'no-relative-escape'] },
+  'packages/tp/src/sibling-relative.ts': { imports: '../../distorch/src/index.js', rules: ['layer-tp', 'no-relative-escape'] },
+};
+
+describe('layer check on violations by package name and by relative path', () => {
+  let result: CruiseResult;
+  let status: number | null;
+  beforeAll(async () => {
+    const src = (pkg: string) =>
+      Object.fromEntries(
+        Object.entries(cases)
+          .filter(([file]) => file.startsWith(`packages/${pkg}/src/`))
+          .map(([file, c]) => [file.slice(`packages/${pkg}/src/`.length), importing(c.imports)]),
+      );
+    const dir = workspaces({
+      native: { src: {} },
+      kernels: { deps: ['@ninodes/tp'], src: { ...leaf, ...src('kernels') } },
+      device: { deps: ['@ninodes/models'], src: { ...leaf, ...src('device') } },
+      memory: { deps: ['@ninodes/quant', '@ninodes/native'], src: { ...leaf, ...src('memory') } },
+      quant: { built: false, src: leaf },
+      distorch: { src: leaf },
+      tp: { src: { ...leaf, ...src('tp') } },
+      models: { deps: ['@ninodes/tp'], src: { ...leaf, ...src('models') } },
     });
-    const result = cruise(dir);
-    expect(result.output).not.toContain('error');
-    expect(result.status).toBe(0);
+    [result, status] = await Promise.all([cruise(dir), cruiseStatus(dir)]);
   });
 
-  it('fails when a lower rank reaches up by a relative path', () => {
-    const dir = tree({
-      'packages/kernels/package.json': pkg('kernels'),
-      'packages/kernels/src/index.ts': "import { m } from '../../memory/src/index.js';\nexport const k = m;\n",
-      'packages/memory/package.json': pkg('memory'),
-      'packages/memory/src/index.ts': 'export const m = 1;\n',
-    });
-    const result = cruise(dir);
-    expect(result.status).not.toBe(0);
-    expect(result.output).toContain('layer-kernels');
-    expect(result.output).toContain('no-relative-escape');
+  it('exits non-zero, as `npm run layers` does', () => {
+    expect(status).not.toBe(0);
   });
 
-  it('fails when siblings of one rank import each other', () => {
-    const dir = tree({
-      'packages/tp/package.json': pkg('tp'),
-      'packages/tp/src/index.ts': "import { p } from '../../distorch/src/index.js';\nexport const t = p;\n",
-      'packages/distorch/package.json': pkg('distorch'),
-      'packages/distorch/src/index.ts': 'export const p = 1;\n',
-    });
-    const result = cruise(dir);
-    expect(result.status).not.toBe(0);
-    expect(result.output).toContain('layer-tp');
+  it.each(Object.entries(cases))('%s is reported under exactly its rules', (file, c) => {
+    const rules = result.violations.filter((v) => v.from === file).map((v) => v.rule);
+    expect(rules.sort(), result.output.slice(0, 2000)).toEqual([...c.rules].sort());
   });
 
-  it('fails on an import the package.json does not declare', () => {
-    const dir = tree({
-      'packages/device/package.json': pkg('device'),
-      'packages/device/src/index.ts': "import leftPad from 'left-pad-not-declared';\nexport const d = leftPad;\n",
-    });
-    const result = cruise(dir);
-    expect(result.status).not.toBe(0);
-    expect(result.output).toContain('declared-dependencies-only');
-  });
-
-  it('fails when anything but kernels loads the native addon', () => {
-    const dir = tree({
-      'native/index.cjs': 'module.exports = {};\n',
-      'packages/memory/package.json': pkg('memory'),
-      'packages/memory/src/index.ts': "import native from '../../../native/index.cjs';\nexport const m = native;\n",
-    });
-    const result = cruise(dir);
-    expect(result.status).not.toBe(0);
-    expect(result.output).toContain('native-only-through-kernels');
+  it('reports nothing in the files without a violation', () => {
+    expect(result.violations.filter((v) => !(v.from in cases))).toEqual([]);
   });
 });
