@@ -11,7 +11,7 @@ const PREBUILT_PACKAGES = { 'linux-x64-gnu': '@ninodes/native-linux-x64-gnu' };
 const BUILD_APT_LINE = 'sudo apt-get install -y cmake g++ make libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libgloo-dev';
 
 /** The Debian runtime libraries a build from source links. */
-const RUNTIME_APT_LINE = 'sudo apt-get install -y libdnnl2 libgloo0';
+const RUNTIME_APT_LINE = 'sudo apt-get install -y --reinstall libdnnl2 libgloo0';
 
 const localBinding = path.join(__dirname, 'build', 'Release', 'ninodes.node');
 
@@ -65,16 +65,20 @@ function missingHint() {
 
 /** What to do when `file` exists but does not load, given the loader's message. */
 function loadFailedHint(kind, file, message) {
+  const dir = path.dirname(file);
+  const lib = /(lib[\w+-]*\.so[.\d]*)/.exec(message)?.[1];
+  const ldPath = process.env.LD_LIBRARY_PATH ? ` (LD_LIBRARY_PATH=${process.env.LD_LIBRARY_PATH} is searched before the system)` : '';
   const fromSource = `or build from source: ${BUILD_APT_LINE}, then \`npm rebuild @ninodes/native\``;
+  const usePrebuilt = prebuiltPackage() === undefined ? '' : `; or delete ${dir} to use the prebuilt ${prebuiltPackage()}`;
   if (kind === 'local build') {
-    return /cannot open shared object file/.test(message)
-      ? `the build from source links the system's oneDNN and Gloo: ${RUNTIME_APT_LINE}; or delete ${path.dirname(file)} to use the prebuilt package`
-      : `rebuild it: \`npm rebuild @ninodes/native\` (needs: ${BUILD_APT_LINE}); or delete ${path.dirname(file)} to use the prebuilt package`;
+    return lib === undefined
+      ? `rebuild it: \`npm rebuild @ninodes/native\` (needs: ${BUILD_APT_LINE})${usePrebuilt}`
+      : `${lib} did not load${ldPath}. The build from source links the system's oneDNN and Gloo: ${RUNTIME_APT_LINE}${usePrebuilt}`;
   }
   if (/GLIBC(XX)?_[0-9.]+' not found/.test(message)) {
     return `the prebuilt binary needs glibc 2.34 and the libstdc++ of GCC 12 or newer (Debian 12, Ubuntu 22.04 and later); ${fromSource}`;
   }
-  return `the libraries it needs sit beside it; reinstall ${prebuiltPackage()}: delete ${path.dirname(file)} and run \`npm install\`, ${fromSource}`;
+  return `${lib ?? 'ninodes.node'} did not load${ldPath}. The prebuilt package keeps its libraries beside ninodes.node; reinstall it (delete ${dir} and run \`npm install\`), ${fromSource}`;
 }
 
 module.exports = { platformId, prebuiltPackage, prebuiltBinding, candidates, missingHint, loadFailedHint, localBinding, BUILD_APT_LINE };

@@ -1,4 +1,5 @@
 import { type DType, ELEMENT_DTYPES, type ElementDType, assertDType, byteSizeOf, isBlockDType, numelOf } from './dtype.js';
+import { brandInstances } from './brand.js';
 import { NinodesError } from './errors.js';
 
 /** The typed array that views each element dtype (16-bit floats are raw bits: Node 20 has no Float16Array). */
@@ -60,6 +61,11 @@ export interface TensorOptions {
  * narrow) share storage and owner; nothing here copies unless its name says so.
  */
 export class Tensor<D extends DType = DType> {
+  static {
+    // instanceof Tensor accepts tensors of the other module build too (ESM and CJS in one process).
+    brandInstances(this, 'tensor');
+  }
+
   readonly dtype: D;
   readonly shape: readonly number[];
   readonly buffer: ArrayBufferLike;
