@@ -127,7 +127,7 @@ export class Tensor<D extends DType = DType> {
 
   /** The elements as a typed array over the same memory (no copy). */
   get data(): D extends ElementDType ? TypedArrayOf[D] : never {
-    this.assertLive();
+    assertLive(this);
     if (isBlockDType(this.dtype)) {
       throw new NinodesError('BLOCK_DTYPE_NO_ELEMENTS', `a ${this.dtype} tensor is block-encoded and has no element view`, {
         value: this.dtype,
@@ -147,7 +147,7 @@ export class Tensor<D extends DType = DType> {
 
   /** The raw bytes (no copy). */
   bytes(): Uint8Array {
-    this.assertLive();
+    assertLive(this);
     return new Uint8Array(this.buffer, this.byteOffset, this.byteLength);
   }
 
@@ -210,10 +210,12 @@ export class Tensor<D extends DType = DType> {
   toString(): string {
     return `Tensor(${this.dtype}, [${this.shape.join(', ')}], ${this.device})`;
   }
+}
 
-  private assertLive(): void {
-    if (this.disposed) {
-      throw new NinodesError('TENSOR_DISPOSED', `${this.toString()} was disposed`, { hint: 'do not use a tensor after dispose()' });
-    }
+// A module function, not a private method: a private member would make the ESM and CJS type
+// declarations of Tensor (dist/index.d.ts, dist/index.d.cts) incompatible for TypeScript.
+function assertLive(t: Tensor): void {
+  if (t.disposed) {
+    throw new NinodesError('TENSOR_DISPOSED', `${t.toString()} was disposed`, { hint: 'do not use a tensor after dispose()' });
   }
 }
