@@ -1,3 +1,5 @@
+import { brandInstances } from './brand.js';
+
 /**
  * The one error type of ninodes. Every failure that reaches a user carries a stable `code` to branch
  * on, the offending value, where it was found, and a hint that says how to fix it. Native errors
@@ -14,6 +16,11 @@ export interface NinodesErrorDetails {
 }
 
 export class NinodesError extends Error {
+  static {
+    // isNinodesError and instanceof accept errors of the other module build too (ESM and CJS).
+    brandInstances(this, 'error');
+  }
+
   readonly code: string;
   readonly value: unknown;
   readonly where: string | undefined;

@@ -1,3 +1,4 @@
+import { brandInstances } from './brand.js';
 import { type DType, byteSizeOf } from './dtype.js';
 import { fromNativeError } from './errors.js';
 import { nativeAddon } from './native-addon.js';
@@ -12,6 +13,11 @@ interface NativeMemoryAddon {
 const addon = (): NativeMemoryAddon => nativeAddon() as unknown as NativeMemoryAddon;
 
 class NativeStorage implements StorageOwner {
+  static {
+    // withPinned pins a tensor made by the other module build (ESM and CJS) too.
+    brandInstances(this, 'native-storage');
+  }
+
   #released = false;
   #pins = 0;
   #freePending = false;

@@ -1,4 +1,5 @@
 import { type DType, ELEMENT_DTYPES, type ElementDType, assertDType, byteSizeOf, isBlockDType, numelOf } from './dtype.js';
+import { brandInstances } from './brand.js';
 import { NinodesError } from './errors.js';
 
 /** The typed array that views each element dtype (16-bit floats are raw bits: Node 20 has no Float16Array). */
@@ -60,6 +61,11 @@ export interface TensorOptions {
  * narrow) share storage and owner; nothing here copies unless its name says so.
  */
 export class Tensor<D extends DType = DType> {
+  static {
+    // instanceof Tensor accepts tensors of the other module build too (ESM and CJS in one process).
+    brandInstances(this, 'tensor');
+  }
+
   readonly dtype: D;
   readonly shape: readonly number[];
   readonly buffer: ArrayBufferLike;
@@ -121,7 +127,7 @@ export class Tensor<D extends DType = DType> {
 
   /** The elements as a typed array over the same memory (no copy). */
   get data(): D extends ElementDType ? TypedArrayOf[D] : never {
-    this.assertLive();
+    assertLive(this);
     if (isBlockDType(this.dtype)) {
       throw new NinodesError('BLOCK_DTYPE_NO_ELEMENTS', `a ${this.dtype} tensor is block-encoded and has no element view`, {
         value: this.dtype,
@@ -141,7 +147,7 @@ export class Tensor<D extends DType = DType> {
 
   /** The raw bytes (no copy). */
   bytes(): Uint8Array {
-    this.assertLive();
+    assertLive(this);
     return new Uint8Array(this.buffer, this.byteOffset, this.byteLength);
   }
 
@@ -204,10 +210,12 @@ export class Tensor<D extends DType = DType> {
   toString(): string {
     return `Tensor(${this.dtype}, [${this.shape.join(', ')}], ${this.device})`;
   }
+}
 
-  private assertLive(): void {
-    if (this.disposed) {
-      throw new NinodesError('TENSOR_DISPOSED', `${this.toString()} was disposed`, { hint: 'do not use a tensor after dispose()' });
-    }
+// A module function, not a private method: a private member would make the ESM and CJS type
+// declarations of Tensor (dist/index.d.ts, dist/index.d.cts) incompatible for TypeScript.
+function assertLive(t: Tensor): void {
+  if (t.disposed) {
+    throw new NinodesError('TENSOR_DISPOSED', `${t.toString()} was disposed`, { hint: 'do not use a tensor after dispose()' });
   }
 }

@@ -1,5 +1,6 @@
 // What `npm pack` would publish: each library ships its build, README and LICENSE and nothing
-// else; the native package ships exactly what builds the addon from source on install.
+// else; the native package ships exactly what loads the addon or builds it from source on install;
+// a prebuilt platform package ships the addon and its libraries only.
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,10 +34,20 @@ describe('npm pack contents', () => {
     expect(files).toContain('CMakeLists.txt');
     expect(files).toContain('install.cjs');
     expect(files).toContain('index.cjs');
+    expect(files).toContain('platform.cjs');
     expect(files).toContain('src/core/addon.cc');
     expect(files.some((f) => f.startsWith('build/'))).toBe(false);
-    const stray = files.filter((f) => !/^(src\/.+\.(cc|h)|cmake\/.+\.cmake|CMakeLists\.txt|install\.cjs|index\.cjs|index\.d\.cts|README\.md|LICENSE|package\.json)$/.test(f));
+    const stray = files.filter((f) => !/^(src\/.+\.(cc|h)|cmake\/.+\.cmake|CMakeLists\.txt|install\.cjs|index\.cjs|platform\.cjs|index\.d\.cts|README\.md|LICENSE|package\.json)$/.test(f));
     expect(stray).toEqual([]);
+  });
+
+  it.each(readdirSync(join(root, 'native', 'platforms')))('@ninodes/native-%s packs the addon, its libraries and their licenses only', (name) => {
+    // Packed as it is in the repository (the binaries are assembled by pack-prebuilt.mjs only for a
+    // release), so only the allow-list is checked here; tools/package-install packs a full one.
+    const files = packedFiles(join(root, 'native', 'platforms', name));
+    const stray = files.filter((f) => !/^(ninodes\.node|lib[\w+-]+\.so\.[\d.]+|licenses\/[\w.+-]+|README\.md|LICENSE|package\.json)$/.test(f));
+    expect(stray).toEqual([]);
+    expect(files).toContain('README.md');
   });
 
   it('@ninodes/runner packs its CLI bundle', () => {
