@@ -15,7 +15,7 @@ export interface EscapingPath {
 }
 
 const checks: Array<{ pattern: RegExp; why: string; depth?: (match: RegExpMatchArray) => number }> = [
-  { pattern: /\.\.\/shared\b|(?<![\w.-])shared\/fixtures\b/g, why: 'reads the shared folder beside the clone' },
+  { pattern: /\.\.\/shared\b|(?<![\w./-])shared\/fixtures\b/g, why: 'reads the shared folder beside the clone' },
   { pattern: /(?<![\w.-])\/work\//g, why: 'an absolute path on the machine it was written on' },
   // `../../..`: how far up it climbs, counted from the file's folder.
   { pattern: /(?<![\w.])(?:\.\.\/)+(?:\.\.(?![\w.]))?/g, why: 'climbs above the repository root', depth: (m) => (m[0].match(/\.\./g) ?? []).length },
