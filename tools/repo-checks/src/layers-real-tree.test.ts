@@ -43,6 +43,7 @@ const importing = (name: string) => `import * as injected from '${name}';\nexpor
 // file → [what it imports, the rule that must report it]
 const injections: Record<string, [string, string]> = {
   'packages/kernels/src/zz-layer.ts': ['@ninodes/device', 'layer-kernels'],
+  'packages/kernels/scripts/zz-layer.mjs': ['@ninodes/models', 'layer-kernels'],
   'packages/device/src/zz-layer.ts': ['@ninodes/memory', 'layer-device'],
   'packages/memory/src/zz-layer.ts': ['@ninodes/quant', 'layer-memory'],
   'packages/quant/src/zz-layer.ts': ['@ninodes/tp', 'layer-quant'],

@@ -2,7 +2,7 @@
 // else; the native package ships exactly what loads the addon or builds it from source on install;
 // a prebuilt platform package ships the addon and its libraries only.
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -54,5 +54,14 @@ describe('npm pack contents', () => {
     const files = packedFiles(join(root, 'apps', 'runner'));
     expect(files).toContain('dist/cli.js');
     expect(files.filter((f) => f.startsWith('src/'))).toEqual([]);
+  });
+
+  it('@ninodes/runner names its bin as a packed path, which npm publish keeps', () => {
+    // `npm publish` drops a bin spelled './dist/cli.js' ("script name ... was invalid and removed"),
+    // and the published package would install no `ninodes` command.
+    const dir = join(root, 'apps', 'runner');
+    const { bin } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+    expect(bin).toEqual({ ninodes: 'dist/cli.js' });
+    expect(packedFiles(dir)).toContain(bin.ninodes);
   });
 });
