@@ -73,7 +73,7 @@ export function closure(all: Map<string, Workspace>, names: readonly string[]): 
 
 /** `npm pack` of each directory into `dest` (one npm process); returns name -> tarball and integrity. */
 export function pack(dirs: readonly string[], dest: string): Map<string, { filename: string; integrity: string }> {
-  const out = execFileSync('npm', ['pack', ...dirs, '--pack-destination', dest, '--ignore-scripts', '--json', '--loglevel=error'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const out = execFileSync('npm', ['pack', ...dirs, '--pack-destination', dest, '--ignore-scripts', '--json', '--loglevel=error'], { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 180_000 });
   const reports = JSON.parse(out) as Array<{ name: string; filename: string; integrity: string }>;
   return new Map(reports.map((r) => [r.name, { filename: join(dest, r.filename), integrity: r.integrity }]));
 }
