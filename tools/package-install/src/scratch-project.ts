@@ -106,7 +106,7 @@ export function writeScratchProject(root: string, dir: string, packed: readonly 
     const m = p.workspace.manifest;
     dependencies[m.name] = `file:${p.file}`;
     const entry: LockEntry = { version: m.version, resolved: `file:${p.file}`, integrity: p.integrity };
-    for (const key of ['dependencies', 'optionalDependencies', 'bin', 'engines', 'os', 'cpu', 'libc', 'license'] as const) if (m[key] !== undefined) entry[key] = m[key];
+    for (const key of ['dependencies', 'optionalDependencies', 'bin', 'engines', 'os', 'cpu', 'libc', 'license']) if (m[key] !== undefined) entry[key] = m[key];
     if ((m.scripts as Record<string, string> | undefined)?.install !== undefined) entry.hasInstallScript = true;
     packages[`node_modules/${m.name}`] = entry;
     queue.push({ from: p.workspace.path, ws: p.workspace, deps: { ...m.dependencies, ...m.optionalDependencies }, optional: new Set(Object.keys(m.optionalDependencies ?? {})) });
