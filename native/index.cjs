@@ -2,7 +2,7 @@
 // Locates and loads ninodes.node: a local build from source if there is one, else the prebuilt
 // package for this platform (see platform.cjs). Only @ninodes/kernels calls this (the layer check
 // enforces it); it turns the coded errors below into NinodesErrors.
-const { candidates, missingHint, loadFailedHint, localBinding } = require('./platform.cjs');
+const { chosenBinding, missingHint, loadFailedHint, localBinding, platformId } = require('./platform.cjs');
 
 let cached;
 
@@ -17,24 +17,24 @@ function addonError(code, message, file, hint, cause) {
 
 function load() {
   if (cached) return cached;
-  const [first] = candidates();
-  if (first === undefined) {
-    throw addonError('ADDON_MISSING', 'the ninodes native addon is not installed: no prebuilt package for this platform and no build from source', localBinding, missingHint());
+  const binding = chosenBinding();
+  if (binding === undefined) {
+    throw addonError('ADDON_MISSING', `the ninodes native addon is not installed: no build from source and no prebuilt package for ${platformId()}`, localBinding, missingHint());
   }
   try {
-    cached = require(first.file);
+    cached = require(binding.file);
   } catch (error) {
-    // The first existing candidate is the one the user chose (a local build is deliberate); falling
-    // back to another would hide why it failed.
+    // No fallback to the prebuilt when a local build fails: the local build is deliberate, and
+    // loading another binary would hide why it failed.
     const message = error instanceof Error ? error.message : String(error);
-    throw addonError('ADDON_LOAD_FAILED', `the ninodes native addon (${first.kind}) failed to load: ${message}`, first.file, loadFailedHint(first.kind, first.file, message), error);
+    throw addonError('ADDON_LOAD_FAILED', `the ninodes native addon (${binding.kind}) failed to load: ${message}`, binding.file, loadFailedHint(binding.kind, binding.file, message), error);
   }
   return cached;
 }
 
 /** The file load() loads (or would), for build info and error messages; undefined when none exists. */
 function bindingPath() {
-  return candidates()[0]?.file;
+  return chosenBinding()?.file;
 }
 
 module.exports = { load, bindingPath };

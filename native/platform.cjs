@@ -15,11 +15,16 @@ const RUNTIME_APT_LINE = 'sudo apt-get install -y --reinstall libdnnl2 libgloo0'
 
 const localBinding = path.join(__dirname, 'build', 'Release', 'ninodes.node');
 
+let cachedPlatformId;
+
 /** `linux-x64-gnu`: os, cpu and, on Linux, the C library (a glibc binary does not load on musl). */
 function platformId() {
-  if (process.platform !== 'linux') return `${process.platform}-${process.arch}`;
+  if (cachedPlatformId !== undefined) return cachedPlatformId;
+  if (process.platform !== 'linux') return (cachedPlatformId = `${process.platform}-${process.arch}`);
+  // The process report names the glibc it runs on (absent on musl); it takes tens of milliseconds,
+  // so it is read once and only when no local build exists.
   const glibc = process.report.getReport().header.glibcVersionRuntime;
-  return `linux-${process.arch}-${glibc ? 'gnu' : 'musl'}`;
+  return (cachedPlatformId = `linux-${process.arch}-${glibc ? 'gnu' : 'musl'}`);
 }
 
 /** Name of the prebuilt package for this machine, or undefined when none is published for it. */
@@ -42,16 +47,14 @@ function prebuiltBinding() {
 }
 
 /**
- * Candidates in load order. A local build comes first, as sharp does: it exists only when someone
- * built from source on purpose (the monorepo, or install.cjs because no prebuilt loaded), and it
- * matches the sources, while a prebuilt may be older than them.
+ * The addon to load, or undefined when none is installed. A local build comes first, as sharp does:
+ * it exists only when someone built from source on purpose (the monorepo, or install.cjs because no
+ * prebuilt loaded), and it matches the sources, while a prebuilt may be older than them.
  */
-function candidates() {
-  const list = [];
-  if (fs.existsSync(localBinding)) list.push({ kind: 'local build', file: localBinding });
+function chosenBinding() {
+  if (fs.existsSync(localBinding)) return { kind: 'local build', file: localBinding };
   const prebuilt = prebuiltBinding();
-  if (prebuilt !== undefined) list.push({ kind: `prebuilt ${prebuiltPackage()}`, file: prebuilt });
-  return list;
+  return prebuilt === undefined ? undefined : { kind: `prebuilt ${prebuiltPackage()}`, file: prebuilt };
 }
 
 /** What to do when nothing is installed: the prebuilt package if this platform has one, else a build. */
@@ -81,4 +84,4 @@ function loadFailedHint(kind, file, message) {
   return `${lib ?? 'ninodes.node'} did not load${ldPath}. The prebuilt package keeps its libraries beside ninodes.node; reinstall it (delete ${dir} and run \`npm install\`), ${fromSource}`;
 }
 
-module.exports = { platformId, prebuiltPackage, prebuiltBinding, candidates, missingHint, loadFailedHint, localBinding, BUILD_APT_LINE };
+module.exports = { platformId, prebuiltPackage, prebuiltBinding, chosenBinding, missingHint, loadFailedHint, localBinding, BUILD_APT_LINE };

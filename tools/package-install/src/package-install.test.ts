@@ -5,7 +5,7 @@
 // the CLI on the default model. Finally break the install the two ways a user can and expect the
 // coded errors with hints a package user can follow.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,8 +21,11 @@ let env: NodeJS.ProcessEnv;
 
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-function run(cmd: string, args: readonly string[], input?: string) {
-  const r = spawnSync(cmd, args, { cwd: project, env, input, encoding: 'utf8', timeout: 120_000 });
+// Bounded, with room for a machine busy with the other workspaces' tests (the CLI run took 50 s there).
+const SLOW = 300_000;
+
+function run(cmd: string, args: readonly string[]) {
+  const r = spawnSync(cmd, args, { cwd: project, env, encoding: 'utf8', timeout: SLOW - 30_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, output: `${r.stdout}\n${r.stderr}\n${r.error?.message ?? ''}` };
 }
 
@@ -54,7 +57,7 @@ describe('the packed packages in a scratch project with no compiler', () => {
     mkdirSync(project);
     // The prebuilt package is assembled from this checkout's build into a scratch copy.
     const prebuiltDir = join(tmp, 'prebuilt');
-    const assembled = spawnSync(process.execPath, [join(root, 'native/scripts/pack-prebuilt.mjs'), '--out', prebuiltDir], { encoding: 'utf8' });
+    const assembled = spawnSync(process.execPath, [join(root, 'native/scripts/pack-prebuilt.mjs'), '--out', prebuiltDir], { encoding: 'utf8', timeout: 120_000 });
     expect(assembled.status, assembled.stderr).toBe(0);
 
     const all = workspaces(root);
@@ -75,7 +78,7 @@ describe('the packed packages in a scratch project with no compiler', () => {
       npm_config_userconfig: join(home, '.npmrc'),
       NINODES_CACHE: join(tmp, 'cache'),
     };
-  });
+  }, SLOW);
 
   it('has no cmake, compiler or make on PATH', () => {
     for (const tool of ['cmake', 'g++', 'c++', 'cc', 'gcc', 'make']) expect(run('sh', ['-c', `command -v ${tool}`]).status).not.toBe(0);
@@ -86,7 +89,7 @@ describe('the packed packages in a scratch project with no compiler', () => {
     expect(r.status, r.output).toBe(0);
     expect(existsSync(join(project, 'node_modules/@ninodes/native/build'))).toBe(false);
     expect(existsSync(join(project, `node_modules/${PREBUILT}/libdnnl.so.2`))).toBe(true);
-  });
+  }, SLOW);
 
   it('runs a linear through import (ESM)', () => {
     const r = run(process.execPath, ['--input-type=module', '-e', `import * as k from '@ninodes/kernels'; const y = await ${linearCall}; console.log(JSON.stringify([...y.data]));`]);
@@ -117,7 +120,7 @@ describe('the packed packages in a scratch project with no compiler', () => {
     const report = JSON.parse(readFileSync(join(tmp, 'run', 'report.json'), 'utf8')) as Record<string, unknown>;
     expect(report).toBeTypeOf('object');
     expect(existsSync(join(tmp, 'run', 'latent.safetensors'))).toBe(true);
-  });
+  }, SLOW);
 
   it('reports an unloadable bundled library as ADDON_LOAD_FAILED, naming it and how to reinstall', () => {
     truncateSync(join(project, `node_modules/${PREBUILT}/libdnnl.so.2`), 0);

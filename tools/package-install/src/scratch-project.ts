@@ -73,7 +73,7 @@ export function closure(all: Map<string, Workspace>, names: readonly string[]): 
 
 /** `npm pack` of each directory into `dest` (one npm process); returns name -> tarball and integrity. */
 export function pack(dirs: readonly string[], dest: string): Map<string, { filename: string; integrity: string }> {
-  const out = execFileSync('npm', ['pack', ...dirs, '--pack-destination', dest, '--ignore-scripts', '--json', '--loglevel=error'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const out = execFileSync('npm', ['pack', ...dirs, '--pack-destination', dest, '--ignore-scripts', '--json', '--loglevel=error'], { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 180_000 });
   const reports = JSON.parse(out) as Array<{ name: string; filename: string; integrity: string }>;
   return new Map(reports.map((r) => [r.name, { filename: join(dest, r.filename), integrity: r.integrity }]));
 }
@@ -106,7 +106,7 @@ export function writeScratchProject(root: string, dir: string, packed: readonly 
     const m = p.workspace.manifest;
     dependencies[m.name] = `file:${p.file}`;
     const entry: LockEntry = { version: m.version, resolved: `file:${p.file}`, integrity: p.integrity };
-    for (const key of ['dependencies', 'optionalDependencies', 'bin', 'engines', 'os', 'cpu', 'libc', 'license'] as const) if (m[key] !== undefined) entry[key] = m[key];
+    for (const key of ['dependencies', 'optionalDependencies', 'bin', 'engines', 'os', 'cpu', 'libc', 'license']) if (m[key] !== undefined) entry[key] = m[key];
     if ((m.scripts as Record<string, string> | undefined)?.install !== undefined) entry.hasInstallScript = true;
     packages[`node_modules/${m.name}`] = entry;
     queue.push({ from: p.workspace.path, ws: p.workspace, deps: { ...m.dependencies, ...m.optionalDependencies }, optional: new Set(Object.keys(m.optionalDependencies ?? {})) });
