@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = process.env.NINODES_REPO_ROOT as string;
-const readJson = (path: string) => JSON.parse(readFileSync(join(root, path), 'utf8')) as Record<string, never>;
+const readJson = (path: string) => JSON.parse(readFileSync(join(root, path), 'utf8')) as unknown;
 const native = readJson('native/package.json') as { version: string; optionalDependencies?: Record<string, string> };
 const platforms = readdirSync(join(root, 'native', 'platforms')).map((dir) => readJson(`native/platforms/${dir}/package.json`) as { name: string; version: string });
 
