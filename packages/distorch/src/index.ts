@@ -3,3 +3,17 @@ export { allocationSpecSchema, validateAllocationSpec, type AllocationMode, type
 export { tokenize, type Token, type TokenKind } from './allocation-tokens.js';
 export { parseAllocation, type DeviceCapacity, type ParseAllocationOptions, type ParsedAllocation } from './parse-allocation.js';
 export { formatAllocation, formatAllocationBytes, plainDecimal } from './format-allocation.js';
+export { ownerOf, storedBytesAccount, type TensorAccount } from './memory-account.js';
+export { estimateActivationBytes, latentTokens, type LatentSize } from './activation-estimate.js';
+export { machineDevices } from './machine-devices.js';
+export {
+  planPlacement,
+  type DevicePlacement,
+  type FillOrder,
+  type GroupPlacement,
+  type Placement,
+  type PlanDevice,
+  type PlanOptions,
+} from './plan-placement.js';
+export { deviceMap, type DeviceMapValue } from './device-map.js';
+export { formatPlacement } from './format-placement.js';
