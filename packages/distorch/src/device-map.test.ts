@@ -18,7 +18,7 @@ describe('deviceMap (accelerate style)', () => {
     expect(onGpu).toBeGreaterThan(0);
     expect(onGpu).toBeLessThan(10);
     expect(map['blocks.0']).toBe(0);
-    expect(map.embedders).toBeUndefined(); // its tensors are not under 'embedders.'
+    expect(map.time_embedder).toBe(0);
     expect(map.video_patch_proj).toBe(0);
     expect(map['rope']).toBe(0);
     expect(map.final_layer).toBe(0);
@@ -32,9 +32,10 @@ describe('deviceMap (accelerate style)', () => {
   it('keeps the key prefix', () => {
     const base = h3Layout({ ...H3_SMALL, layers: 2 });
     const prefix = 'model.diffusion_model.';
-    const layout = { ...base, prefix, groups: base.groups.map((g) => ({ ...g, tensors: g.tensors.map((t) => ({ ...t, name: prefix + t.name })) })) };
+    const layout = { ...base, prefix, groups: base.groups.map((g) => ({ ...g, tensors: g.tensors.map((t) => ({ ...t, name: prefix + t.name })), linears: g.linears.map((l) => ({ ...l, name: prefix + l.name })) })) };
     const map = deviceMap(layout, planPlacement({ layout, allocation: 'cpu,*', devices }));
     expect(map['model.diffusion_model.blocks.1']).toBe('cpu');
+    expect(map['model.diffusion_model.time_embedder']).toBe('cpu');
   });
 });
 
@@ -43,7 +44,7 @@ describe('formatPlacement', () => {
     const layout = h3Layout(H3_SMALL);
     const text = formatPlacement(planPlacement({ layout, allocation: 'hip:0,400mb;cpu,*', devices }));
     expect(text).toMatch(/^allocation hip:0,400mb;cpu,\* \(bytes, head-first\) for minimax-h3/);
-    expect(text).toMatch(/hip:0 \(compute\) .* embedders, blocks\.0-\d, final_layer/);
+    expect(text).toMatch(/hip:0 \(compute\) .* time_embedder, rope, video_patch_proj, blocks\.0-\d, final_layer/);
     expect(text).toMatch(/\ncpu .* blocks\.\d-9$/m);
     const small = [{ id: 'cpu', totalBytes: 512 * 2 ** 20 }];
     const tight = formatPlacement(planPlacement({ layout, allocation: 'cpu,*', devices: small }));

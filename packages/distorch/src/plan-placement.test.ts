@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { ModelLayout } from '@ninodes/quant';
 import { describe, expect, it } from 'vitest';
+import { computeAccount } from './memory-account.js';
 import { parseAllocation } from './parse-allocation.js';
 import { machineDevices } from './machine-devices.js';
 import { type Placement, type PlanDevice, planPlacement } from './plan-placement.js';
@@ -37,7 +38,7 @@ const range = (a: number, b: number): number[] => Array.from({ length: b - a }, 
 
 describe('planPlacement on the real-shape h3-full layout', () => {
   it('the layout has the real size (~64.7 GB of bf16)', () => {
-    expect(full.groups).toHaveLength(52);
+    expect(full.groups).toHaveLength(54);
     expect(full.groups.reduce((a, g) => a + g.tensors.reduce((s, t) => s + t.byteLength, 0), 0)).toBe(total);
     expect(total / 1e9).toBeCloseTo(64.7, 1);
   });
@@ -51,9 +52,9 @@ describe('planPlacement on the real-shape h3-full layout', () => {
     ['hip:0,40gb;hip:1,*', w7900],
     ['hip:0,30%;hip:1,70%', w7900],
     ['cpu,4mb;disk,*', rtx],
-  ])('%s: places all 52 groups; per-device totals equal the sum of their tensors', (alloc, devices) => {
+  ])('%s: places all 54 groups (50 blocks); per-device totals equal the sum of their tensors', (alloc, devices) => {
     const p = planPlacement({ layout: full, allocation: alloc, devices });
-    expect(p.groups).toHaveLength(52);
+    expect(p.groups).toHaveLength(54);
     expect(p.groups.filter((g) => g.kind === 'block')).toHaveLength(50);
     const fromTensors = totalsFromTensors(full, p);
     for (const d of p.devices) expect(d.bytes).toBe(fromTensors[d.id] ?? 0);
@@ -150,6 +151,18 @@ describe('planPlacement on the real-shape h3-full layout', () => {
     expect(r.fits).toBe(false);
     expect(r.suggestion).toMatch(/^cpu,[0-9.]+[kmgt]?b;disk,\*$/);
     expect(planPlacement({ layout: full, allocation: r.suggestion as string, devices: rtx, activationBytes: 8 * GiB }).fits).toBe(true);
+  });
+
+  it('sizes groups after the compute format (int8 convrot: 1 B/param + f32 row scales; biases and norms f32)', () => {
+    const p = planPlacement({ layout: full, allocation: 'cuda:0,10gb;cpu,*', devices: rtx, account: computeAccount('int8_convrot') });
+    const rows = (n: number, k: number): number => n * k + 4 * n;
+    const block = rows(18 * H, T) + 4 * 18 * H + rows(3 * inner, H) + rows(H, inner) + rows(2 * F, H) + rows(H, F) + 4 * (2 * H + 2 * D);
+    // Islands run as stored (f32); final_layer.adaln_proj is not an island.
+    const islands = 4 * (H * 96 + H) + 4 * (TH * 256 + TH) + 4 * (T * TH + T) + 4 * (96 * H + 96);
+    const rest = 4 * 16 + rows(2 * H, T) + 4 * 2 * H + 4 * H;
+    expect(p.totalBytes).toBe(50 * block + islands + rest);
+    const n = Math.floor((10 * GiB - islands - rest - 50 * 4 * (2 * H + 2 * D)) / (block - 4 * (2 * H + 2 * D)));
+    expect(blocksOn(p, 'cuda:0')).toEqual(range(0, n));
   });
 
   it('is deterministic', () => {

@@ -105,7 +105,7 @@ function sizeGroups(layout: ModelLayout, account: TensorAccount): Sized[] {
     const tensors: { name: string; bytes: number }[] = [];
     const kept: { name: string; bytes: number }[] = [];
     for (const t of group.tensors) {
-      const owner = ownerOf(group, t, layout.prefix);
+      const owner = ownerOf(group, t);
       const bytes = account(t, owner);
       if (!Number.isSafeInteger(bytes) || bytes < 0) fail(`the memory account gave ${bytes} bytes for '${t.name}'`, bytes, 'an account returns whole non-negative bytes');
       tensors.push({ name: t.name, bytes });

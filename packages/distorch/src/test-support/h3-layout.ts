@@ -38,8 +38,11 @@ function group(name: string, kind: LayoutGroup['kind'], parts: { linear: LayoutL
 export function h3Layout(s: H3Shape): ModelLayout {
   const inner = s.heads * s.headDim;
   const patch = 24 * 4;
+  // Group names and order as models' layoutOf makes them.
   const groups: LayoutGroup[] = [
-    group('embedders', 'pre', [linear('video_patch_proj', patch, s.hidden, true, true), linear('time_embedder.proj_in', 256, s.timeHidden, true, true), linear('time_embedder.proj_out', s.timeHidden, s.tDim, true, true)], [tensor('rope.inv_freq', 'f32', [16])]),
+    group('time_embedder', 'pre', [linear('time_embedder.proj_in', 256, s.timeHidden, true, true), linear('time_embedder.proj_out', s.timeHidden, s.tDim, true, true)]),
+    group('rope', 'pre', [], [tensor('rope.inv_freq', 'f32', [16])]),
+    group('video_patch_proj', 'pre', [linear('video_patch_proj', patch, s.hidden, true, true)]),
   ];
   for (let i = 0; i < s.layers; i++) {
     const p = `blocks.${i}`;
