@@ -17,3 +17,11 @@ export {
 } from './plan-placement.js';
 export { deviceMap, type DeviceMapValue } from './device-map.js';
 export { formatPlacement } from './format-placement.js';
+export {
+  StreamingExecutor,
+  type GroupLoader,
+  type LoadedGroup,
+  type StepStats,
+  type StreamingExecutorOptions,
+} from './streaming-executor.js';
+export { fileGroupLoader, type FileGroupLoader, type LoadedTensor } from './file-group-loader.js';
