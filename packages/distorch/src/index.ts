@@ -25,3 +25,4 @@ export {
   type StreamingExecutorOptions,
 } from './streaming-executor.js';
 export { fileGroupLoader, type FileGroupLoader, type LoadedTensor } from './file-group-loader.js';
+export { opGroupLoader, type PreparableOp } from './op-group-loader.js';
