@@ -8,9 +8,9 @@ describe('activation estimate', () => {
     expect(latentTokens({ frames: 1, height: 15, width: 16 })).toBe(8 * 8);
   });
 
-  it('f32 rows of the widest linear (in + out) plus two residual-width rows per token', () => {
-    // h3-small: the adaLN projection 768 -> 18·1536 is the largest in+out; fc2's 4096 is the widest input.
-    expect(estimateActivationBytes(h3Layout(H3_SMALL), 100)).toBe(4 * 100 * (768 + 18 * 1536 + 2 * 4096));
-    expect(estimateActivationBytes(h3Layout(H3_FULL), 1)).toBe(4 * (2688 + 18 * 5376 + 2 * 14336));
+  it('f32 rows of the largest per-token linear (in + out) plus two rows of the widest input, per token', () => {
+    // h3-small: fc1 1536 -> 2·4096 is the largest per-token in+out (adaLN runs on one row); fc2's 4096 is the widest input.
+    expect(estimateActivationBytes(h3Layout(H3_SMALL), 100)).toBe(4 * 100 * (1536 + 2 * 4096 + 2 * 4096));
+    expect(estimateActivationBytes(h3Layout(H3_FULL), 1)).toBe(4 * (5376 + 2 * 14336 + 2 * 14336));
   });
 });

@@ -87,4 +87,25 @@ describe('ninodes plan', () => {
     expect(t.stdout).toMatch(/hip:0 \(compute\)/);
     expect(t.stdout).toMatch(/\nhip:1 .* blocks\.0-2$/m);
   });
+
+  it('plans the real-shape h3-full (a sparse file, read with layoutOf) for the W7900 pair', async () => {
+    const full = join(dir, 'h3-full.safetensors');
+    await writeSyntheticH3Checkpoint(full, { preset: 'h3-full', sparse: true });
+    const machine = join(process.env.NINODES_REPO_ROOT as string, 'packages', 'device', 'fixtures', 'machines', 'w7900x2-gfx1100');
+    const r = await cli('plan', full, '--alloc', 'hip:0,30gb;hip:1,*', '--machine', machine, '--frames', '21', '--height', '60', '--width', '104', '--json');
+    expect(r.status, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    const blocks = doc.groups.filter((g: { kind: string }) => g.kind === 'block');
+    expect(blocks).toHaveLength(50);
+    expect(doc.groups).toHaveLength(54); // time_embedder, rope, video_patch_proj, 50 blocks, final_layer
+    const onFirst = blocks.filter((g: { device: string }) => g.device === 'hip:0').length;
+    expect(blocks.map((g: { device: string }) => g.device)).toEqual([...Array(onFirst).fill('hip:0'), ...Array(50 - onFirst).fill('hip:1')]);
+    expect(doc.devices.reduce((a: number, d: { bytes: number }) => a + d.bytes, 0)).toBe(doc.totalBytes);
+    expect(doc.reserve.activationBytes).toBeGreaterThan(0);
+    // Counted in f32 (4 B/param) the 32 G parameters fit neither card: a warning, exit 1, and the way out.
+    const f32 = await cli('plan', full, '--alloc', 'hip:0,30gb;hip:1,*', '--machine', machine, '--quant', 'fp32');
+    expect(f32.status).toBe(1);
+    expect(f32.stdout).toMatch(/warning: hip:1 is asked to hold/);
+    expect(f32.stdout).toMatch(/this would: --alloc "hip:0,[0-9.]+[kmg]?b;hip:1,[0-9.]+[kmg]?b;disk,\*"/);
+  });
 });

@@ -13,7 +13,8 @@ export const planSchema = z.object({
   frames: positiveInt.default(3),
   height: positiveInt.default(32),
   width: positiveInt.default(32),
-  quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']).default('fp32'),
+  /** Compute format the sizes are counted in; 'auto' = as stored in the file. */
+  quant: z.enum(['auto', 'fp32', 'bf16', 'int8_convrot', 'fp8']).default('auto'),
   machine: z.string().min(1).optional(),
   fill: z.enum(['head-first', 'tail-first']).default('head-first'),
   json: z.boolean().default(false),
@@ -30,7 +31,7 @@ export function planCheckpoint(path: string, args: z.infer<typeof planSchema>): 
       layout,
       allocation: args.alloc,
       devices,
-      account: computeAccount(QUANT_TO_COMPUTE[args.quant]),
+      account: computeAccount(args.quant === 'auto' ? 'auto' : QUANT_TO_COMPUTE[args.quant]),
       activationBytes: estimateActivationBytes(layout, latentTokens(args)),
       fillOrder: args.fill,
     });
@@ -42,7 +43,7 @@ export function planCheckpoint(path: string, args: z.infer<typeof planSchema>): 
 export const plan = defineCommand({
   name: 'plan',
   summary: 'place a checkpoint on devices for an allocation string and say why',
-  usage: 'ninodes plan <ckpt> --alloc "cuda:0,2.5gb;cpu,*" [--frames N --height N --width N] [--quant fp32|bf16|int8_convrot|fp8] [--machine <dir>] [--fill head-first|tail-first] [--json]',
+  usage: 'ninodes plan <ckpt> --alloc "cuda:0,2.5gb;cpu,*" [--frames N --height N --width N] [--quant auto|fp32|bf16|int8_convrot|fp8] [--machine <dir>] [--fill head-first|tail-first] [--json]',
   options: {
     alloc: { type: 'string' },
     frames: { type: 'string' },
