@@ -163,6 +163,11 @@ describe('StreamingExecutor with real file reads', () => {
     await new Promise((r) => setTimeout(r, 5));
     await expect(exec.afterGroup('blocks.0')).rejects.toThrowError('disk on fire');
     await expect(exec.beforeGroup('blocks.1')).rejects.toThrowError('disk on fire');
+    // Nor at the end: a read ahead that failed after the last hook is thrown by close().
+    const late = new StreamingExecutor({ layout, placement: placement(), loader: failing, budgetBytes: 10 * blockBytes, prefetch: 1, sampleResident: false });
+    await late.beforeGroup('embed');
+    await late.beforeGroup('blocks.0');
+    await expect(late.close()).rejects.toThrowError('disk on fire');
   });
 
   it('rejects what it cannot run', () => {

@@ -186,10 +186,11 @@ export class StreamingExecutor<T> implements GroupHooks {
     return [...this.slots.keys()].sort((a, b) => a - b).map((i) => (this.groups[i] as LayoutGroup).name);
   }
 
-  /** Waits for reads in flight, then releases everything. */
+  /** Waits for reads in flight, then releases everything; a read ahead that failed unseen is thrown here. */
   async close(): Promise<void> {
     await Promise.allSettled([...this.slots.values()].map((s) => s.promise));
     for (const slot of [...this.slots.values()]) this.evict(slot, false);
+    this.rethrow();
   }
 
   private indexOf(name: string): number {
