@@ -135,6 +135,22 @@ describe('StreamingExecutor with real file reads', () => {
     source.close();
   });
 
+  it('shrink() gives back streamed groups, farthest next use first, and they are read again when needed', async () => {
+    const source = SafetensorsFile.open(path);
+    const loader = fileGroupLoader(source);
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: BLOCKS * blockBytes, prefetch: 1 });
+    await run(exec, 1);
+    expect(exec.held().streamed).toBe(BLOCKS * blockBytes);
+    // At the end of a pass the next one starts with embed, blocks.0, ...: blocks.5 is needed last.
+    expect(exec.shrink(blockBytes + 1)).toBe(2 * blockBytes);
+    expect(exec.loadedGroups()).toEqual(['embed', 'blocks.0', 'blocks.1', 'blocks.2', 'blocks.3', 'final']);
+    await run(exec, 1);
+    expect(exec.stats()[1]?.bytesStreamed).toBe(2 * blockBytes);
+    await exec.close();
+    await loader.close();
+    source.close();
+  });
+
   it('a budget below one group never fails: it loads over it and gives the bytes back after use', async () => {
     const source = SafetensorsFile.open(path);
     const loader = fileGroupLoader(source);

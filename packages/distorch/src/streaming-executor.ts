@@ -171,6 +171,24 @@ export class StreamingExecutor<T> implements GroupHooks {
     this.sampleMemory();
   }
 
+  /**
+   * Gives back at least `bytes` if it can by evicting unpinned streamed groups, farthest next use
+   * first (a MemoryPressureMonitor's onPressure handler); returns the bytes freed. Resident groups
+   * and groups in use stay. The budget is unchanged: groups are read again when needed.
+   */
+  shrink(bytes: number): number {
+    let freed = 0;
+    const victims = [...this.slots.values()]
+      .filter((s) => s.streamed && s.pins === 0 && s.state === 'loaded')
+      .sort((a, b) => this.distance(b.index) - this.distance(a.index));
+    for (const v of victims) {
+      if (freed >= bytes) break;
+      freed += this.heldBytes(v);
+      this.evict(v, true);
+    }
+    return freed;
+  }
+
   /** Statistics of every finished step, then of the step in progress. */
   stats(): StepStats[] {
     return [...this.finished, { ...this.current, overlap: overlapOf(this.current) }];

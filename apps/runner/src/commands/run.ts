@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { enumerateDevices } from '@ninodes/device';
 import { StreamingExecutor, computeAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
 import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
-import { parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
+import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type LinearOp, type OpenedH3Model, ensureSyntheticCheckpoint, layoutOf, openH3Model, runSampler } from '@ninodes/models';
 import type { ComputeMode } from '@ninodes/quant';
 import { cpus } from 'node:os';
@@ -118,6 +118,7 @@ export const run = defineCommand({
     const memory = samplePeakMemory();
     const stage = stageOutput(args.out);
     let opened: OpenedH3Model | undefined;
+    let pressure: MemoryPressureMonitor | undefined;
     try {
       let modelPath = args.model;
       if (modelPath === undefined) {
@@ -149,6 +150,9 @@ export const run = defineCommand({
       if (executor !== undefined) {
         for (const w of executor.warnings) context.stderr.write(`warning: ${w}\n`);
         model.setHooks(executor.executor);
+        // When the machine runs low, streamed groups are given back (read again when needed).
+        pressure = new MemoryPressureMonitor({ onPressure: (bytes) => (executor.executor.shrink(bytes) > 0 ? mallocTrim() : undefined) });
+        pressure.start();
       }
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
@@ -231,6 +235,7 @@ export const run = defineCommand({
       memory.stop();
       throw error;
     } finally {
+      pressure?.stop();
       opened?.close();
     }
   },
