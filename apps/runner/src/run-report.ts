@@ -32,6 +32,29 @@ export const runReportSchema = z.object({
     peakFileBytes: z.number().int().nonnegative(),
     samples: z.number().int().nonnegative(),
   }),
+  /** --alloc / --budget: what streamed, per sampler pass of the model (distorch StepStats). */
+  offload: z
+    .object({
+      allocation: z.string(),
+      streamingBudgetBytes: z.number().int().nonnegative(),
+      steps: z.array(
+        z.object({
+          step: z.number().int().nonnegative(),
+          bytesStreamed: z.number().int().nonnegative(),
+          bytesLoaded: z.number().int().nonnegative(),
+          loads: z.number().int().nonnegative(),
+          hits: z.number().int().nonnegative(),
+          evictions: z.number().int().nonnegative(),
+          overBudgetLoads: z.number().int().nonnegative(),
+          waitSeconds: z.number().nonnegative(),
+          loadSeconds: z.number().nonnegative(),
+          overlap: z.number().min(0).max(1),
+          peakHeldBytes: z.number().int().nonnegative(),
+          peakResidentBytes: z.number().int().nonnegative(),
+        }),
+      ),
+    })
+    .optional(),
   output: z.object({
     latentSha256: z.string().regex(/^[0-9a-f]{64}$/),
     files: z.array(z.string()),

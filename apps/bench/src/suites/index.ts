@@ -6,6 +6,7 @@ import type { Suite } from '../suite.js';
 import { ioSuite } from './io.js';
 import { kernelsSuite } from './kernels.js';
 import { modelSuite } from './model.js';
+import { offloadSuite } from './offload.js';
 import { quantSuite } from './quant.js';
 
-export const SUITES: readonly Suite[] = [kernelsSuite, ioSuite, quantSuite, modelSuite];
+export const SUITES: readonly Suite[] = [kernelsSuite, ioSuite, quantSuite, modelSuite, offloadSuite];

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
-import { tensorSources, writeSafetensors } from '@ninodes/memory';
-import { type OpenedH3Model, ensureSyntheticCheckpoint, openH3Model, runSampler } from '@ninodes/models';
+import { enumerateDevices } from '@ninodes/device';
+import { StreamingExecutor, computeAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
+import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
+import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
+import { type LinearOp, type OpenedH3Model, ensureSyntheticCheckpoint, layoutOf, openH3Model, runSampler } from '@ninodes/models';
 import { type ComputeMode, floatPrecision } from '@ninodes/quant';
 import { cpus } from 'node:os';
 import { z } from 'zod';
@@ -15,7 +17,7 @@ import { samplePeakMemory } from '../peak-memory.js';
 import { latentPreviewPng } from '../preview.js';
 import { type RunReport, runReportSchema, steadyStepMean } from '../run-report.js';
 
-const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode> = {
+export const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode> = {
   fp32: 'f32',
   bf16: 'bf16',
   int8_convrot: 'int8_convrot',
@@ -38,18 +40,58 @@ export const runSchema = z
     quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']).default('fp32'),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
     out: z.string().min(1).default('ninodes-run'),
+    alloc: z.string().min(1).optional(),
+    budget: z.string().min(1).optional(),
+    prefetch: z.coerce.number().int().nonnegative().max(64).default(1),
     json: z.boolean().default(false),
     positionals: z.array(z.string()).length(0),
   })
-  .refine((a) => !(a.model && a.preset), { message: '--model and --preset are exclusive', path: ['model'] });
+  .refine((a) => !(a.model && a.preset), { message: '--model and --preset are exclusive', path: ['model'] })
+  .refine((a) => !(a.alloc && a.budget), { message: '--alloc and --budget are exclusive (--budget B is --alloc "cpu,B;disk,*")', path: ['alloc'] });
 
 export type RunArgs = z.infer<typeof runSchema>;
+
+function preparable(op: LinearOp): op is LinearOp & PreparableOp {
+  return 'int8Weight' in op && 'heldBytes' in op && 'release' in op;
+}
+
+/**
+ * --alloc / --budget: plan the checkpoint's groups on cpu and the mapped file, and stream the groups
+ * placed on disk through the model's hooks (this runner computes on the CPU only).
+ */
+function streamingExecutor(opened: OpenedH3Model, args: RunArgs): { executor: StreamingExecutor<void>; allocation: string; budgetBytes: number; warnings: readonly string[] } {
+  const allocation = args.alloc ?? `cpu,${formatAllocationBytes(parseByteSize(args.budget as string))};disk,*`;
+  const layout = layoutOf(opened.source);
+  const placement = planPlacement({
+    layout,
+    allocation,
+    devices: enumerateDevices({ includeDisk: false }).devices,
+    compute: 'cpu',
+    account: computeAccount(QUANT_TO_COMPUTE[args.quant]),
+    activationBytes: estimateActivationBytes(layout, latentTokens(args)),
+    prefetch: args.prefetch,
+  });
+  const elsewhere = placement.groups.find((g) => g.device !== 'cpu' && g.device !== 'disk');
+  if (elsewhere !== undefined) {
+    throw new NinodesError('RUN_DEVICE_UNSUPPORTED', `the allocation places '${elsewhere.name}' on ${elsewhere.device}, but ninodes run computes on the CPU only`, {
+      value: allocation,
+      where: '--alloc',
+      hint: 'use cpu and disk: --alloc "cpu,2gb;disk,*" (or --budget 2gb)',
+    });
+  }
+  // The embedders' and final layer's ops, then each block's.
+  const all = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))];
+  const ops = all.filter(preparable);
+  if (ops.length !== all.length) throw new NinodesError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
+  const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes: placement.reserve.stagingBytes, prefetch: args.prefetch });
+  return { executor, allocation: placement.allocation, budgetBytes: placement.reserve.stagingBytes, warnings: placement.warnings };
+}
 
 export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--out <dir>] [--json]',
+    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--out <dir>] [--json]',
   options: {
     model: { type: 'string' },
     preset: { type: 'string' },
@@ -62,6 +104,9 @@ export const run = defineCommand({
     seed: { type: 'string' },
     quant: { type: 'string' },
     threads: { type: 'string' },
+    alloc: { type: 'string' },
+    budget: { type: 'string' },
+    prefetch: { type: 'string' },
     out: { type: 'string' },
     json: { type: 'boolean' },
   },
@@ -73,6 +118,7 @@ export const run = defineCommand({
     const memory = samplePeakMemory();
     const stage = stageOutput(args.out);
     let opened: OpenedH3Model | undefined;
+    let pressure: MemoryPressureMonitor | undefined;
     try {
       let modelPath = args.model;
       if (modelPath === undefined) {
@@ -100,6 +146,14 @@ export const run = defineCommand({
       const unused = model.unusedKeys();
       if (unused.length > 0) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
+      const executor = args.alloc === undefined && args.budget === undefined ? undefined : streamingExecutor(opened, args);
+      if (executor !== undefined) {
+        for (const w of executor.warnings) context.stderr.write(`warning: ${w}\n`);
+        model.setHooks(executor.executor);
+        // When the machine runs low, streamed groups are given back (read again when needed).
+        pressure = new MemoryPressureMonitor({ onPressure: (bytes) => (executor.executor.shrink(bytes) > 0 ? mallocTrim() : undefined) });
+        pressure.start();
+      }
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
 
@@ -148,6 +202,7 @@ export const run = defineCommand({
           endToEndSeconds: (performance.now() - started) / 1000,
         },
         memory: peak,
+        ...(executor === undefined ? {} : { offload: { allocation: executor.allocation, streamingBudgetBytes: executor.budgetBytes, steps: executor.executor.stats() } }),
         output: {
           latentSha256: createHash('sha256').update(result.latent.bytes()).digest('hex'),
           files: ['latent.safetensors', 'preview.png', 'report.json'],
@@ -155,6 +210,7 @@ export const run = defineCommand({
         env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), computePrecision: floatPrecision(QUANT_TO_COMPUTE[args.quant]), cpu: cpus()[0]?.model ?? 'unknown' },
       });
       writeFileSync(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+      await executor?.executor.close();
       const files = stage.commit();
       if (context.json) {
         context.stdout.write(`${JSON.stringify({ ...report, files })}\n`);
@@ -179,6 +235,7 @@ export const run = defineCommand({
       memory.stop();
       throw error;
     } finally {
+      pressure?.stop();
       opened?.close();
     }
   },

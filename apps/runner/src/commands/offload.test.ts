@@ -1,0 +1,111 @@
+// run --alloc / --budget and plan, end to end on a small synthetic H3 checkpoint: streaming most
+// groups from the mapped file must not change a single byte of the latent.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { H3_DEFAULTS, writeSyntheticH3Checkpoint } from '@ninodes/models';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS } from '../commands.js';
+import { main } from '../main.js';
+import { runReportSchema } from '../run-report.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'ninodes-offload-'));
+const ckpt = join(dir, 'h3-micro.safetensors');
+const config = { ...H3_DEFAULTS, layers: 3, hidden: 256, heads: 4, headDim: 64, ffn: 512, tDim: 256, timeHidden: 256, ropeLen: 8 };
+
+async function cli(...argv: string[]) {
+  const text = { stdout: '', stderr: '' };
+  const sink = (key: 'stdout' | 'stderr') =>
+    new Writable({
+      write(chunk, _e, cb) {
+        text[key] += String(chunk);
+        cb();
+      },
+    });
+  const status = await main(argv, COMMANDS, { stdout: sink('stdout'), stderr: sink('stderr'), env: { NINODES_CACHE: join(dir, 'cache') } });
+  return { status, ...text };
+}
+
+beforeAll(async () => {
+  await writeSyntheticH3Checkpoint(ckpt, { config, seed: 3 });
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const small = ['--frames', '1', '--height', '8', '--width', '8', '--steps', '2', '--threads', '1'];
+
+describe('ninodes run --alloc', () => {
+  it.each(['fp32', 'int8_convrot'])('--quant %s: cpu,4mb;disk,* writes the same latent bytes as the all-resident run', async (quant) => {
+    const resident = await cli('run', '--model', ckpt, ...small, '--quant', quant, '--out', join(dir, `resident-${quant}`), '--json');
+    expect(resident.status).toBe(0);
+    const streamed = await cli('run', '--model', ckpt, ...small, '--quant', quant, '--alloc', 'cpu,4mb;disk,*', '--out', join(dir, `streamed-${quant}`), '--json');
+    expect(streamed.stderr).not.toContain('error');
+    expect(streamed.status).toBe(0);
+    const a = runReportSchema.parse(JSON.parse(readFileSync(join(dir, `resident-${quant}`, 'report.json'), 'utf8')));
+    const b = runReportSchema.parse(JSON.parse(readFileSync(join(dir, `streamed-${quant}`, 'report.json'), 'utf8')));
+    expect(b.output.latentSha256).toBe(a.output.latentSha256);
+    expect(readFileSync(join(dir, `streamed-${quant}`, 'latent.safetensors')).equals(readFileSync(join(dir, `resident-${quant}`, 'latent.safetensors')))).toBe(true);
+    expect(a.offload).toBeUndefined();
+    expect(b.offload?.allocation).toBe('cpu,4mb;disk,*');
+    // Every block streamed in every pass of the model (4 MiB holds none of them).
+    const passes = b.offload?.steps ?? [];
+    expect(passes.length).toBeGreaterThanOrEqual(2);
+    for (const p of passes.slice(1)) {
+      expect(p.bytesStreamed).toBeGreaterThan(0);
+      expect(p.overBudgetLoads).toBe(0);
+    }
+  });
+
+  it('--budget B is --alloc "cpu,B;disk,*"', async () => {
+    const r = await cli('run', '--model', ckpt, ...small, '--budget', '4MiB', '--out', join(dir, 'budget'), '--json');
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout).offload.allocation).toBe('cpu,4mb;disk,*');
+  });
+
+  it('an allocation error names its column; --alloc and --budget are exclusive', async () => {
+    const bad = await cli('run', '--model', ckpt, ...small, '--alloc', 'cpu,4mb;disk', '--out', join(dir, 'bad'));
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain('ALLOC_MISSING_COMMA');
+    expect(bad.stderr).toContain('column 13');
+    const both = await cli('run', '--model', ckpt, '--alloc', 'cpu,*', '--budget', '1gb');
+    expect(both.status).toBe(2);
+  });
+});
+
+describe('ninodes plan', () => {
+  it('places the checkpoint for this machine (json) and for a recorded one (table)', async () => {
+    const r = await cli('plan', ckpt, '--alloc', 'cpu,4mb;disk,*', '--json');
+    expect(r.status).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.compute).toBe('cpu');
+    expect(doc.groups.filter((g: { device: string }) => g.device === 'disk').map((g: { name: string }) => g.name)).toEqual(['blocks.0', 'blocks.1', 'blocks.2']);
+    expect(doc.devices.reduce((a: number, d: { bytes: number }) => a + d.bytes, 0)).toBe(doc.totalBytes);
+
+    const machine = join(process.env.NINODES_REPO_ROOT as string, 'packages', 'device', 'fixtures', 'machines', 'w7900x2-gfx1100');
+    const t = await cli('plan', ckpt, '--alloc', 'hip:0,1mb;hip:1,*', '--machine', machine);
+    expect(t.status).toBe(0);
+    expect(t.stdout).toMatch(/hip:0 \(compute\)/);
+    expect(t.stdout).toMatch(/\nhip:1 .* blocks\.0-2$/m);
+  });
+
+  it('plans the real-shape h3-full (a sparse file, read with layoutOf) for the W7900 pair', async () => {
+    const full = join(dir, 'h3-full.safetensors');
+    await writeSyntheticH3Checkpoint(full, { preset: 'h3-full', sparse: true });
+    const machine = join(process.env.NINODES_REPO_ROOT as string, 'packages', 'device', 'fixtures', 'machines', 'w7900x2-gfx1100');
+    const r = await cli('plan', full, '--alloc', 'hip:0,30gb;hip:1,*', '--machine', machine, '--frames', '21', '--height', '60', '--width', '104', '--json');
+    expect(r.status, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    const blocks = doc.groups.filter((g: { kind: string }) => g.kind === 'block');
+    expect(blocks).toHaveLength(50);
+    expect(doc.groups).toHaveLength(54); // time_embedder, rope, video_patch_proj, 50 blocks, final_layer
+    const onFirst = blocks.filter((g: { device: string }) => g.device === 'hip:0').length;
+    expect(blocks.map((g: { device: string }) => g.device)).toEqual([...Array(onFirst).fill('hip:0'), ...Array(50 - onFirst).fill('hip:1')]);
+    expect(doc.devices.reduce((a: number, d: { bytes: number }) => a + d.bytes, 0)).toBe(doc.totalBytes);
+    expect(doc.reserve.activationBytes).toBeGreaterThan(0);
+    // Counted in f32 (4 B/param) the 32 G parameters fit neither card: a warning, exit 1, and the way out.
+    const f32 = await cli('plan', full, '--alloc', 'hip:0,30gb;hip:1,*', '--machine', machine, '--quant', 'fp32');
+    expect(f32.status).toBe(1);
+    expect(f32.stdout).toMatch(/warning: hip:1 is asked to hold/);
+    expect(f32.stdout).toMatch(/this would: --alloc "hip:0,[0-9.]+[kmg]?b;hip:1,[0-9.]+[kmg]?b;disk,\*"/);
+  });
+});

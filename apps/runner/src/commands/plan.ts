@@ -1,0 +1,69 @@
+import { enumerateDevices } from '@ninodes/device';
+import { computeAccount, estimateActivationBytes, formatPlacement, latentTokens, machineDevices, planPlacement, type Placement } from '@ninodes/distorch';
+import { layoutOf } from '@ninodes/models';
+import { openCheckpoint } from '@ninodes/quant';
+import { z } from 'zod';
+import { defineCommand } from '../command.js';
+import { QUANT_TO_COMPUTE } from './run.js';
+
+const positiveInt = z.coerce.number().int().positive();
+
+export const planSchema = z.object({
+  alloc: z.string().min(1),
+  frames: positiveInt.default(3),
+  height: positiveInt.default(32),
+  width: positiveInt.default(32),
+  /** Compute format the sizes are counted in; 'auto' = as stored in the file. */
+  quant: z.enum(['auto', 'fp32', 'bf16', 'int8_convrot', 'fp8']).default('auto'),
+  machine: z.string().min(1).optional(),
+  fill: z.enum(['head-first', 'tail-first']).default('head-first'),
+  json: z.boolean().default(false),
+  positionals: z.array(z.string()).length(1),
+});
+
+/** The placement of a checkpoint for an allocation, on this machine or a recorded one. */
+export function planCheckpoint(path: string, args: z.infer<typeof planSchema>): Placement {
+  const source = openCheckpoint(path);
+  try {
+    const layout = layoutOf(source);
+    const devices = args.machine === undefined ? enumerateDevices({ includeDisk: false }).devices : machineDevices(args.machine);
+    return planPlacement({
+      layout,
+      allocation: args.alloc,
+      devices,
+      account: computeAccount(args.quant === 'auto' ? 'auto' : QUANT_TO_COMPUTE[args.quant]),
+      activationBytes: estimateActivationBytes(layout, latentTokens(args)),
+      fillOrder: args.fill,
+    });
+  } finally {
+    source.close();
+  }
+}
+
+export const plan = defineCommand({
+  name: 'plan',
+  summary: 'place a checkpoint on devices for an allocation string and say why',
+  usage: 'ninodes plan <ckpt> --alloc "cuda:0,2.5gb;cpu,*" [--frames N --height N --width N] [--quant auto|fp32|bf16|int8_convrot|fp8] [--machine <dir>] [--fill head-first|tail-first] [--json]',
+  options: {
+    alloc: { type: 'string' },
+    frames: { type: 'string' },
+    height: { type: 'string' },
+    width: { type: 'string' },
+    quant: { type: 'string' },
+    machine: { type: 'string' },
+    fill: { type: 'string' },
+    json: { type: 'boolean' },
+  },
+  positionals: [1, 1],
+  schema: planSchema,
+  async run(args, context) {
+    const placement = planCheckpoint(args.positionals[0] as string, args);
+    if (context.json) {
+      const { tensorDevices: _omitted, ...rest } = placement;
+      context.stdout.write(`${JSON.stringify(rest)}\n`);
+    } else {
+      context.stdout.write(`${formatPlacement(placement)}\n`);
+    }
+    return placement.fits ? 0 : 1;
+  },
+});

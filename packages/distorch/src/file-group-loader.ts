@@ -1,0 +1,89 @@
+import { type FileHandle, open } from 'node:fs/promises';
+import { type DType, NinodesError } from '@ninodes/kernels';
+import { type CheckpointSource, HostBufferPool, type PooledBuffer } from '@ninodes/memory';
+import type { LayoutGroup } from '@ninodes/quant';
+import type { GroupLoader, LoadedGroup } from './streaming-executor.js';
+
+/** One tensor's bytes as stored, read into a pooled host buffer. */
+export interface LoadedTensor {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly bytes: Uint8Array;
+}
+
+export interface FileGroupLoader extends GroupLoader<ReadonlyMap<string, LoadedTensor>> {
+  /** Closes the file handles it opened. */
+  close(): Promise<void>;
+}
+
+/**
+ * Reads a group's tensors with positioned reads (libuv's thread pool, so reads overlap compute on
+ * the JS thread) into buffers from a HostBufferPool: blocks of one model come in a few sizes, so an
+ * evicted group's buffers serve the next. The mapped checkpoint is only advised (`willneed` /
+ * `dontneed`); its pages are never copied through the mapping, so they add no file-backed RSS.
+ */
+export function fileGroupLoader(source: CheckpointSource, options: { pool?: HostBufferPool } = {}): FileGroupLoader {
+  const pool = options.pool ?? new HostBufferPool({ capBytes: 0 });
+  const handles = new Map<string, Promise<FileHandle>>();
+  const handle = (file: string): Promise<FileHandle> => {
+    let h = handles.get(file);
+    if (h === undefined) {
+      h = open(file, 'r');
+      handles.set(file, h);
+    }
+    return h;
+  };
+
+  async function readTensor(name: string): Promise<{ tensor: LoadedTensor; buffer: PooledBuffer }> {
+    const e = source.entry(name);
+    const buffer = pool.acquire(e.byteLength);
+    try {
+      const bytes = new Uint8Array(buffer.buffer, 0, e.byteLength);
+      const fh = await handle(e.file);
+      let done = 0;
+      while (done < e.byteLength) {
+        const { bytesRead } = await fh.read(bytes, done, e.byteLength - done, e.byteOffset + done);
+        if (bytesRead === 0) {
+          throw new NinodesError('CHECKPOINT_TRUNCATED', `${e.file} ends inside tensor '${name}' (${done} of ${e.byteLength} bytes read)`, { value: name, where: e.file, hint: 'the file changed or was cut short since it was opened; re-download or re-convert it' });
+        }
+        done += bytesRead;
+      }
+      return { tensor: { name, dtype: e.dtype, shape: e.shape, bytes }, buffer };
+    } catch (error) {
+      buffer.release();
+      throw error;
+    }
+  }
+
+  return {
+    async load(group: LayoutGroup): Promise<LoadedGroup<ReadonlyMap<string, LoadedTensor>>> {
+      const results = await Promise.allSettled(group.tensors.map((t) => readTensor(t.name)));
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      const ok = results.filter((r): r is PromiseFulfilledResult<{ tensor: LoadedTensor; buffer: PooledBuffer }> => r.status === 'fulfilled').map((r) => r.value);
+      if (failed !== undefined) {
+        for (const r of ok) r.buffer.release();
+        throw failed.reason;
+      }
+      let released = false;
+      return {
+        value: new Map(ok.map((r) => [r.tensor.name, r.tensor])),
+        bytes: ok.reduce((a, r) => a + r.tensor.bytes.byteLength, 0),
+        release: () => {
+          if (released) return;
+          released = true;
+          for (const r of ok) r.buffer.release();
+        },
+      };
+    },
+    advise(group: LayoutGroup, advice: 'willneed' | 'dontneed'): void {
+      if (source.advise === undefined) return;
+      for (const t of group.tensors) source.advise(t.name, advice);
+    },
+    async close(): Promise<void> {
+      const all = [...handles.values()];
+      handles.clear();
+      await Promise.allSettled(all.map(async (h) => (await h).close()));
+    },
+  };
+}

@@ -1,0 +1,196 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { HostBufferPool, SafetensorsFile, type TensorSource, writeSafetensors } from '@ninodes/memory';
+import type { LayoutGroup, ModelLayout } from '@ninodes/quant';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileGroupLoader, type LoadedTensor } from './file-group-loader.js';
+import { planPlacement } from './plan-placement.js';
+import { type GroupLoader, StreamingExecutor } from './streaming-executor.js';
+
+// A small checkpoint written by memory's safetensors writer: an embedder, 6 blocks, a final layer.
+// Every f32 element is (tensor number * 100000 + element index) / 4, so any byte read from the
+// wrong place shows.
+const BLOCKS = 6;
+const shapes: [string, number[], LayoutGroup['kind'], string][] = [['embed.weight', [64, 32], 'pre', 'embed']];
+for (let b = 0; b < BLOCKS; b++) {
+  shapes.push([`blocks.${b}.fc1.weight`, [256, 128], 'block', `blocks.${b}`], [`blocks.${b}.fc2.weight`, [128, 256], 'block', `blocks.${b}`], [`blocks.${b}.norm.weight`, [128], 'block', `blocks.${b}`]);
+}
+shapes.push(['final.weight', [16, 128], 'post', 'final']);
+const expected = (t: number, n: number): Float32Array => Float32Array.from({ length: n }, (_, e) => (t * 100000 + e) / 4);
+const sources: TensorSource[] = shapes.map(([name, shape], t) => ({ name, dtype: 'f32', shape, data: () => new Uint8Array(expected(t, shape.reduce((a, b) => a * b, 1)).buffer) }));
+
+const groupsByName = new Map<string, LayoutGroup & { tensors: LayoutGroup['tensors'][number][] }>();
+for (const [name, shape, kind, group] of shapes) {
+  let g = groupsByName.get(group);
+  if (g === undefined) {
+    g = { name: group, kind, tensors: [], linears: [] };
+    groupsByName.set(group, g);
+  }
+  g.tensors.push({ name, dtype: 'f32', shape, byteLength: 4 * shape.reduce((a, b) => a * b, 1) });
+}
+const layout: ModelLayout = { architecture: 'test', prefix: '', groups: [...groupsByName.values()] };
+const blockBytes = 4 * (256 * 128 * 2 + 128);
+
+let dir: string;
+let path: string;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'distorch-exec-'));
+  path = join(dir, 'small.safetensors');
+  await writeSafetensors(path, sources);
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+type Loaded = ReadonlyMap<string, LoadedTensor>;
+
+/** Runs `steps` passes of a model over the layout, checking every tensor it reads against the file's values. */
+async function run(exec: StreamingExecutor<Loaded>, steps: number, onHeld?: (held: { resident: number; streamed: number }, group: string) => void): Promise<void> {
+  for (let s = 0; s < steps; s++) {
+    for (const g of layout.groups) {
+      await exec.beforeGroup(g.name);
+      const value = exec.group(g.name);
+      for (const t of g.tensors) {
+        const index = shapes.findIndex(([n]) => n === t.name);
+        const got = value.get(t.name) as LoadedTensor;
+        const values = new Float32Array(got.bytes.buffer, got.bytes.byteOffset, got.bytes.byteLength / 4);
+        const want = expected(index, values.length);
+        let wrong = 0;
+        for (let e = 0; e < values.length; e++) if (values[e] !== want[e]) wrong++;
+        expect(wrong, t.name).toBe(0);
+        expect(values.length).toBe(t.byteLength / 4);
+      }
+      onHeld?.(exec.held(), g.name);
+      // Compute: a macrotask, so reads in flight make progress meanwhile.
+      await new Promise((r) => setTimeout(r, 2));
+      await exec.afterGroup(g.name);
+    }
+  }
+}
+
+function recordingSource(): { source: SafetensorsFile; advice: string[] } {
+  const source = SafetensorsFile.open(path);
+  const advice: string[] = [];
+  const advise = source.advise.bind(source);
+  source.advise = (name: string, a: 'willneed' | 'dontneed') => {
+    advice.push(`${a} ${name}`);
+    advise(name, a);
+  };
+  return { source, advice };
+}
+
+describe('StreamingExecutor with real file reads', () => {
+  const placement = (): ReturnType<typeof planPlacement> => planPlacement({ layout, allocation: 'cpu,4kb;disk,*', devices: [{ id: 'cpu', totalBytes: 2 ** 30 }] });
+
+  it('streams the disk groups within the budget, prefetching the next one, re-reading each step', async () => {
+    const p = placement();
+    expect(p.groups.filter((g) => g.device === 'disk').map((g) => g.name)).toEqual(Array.from({ length: BLOCKS }, (_, b) => `blocks.${b}`));
+    const { source, advice } = recordingSource();
+    const loader = fileGroupLoader(source, { pool: new HostBufferPool({ capBytes: 4 * blockBytes }) });
+    const exec = new StreamingExecutor({ layout, placement: p, loader, budgetBytes: 2 * blockBytes, prefetch: 1 });
+    let maxStreamed = 0;
+    const seenAhead: string[] = [];
+    await run(exec, 3, (held, group) => {
+      maxStreamed = Math.max(maxStreamed, held.streamed);
+      if (group === 'blocks.2') seenAhead.push(...exec.loadedGroups());
+    });
+    const stats = exec.stats();
+    expect(stats).toHaveLength(3);
+    // Every step reads every streamed group once (the budget holds two of six); the first also
+    // reads the next step's blocks.0 ahead while its last groups compute.
+    expect(stats.map((s) => s.bytesStreamed)).toEqual([(BLOCKS + 1) * blockBytes, BLOCKS * blockBytes, BLOCKS * blockBytes]);
+    for (const s of stats) {
+      expect(s.overBudgetLoads).toBe(0);
+      expect(s.overlap).toBeGreaterThanOrEqual(0);
+      expect(s.overlap).toBeLessThanOrEqual(1);
+      expect(s.peakResidentBytes).toBeGreaterThan(0);
+    }
+    // Resident groups load lazily, once.
+    expect(stats[0]?.bytesLoaded).toBe((BLOCKS + 1) * blockBytes + 4 * (64 * 32 + 16 * 128));
+    expect(stats[1]?.bytesLoaded).toBe(BLOCKS * blockBytes);
+    // Every group was resident or already being read when the model asked for it.
+    expect(stats[1]?.hits).toBe(layout.groups.length);
+    expect(maxStreamed).toBeLessThanOrEqual(2 * blockBytes);
+    // While blocks.2 computes, blocks.3 is being read.
+    expect(seenAhead).toContain('blocks.3');
+    expect(advice).toContain('willneed blocks.3.fc1.weight');
+    expect(advice).toContain('dontneed blocks.0.fc1.weight');
+    await exec.close();
+    expect(exec.held()).toEqual({ resident: 0, streamed: 0 });
+    await loader.close();
+    source.close();
+  });
+
+  it('keeps streamed groups while the budget allows: the second step reads nothing', async () => {
+    const source = SafetensorsFile.open(path);
+    const loader = fileGroupLoader(source);
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: BLOCKS * blockBytes, prefetch: 2 });
+    await run(exec, 2);
+    const [first, second] = exec.stats();
+    expect(first?.bytesStreamed).toBe(BLOCKS * blockBytes);
+    expect(second?.bytesStreamed).toBe(0);
+    expect(second?.hits).toBe(layout.groups.length);
+    expect(second?.evictions).toBe(0);
+    await exec.close();
+    await loader.close();
+    source.close();
+  });
+
+  it('shrink() gives back streamed groups, farthest next use first, and they are read again when needed', async () => {
+    const source = SafetensorsFile.open(path);
+    const loader = fileGroupLoader(source);
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: BLOCKS * blockBytes, prefetch: 1 });
+    await run(exec, 1);
+    expect(exec.held().streamed).toBe(BLOCKS * blockBytes);
+    // At the end of a pass the next one starts with embed, blocks.0, ...: blocks.5 is needed last.
+    expect(exec.shrink(blockBytes + 1)).toBe(2 * blockBytes);
+    expect(exec.loadedGroups()).toEqual(['embed', 'blocks.0', 'blocks.1', 'blocks.2', 'blocks.3', 'final']);
+    await run(exec, 1);
+    expect(exec.stats()[1]?.bytesStreamed).toBe(2 * blockBytes);
+    await exec.close();
+    await loader.close();
+    source.close();
+  });
+
+  it('a budget below one group never fails: it loads over it and gives the bytes back after use', async () => {
+    const source = SafetensorsFile.open(path);
+    const loader = fileGroupLoader(source);
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: 1024, prefetch: 1 });
+    let afterUse = 0;
+    await run(exec, 2, () => undefined);
+    for (const s of exec.stats()) expect(s.overBudgetLoads).toBe(BLOCKS);
+    afterUse = exec.held().streamed;
+    expect(afterUse).toBe(0);
+    await exec.close();
+    await loader.close();
+    source.close();
+  });
+
+  it('a failed read surfaces at the next hook, never silently', async () => {
+    const failing: GroupLoader<string> = {
+      async load(group) {
+        if (group.name === 'blocks.1') throw new Error('disk on fire');
+        return { value: group.name, bytes: 1, release: () => undefined };
+      },
+    };
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader: failing, budgetBytes: 10 * blockBytes, prefetch: 1, sampleResident: false });
+    await exec.beforeGroup('embed');
+    await exec.afterGroup('embed');
+    await exec.beforeGroup('blocks.0'); // starts reading blocks.1 ahead
+    await new Promise((r) => setTimeout(r, 5));
+    await expect(exec.afterGroup('blocks.0')).rejects.toThrowError('disk on fire');
+    await expect(exec.beforeGroup('blocks.1')).rejects.toThrowError('disk on fire');
+    // Nor at the end: a read ahead that failed after the last hook is thrown by close().
+    const late = new StreamingExecutor({ layout, placement: placement(), loader: failing, budgetBytes: 10 * blockBytes, prefetch: 1, sampleResident: false });
+    await late.beforeGroup('embed');
+    await late.beforeGroup('blocks.0');
+    await expect(late.close()).rejects.toThrowError('disk on fire');
+  });
+
+  it('rejects what it cannot run', () => {
+    const loader: GroupLoader<null> = { load: async () => ({ value: null, bytes: 0, release: () => undefined }) };
+    expect(() => new StreamingExecutor({ layout, placement: { compute: 'cpu', groups: [] }, loader, budgetBytes: 1 })).toThrowError(/no device for group 'embed'/);
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: 1, sampleResident: false });
+    expect(() => exec.group('embed')).toThrowError(/between beforeGroup and afterGroup/);
+    return expect(exec.beforeGroup('nope')).rejects.toThrowError(/not in the layout/);
+  });
+});

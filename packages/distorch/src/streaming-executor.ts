@@ -1,0 +1,346 @@
+import { NinodesError } from '@ninodes/kernels';
+import { residentMemory } from '@ninodes/memory';
+import type { GroupHooks, LayoutGroup, ModelLayout } from '@ninodes/quant';
+
+/** One group's weights, read and prepared by a GroupLoader. */
+export interface LoadedGroup<T> {
+  readonly value: T;
+  /** Bytes it holds (what the budget counts). */
+  readonly bytes: number;
+  /** Frees what it holds. Called once, when the executor evicts the group. */
+  release(): void;
+}
+
+/** Reads one group's weights from where they are placed and prepares them for compute. */
+export interface GroupLoader<T> {
+  load(group: LayoutGroup): Promise<LoadedGroup<T>>;
+  /** Page-cache hint for the group's file pages (prefetch `willneed`, after release `dontneed`). */
+  advise?(group: LayoutGroup, advice: 'willneed' | 'dontneed'): void;
+}
+
+export interface StreamingExecutorOptions<T> {
+  readonly layout: ModelLayout;
+  /** Device of every group (a Placement's `groups[].device`). */
+  readonly placement: { readonly compute: string; readonly groups: readonly { readonly name: string; readonly device: string }[] };
+  readonly loader: GroupLoader<T>;
+  /** Bytes the streamed groups may hold at once (the compute device's staging). A group is never refused: over it, the least-soon-needed groups are evicted, and a group that still does not fit is loaded anyway and counted in `overBudgetLoads`. */
+  readonly budgetBytes: number;
+  /** Streamed groups read ahead of the one computing (default 1). */
+  readonly prefetch?: number;
+  /** Sample this process's resident memory at every hook (default true; /proc/self/status, cheap). */
+  readonly sampleResident?: boolean;
+}
+
+/** What one pass through the model (a sampler step) cost in weight traffic. */
+export interface StepStats {
+  readonly step: number;
+  /** Bytes read for streamed groups during the step (lazy loads of resident groups included in `bytesLoaded`). */
+  readonly bytesStreamed: number;
+  readonly bytesLoaded: number;
+  readonly loads: number;
+  /** Groups found loaded (or in flight) when the model asked for them. */
+  readonly hits: number;
+  readonly evictions: number;
+  readonly overBudgetLoads: number;
+  /** Seconds the model waited in beforeGroup for a group's weights. */
+  readonly waitSeconds: number;
+  /** Seconds the loads took, summed over loads (they overlap compute and each other). */
+  readonly loadSeconds: number;
+  /** 1 - wait / load: the share of load time hidden behind compute (1 when nothing was loaded). */
+  readonly overlap: number;
+  /** Peak bytes the executor held (resident groups + streamed groups). */
+  readonly peakHeldBytes: number;
+  /** Peak of the process's RSS (anonymous + file-backed) sampled at the hooks; 0 when not sampled. */
+  readonly peakResidentBytes: number;
+}
+
+interface Slot<T> {
+  readonly index: number;
+  readonly group: LayoutGroup;
+  readonly streamed: boolean;
+  readonly size: number;
+  state: 'loading' | 'loaded';
+  promise: Promise<LoadedGroup<T>>;
+  loaded: LoadedGroup<T> | undefined;
+  pins: number;
+}
+
+const now = (): number => performance.now() / 1000;
+
+/**
+ * Runs a placement on the compute device as the model's GroupHooks. Groups placed on the compute
+ * device load lazily on first use and stay. Groups placed elsewhere (the `disk` donor: the mapped
+ * checkpoint) are read just in time: beforeGroup waits for the current group, then starts reading
+ * the next `prefetch` streamed groups (after `advise('willneed')`) while the model computes.
+ * After use a streamed group stays while the budget allows; when room is needed, the group whose
+ * next use is farthest away (the schedule is the layout order, repeated every step) is evicted,
+ * released and its pages advised `dontneed`.
+ */
+export class StreamingExecutor<T> implements GroupHooks {
+  private readonly groups: readonly LayoutGroup[];
+  private readonly index = new Map<string, number>();
+  private readonly streamed: boolean[];
+  private readonly sizes: number[];
+  private readonly slots = new Map<number, Slot<T>>();
+  private readonly loader: GroupLoader<T>;
+  private readonly budget: number;
+  private readonly prefetch: number;
+  private readonly sample: boolean;
+  private position = -1;
+  private step = 0;
+  private current: Mutable<StepStats> = empty(0);
+  private readonly finished: StepStats[] = [];
+  private streamedHeld = 0;
+  private residentHeld = 0;
+  private failure: unknown;
+
+  constructor(options: StreamingExecutorOptions<T>) {
+    const { layout, placement } = options;
+    this.groups = layout.groups;
+    this.loader = options.loader;
+    if (!Number.isSafeInteger(options.budgetBytes) || options.budgetBytes < 0) {
+      throw new NinodesError('EXECUTOR_INVALID', `budgetBytes must be a whole number of bytes >= 0, got ${options.budgetBytes}`, { value: options.budgetBytes, where: 'StreamingExecutor' });
+    }
+    this.budget = options.budgetBytes;
+    this.prefetch = options.prefetch ?? 1;
+    if (!Number.isSafeInteger(this.prefetch) || this.prefetch < 0) {
+      throw new NinodesError('EXECUTOR_INVALID', `prefetch must be a whole number >= 0, got ${this.prefetch}`, { value: this.prefetch, where: 'StreamingExecutor' });
+    }
+    this.sample = options.sampleResident ?? true;
+    const device = new Map(placement.groups.map((g) => [g.name, g.device]));
+    this.groups.forEach((g, i) => {
+      this.index.set(g.name, i);
+      if (!device.has(g.name)) {
+        throw new NinodesError('EXECUTOR_INVALID', `the placement has no device for group '${g.name}'`, { value: g.name, where: 'StreamingExecutor', hint: 'plan the same layout the executor runs' });
+      }
+    });
+    this.streamed = this.groups.map((g) => device.get(g.name) !== placement.compute);
+    this.sizes = this.groups.map((g) => g.tensors.reduce((a, t) => a + t.byteLength, 0));
+  }
+
+  /** The weights of a group between its beforeGroup and afterGroup. */
+  group(name: string): T {
+    const slot = this.slots.get(this.indexOf(name));
+    if (slot?.loaded === undefined || slot.pins === 0) {
+      throw new NinodesError('EXECUTOR_NOT_READY', `group '${name}' is not held: ask for it between beforeGroup and afterGroup`, { value: name, where: 'StreamingExecutor.group' });
+    }
+    return slot.loaded.value;
+  }
+
+  async beforeGroup(name: string): Promise<void> {
+    this.rethrow();
+    const i = this.indexOf(name);
+    if (i <= this.position) this.endStep();
+    this.position = i;
+    let slot = this.slots.get(i);
+    const start = now();
+    if (slot === undefined) {
+      this.makeRoom(i, this.sizes[i] as number, true);
+      slot = this.start(i);
+    } else {
+      this.current.hits++;
+    }
+    slot.pins++;
+    // Read ahead before waiting: the next groups load while this one finishes loading and computes.
+    this.readAhead(i);
+    try {
+      await slot.promise;
+    } finally {
+      this.current.waitSeconds += now() - start;
+    }
+    this.sampleMemory();
+  }
+
+  async afterGroup(name: string): Promise<void> {
+    this.rethrow();
+    const slot = this.slots.get(this.indexOf(name));
+    if (slot === undefined || slot.pins === 0) {
+      throw new NinodesError('EXECUTOR_NOT_READY', `afterGroup('${name}') without its beforeGroup`, { value: name, where: 'StreamingExecutor.afterGroup' });
+    }
+    slot.pins--;
+    // A group loaded over the budget is given back as soon as it is done with.
+    if (this.streamedHeld > this.budget) {
+      const victims = [...this.slots.values()]
+        .filter((s) => s.streamed && s.pins === 0 && s.state === 'loaded')
+        .sort((a, b) => this.distance(b.index) - this.distance(a.index));
+      for (const v of victims) {
+        if (this.streamedHeld <= this.budget) break;
+        this.evict(v, true);
+      }
+    }
+    this.sampleMemory();
+  }
+
+  /**
+   * Gives back at least `bytes` if it can by evicting unpinned streamed groups, farthest next use
+   * first (a MemoryPressureMonitor's onPressure handler); returns the bytes freed. Resident groups
+   * and groups in use stay. The budget is unchanged: groups are read again when needed.
+   */
+  shrink(bytes: number): number {
+    let freed = 0;
+    const victims = [...this.slots.values()]
+      .filter((s) => s.streamed && s.pins === 0 && s.state === 'loaded')
+      .sort((a, b) => this.distance(b.index) - this.distance(a.index));
+    for (const v of victims) {
+      if (freed >= bytes) break;
+      freed += this.heldBytes(v);
+      this.evict(v, true);
+    }
+    return freed;
+  }
+
+  /** Statistics of every finished step, then of the step in progress. */
+  stats(): StepStats[] {
+    return [...this.finished, { ...this.current, overlap: overlapOf(this.current) }];
+  }
+
+  /** Bytes held now: groups resident on the compute device and streamed groups. */
+  held(): { resident: number; streamed: number } {
+    return { resident: this.residentHeld, streamed: this.streamedHeld };
+  }
+
+  /** Names of the groups loaded or loading now. */
+  loadedGroups(): string[] {
+    return [...this.slots.keys()].sort((a, b) => a - b).map((i) => (this.groups[i] as LayoutGroup).name);
+  }
+
+  /** Waits for reads in flight, then releases everything; a read ahead that failed unseen is thrown here. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.slots.values()].map((s) => s.promise));
+    for (const slot of [...this.slots.values()]) this.evict(slot, false);
+    this.rethrow();
+  }
+
+  private indexOf(name: string): number {
+    const i = this.index.get(name);
+    if (i === undefined) {
+      throw new NinodesError('EXECUTOR_UNKNOWN_GROUP', `the model ran group '${name}', which is not in the layout`, { value: name, where: 'StreamingExecutor', hint: `groups: ${this.groups.slice(0, 4).map((g) => g.name).join(', ')}, ...` });
+    }
+    return i;
+  }
+
+  private rethrow(): void {
+    if (this.failure !== undefined) {
+      const f = this.failure;
+      this.failure = undefined;
+      throw f;
+    }
+  }
+
+  /** Steps from the current position until group j runs again (the forward repeats every step). */
+  private distance(j: number): number {
+    const n = this.groups.length;
+    return (((j - this.position) % n) + n) % n;
+  }
+
+  private start(i: number): Slot<T> {
+    const group = this.groups[i] as LayoutGroup;
+    const streamed = this.streamed[i] as boolean;
+    const size = this.sizes[i] as number;
+    if (streamed) this.streamedHeld += size;
+    else this.residentHeld += size;
+    this.current.peakHeldBytes = Math.max(this.current.peakHeldBytes, this.streamedHeld + this.residentHeld);
+    const t0 = now();
+    const slot: Slot<T> = { index: i, group, streamed, size, state: 'loading', promise: undefined as unknown as Promise<LoadedGroup<T>>, loaded: undefined, pins: 0 };
+    slot.promise = this.loader.load(group).then(
+      (loaded) => {
+        slot.loaded = loaded;
+        slot.state = 'loaded';
+        this.current.loads++;
+        this.current.loadSeconds += now() - t0;
+        this.current.bytesLoaded += loaded.bytes;
+        if (streamed) this.current.bytesStreamed += loaded.bytes;
+        // A loader may prepare more or fewer bytes than the file holds: count what it holds.
+        if (streamed) this.streamedHeld += loaded.bytes - size;
+        else this.residentHeld += loaded.bytes - size;
+        this.current.peakHeldBytes = Math.max(this.current.peakHeldBytes, this.streamedHeld + this.residentHeld);
+        return loaded;
+      },
+      (error: unknown) => {
+        this.slots.delete(i);
+        if (streamed) this.streamedHeld -= size;
+        else this.residentHeld -= size;
+        throw error;
+      },
+    );
+    // A failed prefetch surfaces at the next hook, not as an unhandled rejection.
+    slot.promise.catch((error: unknown) => {
+      if (slot.pins === 0) this.failure ??= error;
+    });
+    this.slots.set(i, slot);
+    return slot;
+  }
+
+  private heldBytes(slot: Slot<T>): number {
+    return slot.loaded?.bytes ?? slot.size;
+  }
+
+  /**
+   * Frees room for `bytes` of group j by evicting unpinned, loaded streamed groups whose next use
+   * comes later than j's, farthest first. `must`: j is needed now; when the room still cannot be
+   * made it is loaded over the budget. Returns whether j fits.
+   */
+  private makeRoom(j: number, bytes: number, must: boolean): boolean {
+    if (!(this.streamed[j] as boolean)) return true;
+    const need = this.distance(j);
+    const victims = [...this.slots.values()]
+      .filter((s) => s.streamed && s.pins === 0 && s.state === 'loaded' && s.index !== j && this.distance(s.index) > need)
+      .sort((a, b) => this.distance(b.index) - this.distance(a.index));
+    let free = this.budget - this.streamedHeld;
+    const chosen: Slot<T>[] = [];
+    for (const v of victims) {
+      if (free >= bytes) break;
+      chosen.push(v);
+      free += this.heldBytes(v);
+    }
+    if (free < bytes && !must) return false;
+    for (const v of chosen) this.evict(v, true);
+    if (free < bytes) this.current.overBudgetLoads++;
+    return true;
+  }
+
+  private readAhead(i: number): void {
+    let ahead = 0;
+    for (let step = 1; step < this.groups.length && ahead < this.prefetch; step++) {
+      const j = (i + step) % this.groups.length;
+      if (!(this.streamed[j] as boolean)) continue;
+      ahead++;
+      if (this.slots.has(j)) continue;
+      if (!this.makeRoom(j, this.sizes[j] as number, false)) break;
+      this.loader.advise?.(this.groups[j] as LayoutGroup, 'willneed');
+      this.start(j);
+    }
+  }
+
+  private evict(slot: Slot<T>, count: boolean): void {
+    this.slots.delete(slot.index);
+    const bytes = this.heldBytes(slot);
+    if (slot.streamed) this.streamedHeld -= bytes;
+    else this.residentHeld -= bytes;
+    slot.loaded?.release();
+    if (slot.streamed) this.loader.advise?.(slot.group, 'dontneed');
+    if (count) this.current.evictions++;
+  }
+
+  private sampleMemory(): void {
+    if (!this.sample) return;
+    this.current.peakResidentBytes = Math.max(this.current.peakResidentBytes, residentMemory().rss);
+  }
+
+  private endStep(): void {
+    this.finished.push({ ...this.current, overlap: overlapOf(this.current) });
+    this.step++;
+    this.current = empty(this.step);
+    this.current.peakHeldBytes = this.streamedHeld + this.residentHeld;
+  }
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+function empty(step: number): Mutable<StepStats> {
+  return { step, bytesStreamed: 0, bytesLoaded: 0, loads: 0, hits: 0, evictions: 0, overBudgetLoads: 0, waitSeconds: 0, loadSeconds: 0, overlap: 1, peakHeldBytes: 0, peakResidentBytes: 0 };
+}
+
+function overlapOf(s: StepStats): number {
+  return s.loadSeconds === 0 ? 1 : Math.max(0, Math.min(1, 1 - s.waitSeconds / s.loadSeconds));
+}
