@@ -54,3 +54,14 @@ export {
   type QuantizeWeightOptions,
 } from './int8.js';
 export * as reference from './reference/index.js';
+// tp: Gloo collectives
+export {
+  CommError,
+  Communicator,
+  createCommunicator,
+  type CommArray,
+  type CommErrorCode,
+  type CommStore,
+  type CommunicatorOptions,
+  type ReduceOp,
+} from './comm.js';
