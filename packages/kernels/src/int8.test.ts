@@ -162,6 +162,33 @@ describe('int8 native vs reference (random shapes)', () => {
     expect(() => quantizeRowsInt8(x, { scale: Tensor.f32([2, 1], [0.1, 0]) })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
 
+  it('convrot rotates rows as int8Linear does: same scale; column slices of 256 give the slices of the rotation', async () => {
+    const m = 5;
+    const k = 768;
+    const x = Tensor.f32([m, k], Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.37) * (1 + (i % 11))));
+    const full = quantizeRowsInt8(x, { convrot: 256 });
+    // Independent path: the standalone Hadamard op, then plain quantization.
+    const viaHadamard = quantizeRowsInt8(hadamardSync(x, { group: 256 }));
+    expect(full.q.data).toEqual(viaHadamard.q.data);
+    expect(bitsOf(full.scale)).toEqual(bitsOf(viaHadamard.scale));
+    const w = Tensor.f32([3, k], Float32Array.from({ length: 3 * k }, (_, i) => Math.cos(i * 0.11)));
+    const qw = quantizeWeightInt8(w, { convrot: 256 });
+    for (const backend of int8Backends()) {
+      const { xScale } = await int8Linear(x, qw.q, qw.scale, { convrot: 256, backend });
+      expect(bitsOf(xScale), backend).toEqual(bitsOf(full.scale));
+    }
+    // A row-parallel rank's slice [256, 768): its rotation is the full rotation's slice, so the
+    // max over slices of the per-slice scale is the full row's scale.
+    const cols = (t: Tensor<'f32'>, a: number, b: number): Tensor<'f32'> =>
+      Tensor.f32([m, b - a], Float32Array.from({ length: m * (b - a) }, (_, i) => t.data[Math.floor(i / (b - a)) * k + a + (i % (b - a))] as number));
+    const parts = [cols(x, 0, 256), cols(x, 256, 768)].map((p) => quantizeRowsInt8(p, { convrot: 256 }).scale.data);
+    const shared = Float32Array.from({ length: m }, (_, r) => Math.max(parts[0]![r]!, parts[1]![r]!));
+    expect(new Uint32Array(shared.buffer)).toEqual(bitsOf(full.scale));
+    const tail = quantizeRowsInt8(cols(x, 256, 768), { convrot: 256, scale: Tensor.f32([m, 1], shared) });
+    for (let r = 0; r < m; r++) expect(tail.q.data.subarray(r * 512, (r + 1) * 512)).toEqual(full.q.data.subarray(r * k + 256, (r + 1) * k));
+    expect(() => quantizeRowsInt8(Tensor.zeros('f32', [1, 300]), { convrot: 256 })).toThrow(expect.objectContaining({ code: 'GROUP_MISMATCH' }));
+  });
+
   it('zero rows get the floor scale 1e-30 and quantize to zeros; NaN quantizes to 0', () => {
     const x = Tensor.f32([2, 3], [0, 0, 0, Number.NaN, 1, -2]);
     for (const r of [quantizeRowsInt8(x), reference.quantizeRowsInt8(x)]) {

@@ -55,13 +55,15 @@ function quantize(x: Tensor, group: number, external: Float32Array | undefined, 
 
 /**
  * Per-row int8 quantization (comfy-kitchen): scale = max(absmax / 127, 1e-30), q = clamp(round half
- * to even(x / scale), -128, 127), NaN -> 0. `opts.scale` supplies the [M, 1] scales instead.
+ * to even(x / scale), -128, 127), NaN -> 0. `opts.scale` supplies the [M, 1] scales instead;
+ * `opts.convrot` rotates the rows first (x·H per group), as int8Linear does.
  */
 export function quantizeRowsInt8(x: Tensor, options?: QuantizeRowsOptions): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   requireDType(x, ['f32'], 'quantizeRowsInt8 input');
   const opts = optionsOf(options, 'quantizeRowsInt8 options');
-  const [rows] = matrixDims(x, 'quantizeRowsInt8 input');
-  return quantize(x, 0, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8');
+  const [rows, cols] = matrixDims(x, 'quantizeRowsInt8 input');
+  const { group } = resolveConvrot(opts.convrot, cols, 'quantizeRowsInt8');
+  return quantize(x, group, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8');
 }
 
 /** Offline weight path: rotate rows W·Hᵀ per group (if convrot), then per-output-row absmax/127. */
