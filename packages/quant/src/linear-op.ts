@@ -1,4 +1,16 @@
 import type { Tensor } from '@ninodes/kernels';
+import type { FusedLayout, ParallelRole, Shard } from './model-layout.js';
+
+/**
+ * The part of a layer one tensor-parallel rank holds: `column` takes the rank's output rows (a `qkv`
+ * layer its heads' rows of each of q, k, v; a `halves` layer its slice of each half), `row` the
+ * rank's input columns (its partial output is reduced by the caller or by a wrapping op),
+ * `replicated` the whole layer.
+ */
+export interface LinearShard extends Shard {
+  readonly role: ParallelRole;
+  readonly fused: FusedLayout;
+}
 
 /** What a model declares for one linear layer. */
 export interface LinearSpec {
@@ -7,6 +19,11 @@ export interface LinearSpec {
   readonly inFeatures: number; // K
   readonly outFeatures: number; // N
   readonly bias: boolean;
+  /**
+   * Set for a tensor-parallel rank's part of the layer: `inFeatures`/`outFeatures` are then the local
+   * widths (column: N / size rows; row: K / size columns). Absent: the whole layer.
+   */
+  readonly shard?: LinearShard;
 }
 
 /**
@@ -21,6 +38,11 @@ export interface LinearOp {
   forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>>;
   /** The weight as the kernel uses it, dequantized to f32 [N, K] (LoRA patching, error reports); a tensor the caller owns. */
   materializedWeight(): Promise<Tensor<'f32'>>;
+  /**
+   * A row-parallel op's bias [N], which its forward does not add: the caller adds it once, after the
+   * partial outputs are reduced. Undefined when the op adds its own bias or has none.
+   */
+  deferredBias?(): Tensor<'f32'> | undefined;
 }
 
 export interface LinearProvider {
