@@ -40,6 +40,7 @@ export { decodeFp8, encodeFp8, type DecodeFp8Options, type EncodeFp8Options, typ
 export { hadamard, hadamardSync, type HadamardOptions } from './hadamard.js';
 export { linear } from './linear.js';
 export {
+  dequantizeInt8Accumulators,
   int8Backend,
   int8Backends,
   int8Linear,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { getThreads, hadamardSync, int8Backend, int8Backends, int8Linear, int8Matmul, quantizeRowsInt8, quantizeWeightInt8, reference, setThreads, Tensor } from './index.js';
+import { dequantizeInt8Accumulators, getThreads, hadamardSync, int8Backend, int8Backends, int8Linear, int8Matmul, quantizeRowsInt8, quantizeWeightInt8, reference, setThreads, Tensor } from './index.js';
 import { get, readFixture } from './test-support/fixture-safetensors.js';
 
 const fx = readFixture('int8', 'int8_convrot.safetensors');
@@ -187,6 +187,26 @@ describe('int8 native vs reference (random shapes)', () => {
     const tail = quantizeRowsInt8(cols(x, 256, 768), { convrot: 256, scale: Tensor.f32([m, 1], shared) });
     for (let r = 0; r < m; r++) expect(tail.q.data.subarray(r * 512, (r + 1) * 512)).toEqual(full.q.data.subarray(r * k + 256, (r + 1) * k));
     expect(() => quantizeRowsInt8(Tensor.zeros('f32', [1, 300]), { convrot: 256 })).toThrow(expect.objectContaining({ code: 'GROUP_MISMATCH' }));
+  });
+
+  it('dequantizeInt8Accumulators gives int8Linear y bit for bit (|acc| past 2^24, N with a tail, every backend)', async () => {
+    const cases = [
+      // Near-constant rows quantize to ~127 everywhere: acc ≈ 1536·127² > 2^24 rounds when widened to f32.
+      { m: 3, k: 1536, n: 13, convrot: false as const, x: (i: number) => 1 + 0.001 * Math.sin(i), w: (i: number) => 0.5 + 0.0005 * Math.cos(i) },
+      { m: 7, k: 512, n: 19, convrot: 256, x: (i: number) => Math.sin(i * 0.7) * 3, w: (i: number) => Math.cos(i * 0.29) },
+    ];
+    for (const c of cases) {
+      const x = Tensor.f32([c.m, c.k], Float32Array.from({ length: c.m * c.k }, (_, i) => c.x(i)));
+      const qw = quantizeWeightInt8(Tensor.f32([c.n, c.k], Float32Array.from({ length: c.n * c.k }, (_, i) => c.w(i))), { convrot: c.convrot });
+      const bias = Tensor.f32([c.n], Float32Array.from({ length: c.n }, (_, i) => (i - 6) * 0.37));
+      for (const backend of int8Backends()) {
+        const r = await int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, bias, returnAccumulators: true, backend });
+        if (c.convrot === false) expect(Math.max(...Array.from(r.acc!.data, Math.abs))).toBeGreaterThan(2 ** 24);
+        expect(bitsOf(dequantizeInt8Accumulators(r.acc!, r.xScale, qw.scale, bias)), backend).toEqual(bitsOf(r.y));
+        const noBias = await int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, returnAccumulators: true, backend });
+        expect(bitsOf(dequantizeInt8Accumulators(noBias.acc!, noBias.xScale, qw.scale))).toEqual(bitsOf(noBias.y));
+      }
+    }
   });
 
   it('zero rows get the floor scale 1e-30 and quantize to zeros; NaN quantizes to 0', () => {

@@ -143,6 +143,37 @@ export async function int8Linear(
   return acc === undefined ? { y, xScale } : { y, acc, xScale };
 }
 
+/**
+ * The epilogue of int8Linear on accumulators computed elsewhere (tensor parallelism: int32 sums
+ * reduced across ranks): y = float(acc) * (x_scale * w_scale) + bias, each step rounded to f32 in
+ * that order, as the native kernel does (no FMA), so the bits equal int8Linear's y. acc [M, N] i32,
+ * xScale [M, 1], wScale [N] or [N, 1], bias [N].
+ */
+export function dequantizeInt8Accumulators(acc: Tensor, xScale: Tensor, wScale: Tensor, bias?: Tensor): Tensor<'f32'> {
+  requireDType(acc, ['i32'], 'dequantizeInt8Accumulators acc');
+  const [m, n] = matrixDims(acc, 'dequantizeInt8Accumulators acc');
+  const xs = checkExternalScale(xScale, m, 'dequantizeInt8Accumulators xScale') as Float32Array;
+  checkWeightScale(wScale, n, 'dequantizeInt8Accumulators wScale');
+  checkBias(bias, n, 'dequantizeInt8Accumulators');
+  const ws = (wScale as Tensor<'f32'>).data;
+  const b = (bias as Tensor<'f32'> | undefined)?.data;
+  const a = (acc as Tensor<'i32'>).data;
+  const y = Tensor.zeros('f32', [m, n]);
+  const out = y.data;
+  const f = Math.fround;
+  // Each float32 op done in float64 then rounded once is the correctly rounded float32 result
+  // (53 >= 2·24 + 2), so these are the kernel's bits.
+  for (let r = 0; r < m; r++) {
+    const sx = xs[r] as number;
+    const row = r * n;
+    for (let c = 0; c < n; c++) {
+      const v = f(f(a[row + c] as number) * f(sx * (ws[c] as number)));
+      out[row + c] = b === undefined ? v : f(v + (b[c] as number));
+    }
+  }
+  return y;
+}
+
 /** The int8 GEMM that `'auto'` picks on this machine (shapes with K % 64 != 0 skip `amx`). */
 export function int8Backend(): Int8BackendName {
   try {
