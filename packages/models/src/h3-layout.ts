@@ -1,6 +1,6 @@
 import { NinodesError } from '@ninodes/kernels';
 import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
-import { type FormatDetection, type FusedLayout, type LayoutGroup, type LayoutLinear, type LayoutTensor, type ModelLayout, type ParallelRole, detectFormats } from '@ninodes/quant';
+import { type FormatDetection, type FusedLayout, type LayoutGroup, type LayoutLinear, type LayoutTensor, type LinearSpec, type ModelLayout, type ParallelRole, type Shard, detectFormats } from '@ninodes/quant';
 import { detectArchitecture } from './detect-architecture.js';
 import type { H3Config } from './h3-config.js';
 import { tensorGroup } from './tensor-group.js';
@@ -26,6 +26,38 @@ export function h3ParallelRole(config: H3Config, layer: Pick<H3LinearLayer, 'nam
     if (layer.name.endsWith('.attn.out_proj') || layer.name.endsWith('.mlp.fc2')) return { role: 'row', fused: { kind: 'none' } };
   }
   return { role: 'replicated', fused: { kind: 'none' } };
+}
+
+/**
+ * The LinearSpec a model asks its provider for: the whole layer, or with a shard of a world of more
+ * than one rank, the rank's local part (column: N / size output rows; row: K / size input columns)
+ * with `shard` set so the provider (and a tensor-parallel wrapper) knows which part.
+ */
+export function h3LinearSpec(config: H3Config, layer: H3LinearLayer, prefix = '', shard?: Shard): LinearSpec {
+  const whole: LinearSpec = { name: `${prefix}${layer.name}`, inFeatures: layer.inFeatures, outFeatures: layer.outFeatures, bias: layer.bias };
+  if (shard === undefined) return whole;
+  const { role, fused } = h3ParallelRole(config, layer);
+  if (role === 'replicated') return whole;
+  const part = { rank: shard.rank, size: shard.size, role, fused };
+  return role === 'column'
+    ? { ...whole, outFeatures: layer.outFeatures / shard.size, shard: part }
+    : { ...whole, inFeatures: layer.inFeatures / shard.size, shard: part };
+}
+
+/** Throws INVALID_SHARD unless `shard` is a rank of a world that splits H3's heads and MLP evenly. */
+export function checkH3Shard(config: H3Config, shard: Shard): Shard {
+  const { rank, size } = shard;
+  if (!Number.isSafeInteger(size) || size < 1 || !Number.isSafeInteger(rank) || rank < 0 || rank >= size) {
+    throw new NinodesError('INVALID_SHARD', `shard rank ${rank} of ${size} is not a rank of the world`, { value: shard, where: 'shard', hint: 'rank must be an integer in [0, size)' });
+  }
+  if (config.heads % size !== 0 || config.ffn % size !== 0) {
+    throw new NinodesError('INVALID_SHARD', `${size} ranks do not split ${config.heads} heads and an MLP of ${config.ffn} evenly`, {
+      value: { size, heads: config.heads, ffn: config.ffn },
+      where: 'shard',
+      hint: 'choose a tensor-parallel size that divides both',
+    });
+  }
+  return shard;
 }
 
 /** An H3 ModelLayout plus the file's tensors no group reads. */
