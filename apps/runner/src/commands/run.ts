@@ -1,19 +1,22 @@
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
+import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type OpenedH3Model, ensureSyntheticCheckpoint, openH3Model, runSampler } from '@ninodes/models';
 import type { ComputeMode } from '@ninodes/quant';
 import { cpus } from 'node:os';
 import { z } from 'zod';
 import { cacheDir } from '../cache-dir.js';
-import { defineCommand } from '../command.js';
+import { type CommandContext, defineCommand } from '../command.js';
 import { readLatentFile } from '../latent-file.js';
 import { stageOutput } from '../output-dir.js';
 import { samplePeakMemory } from '../peak-memory.js';
 import { latentPreviewPng } from '../preview.js';
 import { type RunReport, runReportSchema, steadyStepMean } from '../run-report.js';
+import { DEFAULT_TP_TIMEOUT_MS, tpRankEnv } from '../tp-env.js';
+import { launchTensorParallel } from '../tp-launch.js';
+import { type TpRankModel, openTpRank } from '../tp-rank.js';
 
 const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode> = {
   fp32: 'f32',
@@ -38,6 +41,8 @@ export const runSchema = z
     quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']).default('fp32'),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
     out: z.string().min(1).default('ninodes-run'),
+    tp: positiveInt.max(256).default(1),
+    'tp-timeout': positiveInt.max(86_400_000).default(DEFAULT_TP_TIMEOUT_MS),
     json: z.boolean().default(false),
     positionals: z.array(z.string()).length(0),
   })
@@ -49,7 +54,7 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--out <dir>] [--json]',
+    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--tp N [--tp-timeout ms]] [--out <dir>] [--json]',
   options: {
     model: { type: 'string' },
     preset: { type: 'string' },
@@ -63,42 +68,51 @@ export const run = defineCommand({
     quant: { type: 'string' },
     threads: { type: 'string' },
     out: { type: 'string' },
+    tp: { type: 'string' },
+    'tp-timeout': { type: 'string' },
     json: { type: 'boolean' },
   },
   positionals: [0, 0],
   schema: runSchema,
   async run(args, context) {
+    const rank = tpRankEnv(context.env);
+    if (rank === undefined && args.tp > 1) return launch(args, context);
+    if (rank !== undefined && args.tp !== 1 && args.tp !== rank.size) {
+      throw new NinodesError('CLI_TP_MISMATCH', `--tp ${args.tp} but this process is rank ${rank.rank} of ${rank.size} (NINODES_TP_SIZE)`, {
+        value: args.tp,
+        where: '--tp',
+        hint: 'a rank started by hand takes its world from the environment: drop --tp',
+      });
+    }
     const started = performance.now();
     const threads = setThreads(args.threads);
     const memory = samplePeakMemory();
-    const stage = stageOutput(args.out);
+    // Rank 0 writes the run's files; the other ranks only report their latent hash to it.
+    const writes = rank === undefined || rank.rank === 0;
+    const stage = writes ? stageOutput(args.out) : undefined;
+    // A rank stopped by the launcher leaves no staging directory behind.
+    const onSignal = (signal: NodeJS.Signals): void => {
+      stage?.discard();
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    };
+    if (rank !== undefined) {
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+    }
     let opened: OpenedH3Model | undefined;
+    let tp: TpRankModel | undefined;
     try {
-      let modelPath = args.model;
-      if (modelPath === undefined) {
-        const preset = args.preset ?? 'h3-tiny';
-        const gen = context.progress.task(`generating ${preset}`, 10);
-        let last = 0;
-        const cached = await ensureSyntheticCheckpoint({
-          dir: cacheDir(context.env),
-          preset,
-          onProgress: (done, total) => {
-            const pct = total > 0 ? Math.floor((done / total) * 100) : 100;
-            // Ten ticks, not a hundred: plain logs get a line per 10 %.
-            while (last + 10 <= pct) {
-              last += 10;
-              gen.tick();
-            }
-          },
-        });
-        gen.done(cached.reused ? 'cached (hash verified)' : 'written');
-        modelPath = cached.path;
-      }
+      const modelPath = args.model ?? (await syntheticModel(args.preset ?? 'h3-tiny', context));
       // fp32 islands (patch embedding, time embedder, output head) run as stored, as in ComfyUI.
-      opened = openH3Model(modelPath, { compute: QUANT_TO_COMPUTE[args.quant] });
+      if (rank === undefined) {
+        opened = openH3Model(modelPath, { compute: QUANT_TO_COMPUTE[args.quant] });
+      } else {
+        tp = await openTpRank(modelPath, QUANT_TO_COMPUTE[args.quant], rank);
+        opened = tp.opened;
+      }
       const { model } = opened;
       const unused = model.unusedKeys();
-      if (unused.length > 0) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
+      if (unused.length > 0 && writes) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
@@ -118,6 +132,12 @@ export const run = defineCommand({
         },
       });
       steps.done();
+      const latentSha256 = createHash('sha256').update(result.latent.bytes()).digest('hex');
+      const tpReport = tp === undefined ? undefined : await gatherRanks(tp, latentSha256, memory.stop());
+      if (stage === undefined) {
+        context.stderr.write(`rank ${rank?.rank} of ${rank?.size}: latent sha256 ${latentSha256}\n`);
+        return 0;
+      }
 
       const latentPath = join(stage.dir, 'latent.safetensors');
       await writeSafetensors(latentPath, tensorSources({ latent: result.latent }), {
@@ -149,10 +169,11 @@ export const run = defineCommand({
         },
         memory: peak,
         output: {
-          latentSha256: createHash('sha256').update(result.latent.bytes()).digest('hex'),
+          latentSha256,
           files: ['latent.safetensors', 'preview.png', 'report.json'],
         },
         env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), cpu: cpus()[0]?.model ?? 'unknown' },
+        ...(tpReport === undefined ? {} : { tp: tpReport }),
       });
       writeFileSync(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
       const files = stage.commit();
@@ -168,6 +189,11 @@ export const run = defineCommand({
             `total      ${report.timing.endToEndSeconds.toFixed(2)} s (load ${loadSeconds.toFixed(2)} s)`,
             `peak mem   ${mib(peak.peakAnonBytes)} anonymous, ${mib(peak.peakFileBytes)} file-backed`,
             `sha256     ${report.output.latentSha256}`,
+            ...(tpReport === undefined
+              ? []
+              : [
+                  `tp         ${tpReport.size} ranks, latents ${tpReport.ranks.every((r) => r.latentSha256 === latentSha256) ? 'identical' : 'DIFFER'}; weights per rank ${mib(tpReport.weightBytesPerRank)} of ${mib(tpReport.singleRankWeightBytes)}`,
+                ]),
             ...files.map((f) => `wrote      ${f}`),
             '',
           ].join('\n'),
@@ -175,11 +201,66 @@ export const run = defineCommand({
       }
       return 0;
     } catch (error) {
-      stage.discard();
+      stage?.discard();
       memory.stop();
       throw error;
     } finally {
-      opened?.close();
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      if (tp !== undefined) await tp.close();
+      else opened?.close();
     }
   },
 });
+
+
+/** The synthetic checkpoint of `preset`, generated into the cache on first use. */
+async function syntheticModel(preset: 'h3-tiny' | 'h3-small', context: CommandContext): Promise<string> {
+  const gen = context.progress.task(`generating ${preset}`, 10);
+  let last = 0;
+  const cached = await ensureSyntheticCheckpoint({
+    dir: cacheDir(context.env),
+    preset,
+    onProgress: (done, total) => {
+      const pct = total > 0 ? Math.floor((done / total) * 100) : 100;
+      // Ten ticks, not a hundred: plain logs get a line per 10 %.
+      while (last + 10 <= pct) {
+        last += 10;
+        gen.tick();
+      }
+    },
+  });
+  gen.done(cached.reused ? 'cached (hash verified)' : 'written');
+  return cached.path;
+}
+
+/** `ninodes run --tp N`: the checkpoint is made once here, then N ranks run the same command on it. */
+async function launch(args: RunArgs, context: CommandContext): Promise<number> {
+  const modelPath = args.model ?? (await syntheticModel(args.preset ?? 'h3-tiny', context));
+  const argv = ['run', '--model', modelPath];
+  if (args.latent !== undefined) argv.push('--latent', args.latent);
+  for (const key of ['frames', 'height', 'width', 'steps', 'shift', 'seed', 'quant', 'out'] as const) argv.push(`--${key}`, String(args[key]));
+  if (args.json) argv.push('--json');
+  // Threads split evenly: --threads T over N ranks, or every core when T is 0.
+  const total = args.threads > 0 ? args.threads : cpus().length;
+  return launchTensorParallel({ size: args.tp, argv, threadsPerRank: Math.max(1, Math.floor(total / args.tp)), timeoutMs: args['tp-timeout'], context });
+}
+
+/** Every rank's latent hash and peak memory, gathered on every rank (so all agree on the report). */
+async function gatherRanks(tp: TpRankModel, latentSha256: string, peak: { peakAnonBytes: number; peakFileBytes: number }): Promise<NonNullable<RunReport['tp']>> {
+  const mine = new Int32Array(10);
+  const hash = Buffer.from(latentSha256, 'hex');
+  for (let i = 0; i < 8; i++) mine[i] = hash.readInt32LE(i * 4);
+  // KiB fit an int32 up to 2 TiB.
+  mine[8] = Math.ceil(peak.peakAnonBytes / 1024);
+  mine[9] = Math.ceil(peak.peakFileBytes / 1024);
+  const all = await tp.comm.allgather(mine);
+  const ranks = Array.from({ length: tp.comm.size }, (_, r) => {
+    const words = all.subarray(r * 10, r * 10 + 10);
+    const bytes = Buffer.alloc(32);
+    for (let i = 0; i < 8; i++) bytes.writeInt32LE(words[i] as number, i * 4);
+    return { rank: r, latentSha256: bytes.toString('hex'), peakAnonBytes: (words[8] as number) * 1024, peakFileBytes: (words[9] as number) * 1024 };
+  });
+  const planned = tp.plan.ranks[tp.comm.rank];
+  return { size: tp.comm.size, ranks, weightBytesPerRank: planned?.totalBytes ?? 0, singleRankWeightBytes: tp.plan.singleRankBytes };
+}
