@@ -64,6 +64,7 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
   let firstFailure: RankExit | undefined;
   let interrupted: NodeJS.Signals | undefined;
   const timers: NodeJS.Timeout[] = [];
+  let rankZeroOut = '';
 
   const terminate = (signal: NodeJS.Signals): void => {
     for (const [rank, child] of children.entries()) if (exits[rank] === undefined) child.kill(signal);
@@ -100,8 +101,9 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
       children.push(child);
       context.stderr.write(`[tp] rank ${rank}: pid ${child.pid}\n`);
       const tag = `[rank ${rank}] `;
-      // Rank 0's standard output is the run's (summary or --json document); the others' are logs.
-      const flushOut = rank === 0 ? prefixLines(child.stdout!, '', (s) => context.stdout.write(s)) : prefixLines(child.stdout!, tag, (s) => context.stderr.write(s));
+      // Rank 0's standard output is the run's (summary or --json document), passed on once the whole
+      // run succeeded (a failed run prints one error, the launcher's); the others' are logs.
+      const flushOut = rank === 0 ? prefixLines(child.stdout!, '', (s) => (rankZeroOut += s)) : prefixLines(child.stdout!, tag, (s) => context.stderr.write(s));
       const flushErr = prefixLines(child.stderr!, tag, (s) => context.stderr.write(s));
       return new Promise<void>((resolve) => {
         child.on('error', (error) => {
@@ -129,6 +131,9 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
     for (const [rank, child] of children.entries()) if (exits[rank] === undefined) child.kill('SIGKILL');
     rmSync(storeDir, { recursive: true, force: true });
   }
+  const succeeded = interrupted === undefined && firstFailure === undefined;
+  if (succeeded) context.stdout.write(rankZeroOut);
+  else if (rankZeroOut !== '') context.stderr.write(rankZeroOut.replace(/^(?=.)/gm, '[rank 0] '));
   if (interrupted !== undefined) {
     context.stderr.write(`[tp] stopped by ${interrupted}\n`);
     return interrupted === 'SIGINT' ? 130 : 143;

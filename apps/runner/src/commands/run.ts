@@ -3,8 +3,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { tensorSources, writeSafetensors } from '@ninodes/memory';
-import { type OpenedH3Model, ensureSyntheticCheckpoint, openH3Model, runSampler } from '@ninodes/models';
-import type { ComputeMode } from '@ninodes/quant';
+import { type OpenedH3Model, ensureSyntheticCheckpoint, layoutOf, openH3Model, runSampler } from '@ninodes/models';
+import { type ComputeMode, openCheckpoint } from '@ninodes/quant';
+import { shardPlan } from '@ninodes/tp';
 import { cpus } from 'node:os';
 import { z } from 'zod';
 import { cacheDir } from '../cache-dir.js';
@@ -237,6 +238,13 @@ async function syntheticModel(preset: 'h3-tiny' | 'h3-small', context: CommandCo
 /** `ninodes run --tp N`: the checkpoint is made once here, then N ranks run the same command on it. */
 async function launch(args: RunArgs, context: CommandContext): Promise<number> {
   const modelPath = args.model ?? (await syntheticModel(args.preset ?? 'h3-tiny', context));
+  // Whether the model splits over N ranks is known from the headers: fail once, here, naming the layer.
+  const source = openCheckpoint(modelPath);
+  try {
+    shardPlan(layoutOf(source), args.tp, { compute: QUANT_TO_COMPUTE[args.quant] });
+  } finally {
+    source.close();
+  }
   const argv = ['run', '--model', modelPath];
   if (args.latent !== undefined) argv.push('--latent', args.latent);
   for (const key of ['frames', 'height', 'width', 'steps', 'shift', 'seed', 'quant', 'out'] as const) argv.push(`--${key}`, String(args[key]));
