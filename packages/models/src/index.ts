@@ -30,4 +30,15 @@ export { type CachedCheckpoint, ensureSyntheticCheckpoint } from './synthetic-ca
 export { OP_FAMILIES, type OpFamily, type OpProfiler, createOpProfiler } from './op-profile.js';
 export { bytesByGroup, tensorGroup } from './tensor-group.js';
 export { type OpenH3ModelOptions, type OpenedH3Model, islandAwareProvider, openH3Model } from './open-h3-model.js';
-export { H3_ARCHITECTURE, H3_POST_GROUPS, H3_PRE_GROUPS, type H3Layout, type H3LayoutOptions, h3Layout, h3ParallelRole, layoutOf } from './h3-layout.js';
+export {
+  H3_ARCHITECTURE,
+  H3_POST_GROUPS,
+  H3_PRE_GROUPS,
+  type H3Layout,
+  type H3LayoutOptions,
+  checkH3Shard,
+  h3Layout,
+  h3LinearSpec,
+  h3ParallelRole,
+  layoutOf,
+} from './h3-layout.js';

@@ -1,16 +1,7 @@
 import type { Tensor } from '@ninodes/kernels';
-import type { FusedLayout, ParallelRole, Shard } from './model-layout.js';
+import type { LinearShard } from './parallel-shard.js';
 
-/**
- * The part of a layer one tensor-parallel rank holds: `column` takes the rank's output rows (a `qkv`
- * layer its heads' rows of each of q, k, v; a `halves` layer its slice of each half), `row` the
- * rank's input columns (its partial output is reduced by the caller or by a wrapping op),
- * `replicated` the whole layer.
- */
-export interface LinearShard extends Shard {
-  readonly role: ParallelRole;
-  readonly fused: FusedLayout;
-}
+export type { LinearShard } from './parallel-shard.js';
 
 /** What a model declares for one linear layer. */
 export interface LinearSpec {
