@@ -4,6 +4,7 @@
 // and leaves no files behind.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,9 +32,9 @@ interface CliRun {
   pid: number;
 }
 
-function startCli(argv: string[], onStderr?: (text: string, child: ChildProcess) => void): Promise<CliRun> {
+function startCli(argv: string[], onStderr?: (text: string, child: ChildProcess) => void, extraEnv: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cli, ...argv], { env: { ...process.env, NINODES_CACHE: join(dir, 'cache'), TMPDIR: tmp }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cli, ...argv], { env: { ...process.env, NINODES_CACHE: join(dir, 'cache'), TMPDIR: tmp, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
     started.push(child);
     let stdout = '';
     let stderr = '';
@@ -120,6 +121,51 @@ describe('ninodes run --tp', () => {
       expect(new Set(report.tp!.ranks.map((x) => x.latentSha256)).size).toBe(1);
       const diff = relFrobenius(latentOf(join(dir, `f32-${n}`)), latentOf(join(dir, 'f32-1')));
       expect(diff).toBeLessThanOrEqual(1e-6);
+    }
+  });
+
+  it('ranks started by hand with NINODES_TP_* meet through a redis-server and write the single-rank latent', async () => {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = createServer();
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        const a = server.address();
+        server.close(() => resolve(typeof a === 'object' && a !== null ? a.port : 0));
+      });
+    });
+    const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    started.push(redis);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const deadline = Date.now() + 10_000;
+        const attempt = (): void => {
+          const s = createConnection({ port, host: '127.0.0.1' });
+          s.once('connect', () => (s.destroy(), resolve()));
+          s.once('error', () => (s.destroy(), Date.now() > deadline ? reject(new Error('redis-server did not start (apt-get install redis-server)')) : setTimeout(attempt, 50)));
+        };
+        attempt();
+      });
+      const one = await startCli(['run', '--model', ckpt, ...LATENT, '--quant', 'int8_convrot', '--out', join(dir, 'redis-1'), '--json']);
+      expect(one.status, one.stderr).toBe(0);
+      const env = (rank: number): NodeJS.ProcessEnv => ({
+        NINODES_TP_RANK: String(rank),
+        NINODES_TP_SIZE: '2',
+        NINODES_TP_STORE: `redis://127.0.0.1:${port}`,
+        NINODES_TP_PREFIX: 'by-hand-1',
+        NINODES_TP_ADDRESS: '127.0.0.1',
+        NINODES_TP_TIMEOUT_MS: '30000',
+      });
+      const [r0, r1] = await Promise.all([0, 1].map((rank) => startCli(['run', '--model', ckpt, ...LATENT, '--quant', 'int8_convrot', '--out', join(dir, 'redis-2'), '--json'], undefined, env(rank))));
+      expect(r0!.status, r0!.stderr).toBe(0);
+      expect(r1!.status, r1!.stderr).toBe(0);
+      const single = runReportSchema.parse(JSON.parse(one.stdout)).output.latentSha256;
+      const report = runReportSchema.parse(JSON.parse(r0!.stdout));
+      expect(report.tp!.ranks.map((r) => r.latentSha256)).toEqual([single, single]);
+      expect(r1!.stderr).toContain(`rank 1 of 2: latent sha256 ${single}`);
+      expect(r1!.stdout).toBe('');
+    } finally {
+      redis.kill('SIGTERM');
+      await new Promise<void>((resolve) => (redis.exitCode !== null || redis.signalCode !== null ? resolve() : redis.once('close', () => resolve())));
     }
   });
 
