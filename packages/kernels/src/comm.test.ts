@@ -235,11 +235,17 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
     expect(exits[1]!.result?.ok).toBe(false);
   });
 
-  it('rejects a missing store directory, a bad rank and an unknown interface with codes', async () => {
+  it('rejects a missing store directory, a bad rank, an unknown interface and an unreachable Redis with codes', async () => {
     await expect(createCommunicator({ rank: 0, size: 1, store: { kind: 'file', path: '/nonexistent/ninodes' }, timeoutMs: 1000 })).rejects.toMatchObject({ code: 'COMM_STORE' });
     const dir = tempDir();
     await expect(createCommunicator({ rank: 2, size: 2, store: { kind: 'file', path: dir }, timeoutMs: 1000 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(createCommunicator({ rank: 0, size: 1, store: { kind: 'file', path: dir }, iface: 'nosuchif0', timeoutMs: 1000 })).rejects.toMatchObject({ code: 'COMM_INTERFACE' });
+    // Nothing listens on a port just freed.
+    const closed = await freePort();
+    await expect(createCommunicator({ rank: 0, size: 2, store: { kind: 'redis', host: '127.0.0.1', port: closed }, timeoutMs: 1000 })).rejects.toMatchObject({
+      code: 'COMM_STORE',
+      message: expect.stringMatching(/Connection refused/),
+    });
     // A world of one needs no peers; its collectives are identities, then close is final.
     const solo = await createCommunicator({ rank: 0, size: 1, store: { kind: 'file', path: dir }, prefix: 'solo', timeoutMs: 1000 });
     const data = Float32Array.of(1.5, -2);
