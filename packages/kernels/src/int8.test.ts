@@ -202,9 +202,18 @@ describe('int8 native vs reference (random shapes)', () => {
       for (const backend of int8Backends()) {
         const r = await int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, bias, returnAccumulators: true, backend });
         if (c.convrot === false) expect(Math.max(...Array.from(r.acc!.data, Math.abs))).toBeGreaterThan(2 ** 24);
-        expect(bitsOf(dequantizeInt8Accumulators(r.acc!, r.xScale, qw.scale, bias)), backend).toEqual(bitsOf(r.y));
+        const y = await dequantizeInt8Accumulators(r.acc!, r.xScale, qw.scale, bias);
+        expect(bitsOf(y), backend).toEqual(bitsOf(r.y));
+        // The definition, each f32 operation done in float64 and rounded once (exact for + and ×).
+        const f = Math.fround;
+        const expected = Float32Array.from({ length: c.m * c.n }, (_, i) => {
+          const row = Math.floor(i / c.n);
+          const col = i % c.n;
+          return f(f(f(r.acc!.data[i]!) * f(r.xScale.data[row]! * qw.scale.data[col]!)) + bias.data[col]!);
+        });
+        expect(bitsOf(y)).toEqual(new Uint32Array(expected.buffer));
         const noBias = await int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, returnAccumulators: true, backend });
-        expect(bitsOf(dequantizeInt8Accumulators(noBias.acc!, noBias.xScale, qw.scale))).toEqual(bitsOf(noBias.y));
+        expect(bitsOf(await dequantizeInt8Accumulators(noBias.acc!, noBias.xScale, qw.scale))).toEqual(bitsOf(noBias.y));
       }
     }
   });

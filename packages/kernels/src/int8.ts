@@ -22,6 +22,7 @@ import { Tensor } from './tensor.js';
 export type { Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
 
 type QuantizeFn = (x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string) => void;
+type DequantizeFn = (acc: Uint8Array, xScale: Uint8Array, wScale: Uint8Array, bias: Uint8Array | null, y: Uint8Array, m: number, n: number) => Promise<void>;
 type MatmulFn = (a: Uint8Array, b: Uint8Array, c: Uint8Array, m: number, k: number, n: number, backend: string) => Promise<void>;
 type Int8LinearFn = (
   x: Uint8Array,
@@ -145,31 +146,23 @@ export async function int8Linear(
 
 /**
  * The epilogue of int8Linear on accumulators computed elsewhere (tensor parallelism: int32 sums
- * reduced across ranks): y = float(acc) * (x_scale * w_scale) + bias, each step rounded to f32 in
- * that order, as the native kernel does (no FMA), so the bits equal int8Linear's y. acc [M, N] i32,
- * xScale [M, 1], wScale [N] or [N, 1], bias [N].
+ * reduced across ranks): y = float(acc) * (x_scale * w_scale) + bias, by the native code int8Linear
+ * runs (same f32 order, no FMA), so the bits equal int8Linear's y. acc [M, N] i32, xScale [M, 1],
+ * wScale [N] or [N, 1], bias [N].
  */
-export function dequantizeInt8Accumulators(acc: Tensor, xScale: Tensor, wScale: Tensor, bias?: Tensor): Tensor<'f32'> {
+export async function dequantizeInt8Accumulators(acc: Tensor, xScale: Tensor, wScale: Tensor, bias?: Tensor): Promise<Tensor<'f32'>> {
   requireDType(acc, ['i32'], 'dequantizeInt8Accumulators acc');
   const [m, n] = matrixDims(acc, 'dequantizeInt8Accumulators acc');
-  const xs = checkExternalScale(xScale, m, 'dequantizeInt8Accumulators xScale') as Float32Array;
+  checkExternalScale(xScale, m, 'dequantizeInt8Accumulators xScale');
   checkWeightScale(wScale, n, 'dequantizeInt8Accumulators wScale');
   checkBias(bias, n, 'dequantizeInt8Accumulators');
-  const ws = (wScale as Tensor<'f32'>).data;
-  const b = (bias as Tensor<'f32'> | undefined)?.data;
-  const a = (acc as Tensor<'i32'>).data;
   const y = Tensor.zeros('f32', [m, n]);
-  const out = y.data;
-  const f = Math.fround;
-  // Each float32 op done in float64 then rounded once is the correctly rounded float32 result
-  // (53 >= 2·24 + 2), so these are the kernel's bits.
-  for (let r = 0; r < m; r++) {
-    const sx = xs[r] as number;
-    const row = r * n;
-    for (let c = 0; c < n; c++) {
-      const v = f(f(a[row + c] as number) * f(sx * (ws[c] as number)));
-      out[row + c] = b === undefined ? v : f(v + (b[c] as number));
-    }
+  try {
+    await withPinned([acc, xScale, wScale, bias], () =>
+      (nativeAddon().int8Dequantize as DequantizeFn)(acc.bytes(), xScale.bytes(), wScale.bytes(), bias?.bytes() ?? null, y.bytes(), m, n),
+    );
+  } catch (error) {
+    throw fromNativeError(error, 'dequantizeInt8Accumulators');
   }
   return y;
 }

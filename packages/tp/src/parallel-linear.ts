@@ -52,7 +52,7 @@ class RowParallelLinear implements LinearOp {
       const acc = await int8Matmul(q, int8.q);
       // Integer sums are exact: the reduced accumulators are the unsplit layer's.
       await this.comm.allreduce(acc.data, 'sum');
-      return dequantizeInt8Accumulators(acc, xScale, int8.scale, bias);
+      return await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias);
     }
     // Float weights: partial products summed in fp32 across ranks, then the bias once.
     const y = await this.local.forward(x);
