@@ -72,7 +72,7 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
   // After a failure the others normally exit on their own within the grace (their next collective
   // fails naming the lost rank); whoever is still running then is terminated, then killed.
   const windDown = (): void => {
-    const grace = Math.min(options.timeoutMs, 5000);
+    const grace = Math.min(options.timeoutMs, 10_000);
     timers.push(setTimeout(() => terminate('SIGTERM'), grace), setTimeout(() => terminate('SIGKILL'), grace + 3000));
   };
   const onSignal = (signal: NodeJS.Signals): void => {

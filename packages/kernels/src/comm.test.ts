@@ -218,7 +218,7 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
 
   it('a rank that never joins: the others fail with COMM_TIMEOUT naming it', async () => {
     const dir = tempDir();
-    const exits = await runRanks({ mode: 'collectives', n: 1, size: 3, store: { kind: 'file', path: dir }, prefix: 'absent', timeoutMs: 1500 }, [0, 1]);
+    const exits = await runRanks({ mode: 'collectives', n: 1, size: 3, store: { kind: 'file', path: dir }, prefix: 'absent', timeoutMs: 5000 }, [0, 1]);
     // Rank 0 waits for rank 2's address; rank 1 waits for rank 0 or 2: either way rank 2 is named.
     for (const e of exits) {
       expect(e.result).toMatchObject({ ok: false, error: { code: 'COMM_TIMEOUT' } });
@@ -229,7 +229,7 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
 
   it('a rank alive but silent past the timeout is named by COMM_TIMEOUT', async () => {
     const dir = tempDir();
-    const exits = await runRanks({ mode: 'silent', victim: 1, sleepMs: 3500, size: 2, store: { kind: 'file', path: dir }, prefix: 'silent', timeoutMs: 1000, graceMs: 500 }, [0, 1]);
+    const exits = await runRanks({ mode: 'silent', victim: 1, sleepMs: 6000, size: 2, store: { kind: 'file', path: dir }, prefix: 'silent', timeoutMs: 1000, graceMs: 500 }, [0, 1]);
     expect(exits[0]!.result).toMatchObject({ ok: false, error: { code: 'COMM_TIMEOUT', ranks: [1] } });
     // The late rank then finds its peer gone, which is alive and reported: nobody to blame.
     expect(exits[1]!.result?.ok).toBe(false);
