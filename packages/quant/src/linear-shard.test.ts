@@ -1,4 +1,4 @@
-import { Tensor, hadamard, int8Linear, isNinodesError, quantizeWeightInt8 } from '@ninodes/kernels';
+import { Tensor, hadamard, int8Linear, int8Matmul, isNinodesError, quantizeRowsInt8, quantizeWeightInt8 } from '@ninodes/kernels';
 import { describe, expect, it } from 'vitest';
 import { GgufCheckpoint } from './gguf-checkpoint.js';
 import type { LinearShard } from './linear-op.js';
@@ -152,6 +152,17 @@ describe('row-parallel shards', () => {
       });
     }
     expect([...acc]).toEqual([...(full.acc?.data ?? [])]);
+    // The same pieces separately: rotate, quantize with the shared scale, int32 GEMM.
+    const acc2 = new Int32Array(m * n);
+    for (const rank of [0, 1]) {
+      const op = provider.linear({ name: 'out', inFeatures: k / 2, outFeatures: n, bias: false, shard: { rank, size: 2, role: 'row', fused: { kind: 'none' } } });
+      const qw = (await op.int8Weight())?.q as Tensor<'i8'>;
+      const qx = quantizeRowsInt8(await hadamard(parts[rank] as Tensor<'f32'>, { group: 256 }), { scale: xScale }).q;
+      (await int8Matmul(qx, qw)).data.forEach((v, i) => {
+        acc2[i] = (acc2[i] as number) + v;
+      });
+    }
+    expect([...acc2]).toEqual([...acc]);
   });
 
   it('a row-parallel int8 convrot slice that splits the 256-column groups is a coded error naming the layer', () => {
