@@ -7,10 +7,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Tensor, quantizeWeightInt8 } from '@ninodes/kernels';
+import { type Communicator, Tensor, quantizeWeightInt8 } from '@ninodes/kernels';
 import { SafetensorsFile, tensorSources, writeSafetensors } from '@ninodes/memory';
-import { type LayoutLinear, type ModelLayout, createLinearProvider, encodeComfyQuant } from '@ninodes/quant';
+import { type LayoutLinear, type LinearProvider, type LinearSpec, type ModelLayout, createLinearProvider, encodeComfyQuant } from '@ninodes/quant';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parallelLinearProvider } from './parallel-linear.js';
+import { shardPlan } from './shard-plan.js';
 
 const here = (p: string): string => fileURLToPath(new URL(p, import.meta.url));
 const pkgDist = (pkg: string): string => pathToFileURL(here(`../../${pkg}/dist/index.js`)).href;
@@ -217,4 +219,31 @@ describe('parallel linears across rank processes', () => {
       expect(maxRel(single.get('rp8')!, float64Reference(rp8))).toBeLessThan(0.05);
     });
   }
+});
+
+describe('parallelLinearProvider (no processes)', () => {
+  // Only rank and size are read before a forward.
+  const comm = (rank: number, size: number): Communicator => ({ rank, size }) as unknown as Communicator;
+
+  it('asks quant for the local part of each planned layer, whole widths or already-local specs alike', () => {
+    const asked: LinearSpec[] = [];
+    const recorder: LinearProvider = {
+      linear(spec) {
+        asked.push(spec);
+        return { spec, format: 'f32', forward: async (x) => x, materializedWeight: async () => Tensor.zeros('f32', [spec.outFeatures, spec.inFeatures]) };
+      },
+    };
+    const plan = shardPlan(layout, 2);
+    const provider = parallelLinearProvider({ provider: recorder, plan, comm: comm(1, 2) });
+    const qkv = provider.linear({ name: 'qkv8', inFeatures: 256, outFeatures: 192, bias: true });
+    expect(qkv.spec).toMatchObject({ inFeatures: 256, outFeatures: 96, shard: { rank: 1, size: 2, role: 'column', fused: { kind: 'qkv', heads: 4, headDim: 16 } } });
+    const row = provider.linear({ name: 'rp8', inFeatures: 512, outFeatures: 40, bias: true, shard: { rank: 1, size: 2, role: 'row', fused: { kind: 'none' } } });
+    expect(asked[1]).toMatchObject({ inFeatures: 512, outFeatures: 40, shard: { role: 'row' } });
+    // The row-parallel op is wrapped (it reduces), the column one is quant's op itself.
+    expect(row).not.toBe(asked[1]);
+    expect(provider.linear({ name: 'emb32', inFeatures: 48, outFeatures: 24, bias: true }).spec.shard).toMatchObject({ role: 'replicated' });
+    expect(() => provider.linear({ name: 'rp8', inFeatures: 300, outFeatures: 40, bias: true })).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    expect(() => provider.linear({ name: 'nope', inFeatures: 1, outFeatures: 1, bias: false })).toThrow(expect.objectContaining({ code: 'LAYER_NOT_IN_PLAN' }));
+    expect(() => parallelLinearProvider({ provider: recorder, plan, comm: comm(0, 4) })).toThrow(expect.objectContaining({ code: 'SHARD_COMM_MISMATCH' }));
+  });
 });
