@@ -1,10 +1,11 @@
-// `ninodes run --tp N` on one machine: starts N rank processes of this CLI (threads split evenly),
+// `ninodes run --tp N` on one machine: starts N rank processes of this CLI (threads split evenly,
+// optionally each pinned to its own cores),
 // streams their output with a rank prefix, and makes sure none outlives the run: when one rank fails
 // the others get a moment to report (their collectives fail naming it), then are terminated; SIGINT
 // and SIGTERM are passed on. The rendezvous directory is removed at the end.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +19,43 @@ export interface LaunchOptions {
   readonly argv: readonly string[];
   readonly threadsPerRank: number;
   readonly timeoutMs: number;
+  /** Pin rank i to its own `threadsPerRank` cores of the ones this process may use (taskset). */
+  readonly pin?: boolean;
   readonly context: CommandContext;
+}
+
+/** The CPUs this process may run on (Linux: Cpus_allowed_list, e.g. "0-3,8"). */
+function allowedCpus(): number[] {
+  let list = '';
+  try {
+    list = /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '';
+  } catch {
+    list = '';
+  }
+  const cpus: number[] = [];
+  for (const part of list.split(',')) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (m === null) continue;
+    for (let c = Number(m[1]); c <= Number(m[2] ?? m[1]); c++) cpus.push(c);
+  }
+  return cpus;
+}
+
+/** Per rank, the cores it is pinned to: consecutive slices of the allowed CPUs. */
+function pinPlan(size: number, threadsPerRank: number): string[] {
+  const found = spawnSync('taskset', ['--version'], { encoding: 'utf8' });
+  if (found.error !== undefined) {
+    throw new NinodesError('TP_PIN_UNAVAILABLE', '--tp-pin needs taskset, which is not installed', { where: '--tp-pin', hint: 'apt-get install util-linux' });
+  }
+  const cpus = allowedCpus();
+  if (cpus.length < size * threadsPerRank) {
+    throw new NinodesError('CLI_TP_PIN', `--tp-pin: ${size} ranks of ${threadsPerRank} threads need ${size * threadsPerRank} cores, this process may use ${cpus.length}`, {
+      value: { ranks: size, threadsPerRank, cores: cpus.length },
+      where: '--tp-pin',
+      hint: 'lower --threads or --tp, or drop --tp-pin',
+    });
+  }
+  return Array.from({ length: size }, (_, r) => cpus.slice(r * threadsPerRank, (r + 1) * threadsPerRank).join(','));
 }
 
 /** The CLI entry the ranks run: this bundle (dist/cli.js) or, from sources under test, the built one. */
@@ -57,6 +94,7 @@ const describeExit = (e: RankExit): string => (e.signal !== null ? `was killed b
 export async function launchTensorParallel(options: LaunchOptions): Promise<number> {
   const { size, context } = options;
   const cli = cliEntry(context.env);
+  const pins = options.pin === true ? pinPlan(size, options.threadsPerRank) : undefined;
   const storeDir = mkdtempSync(join(tmpdir(), 'ninodes-tp-'));
   const prefix = `run-${process.pid}-${randomBytes(6).toString('hex')}`;
   const children: ChildProcess[] = [];
@@ -87,7 +125,9 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
   try {
     const done = Array.from({ length: size }, (_, rank) => {
       const args = [cli, ...options.argv, '--threads', String(options.threadsPerRank)];
-      const child = spawn(process.execPath, args, {
+      const pinned = pins?.[rank];
+      const [command, commandArgs] = pinned === undefined ? [process.execPath, args] : ['taskset', ['-c', pinned, process.execPath, ...args]];
+      const child = spawn(command, commandArgs, {
         env: {
           ...context.env,
           [TP_ENV.rank]: String(rank),
@@ -99,7 +139,7 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       children.push(child);
-      context.stderr.write(`[tp] rank ${rank}: pid ${child.pid}\n`);
+      context.stderr.write(`[tp] rank ${rank}: pid ${child.pid}${pinned === undefined ? '' : `, cores ${pinned}`}\n`);
       const tag = `[rank ${rank}] `;
       // Rank 0's standard output is the run's (summary or --json document), passed on once the whole
       // run succeeded (a failed run prints one error, the launcher's); the others' are logs.

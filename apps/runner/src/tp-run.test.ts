@@ -169,6 +169,27 @@ describe('ninodes run --tp', () => {
     }
   });
 
+  it('--tp-pin pins each rank to its own core (taskset); too few cores is a coded error', async () => {
+    // This process's allowed CPUs, expanded from Linux's list form ("0-3,8").
+    const list = /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]!;
+    const allowed = list.split(',').flatMap((p) => {
+      const [a, b] = p.split('-').map(Number);
+      return Array.from({ length: (b ?? a!) - a! + 1 }, (_, i) => a! + i);
+    });
+    const seen: string[] = [];
+    const r = await startCli(['run', '--model', ckpt, ...LATENT, '--tp', '2', '--threads', '2', '--tp-pin', '--out', join(dir, 'pinned')], (text) => {
+      if (seen.length === 0 && /\[rank 1\] steps: 1\//.test(text)) {
+        for (const pid of rankPids(text)) seen.push(/^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!);
+      }
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(seen).toEqual([String(allowed[0]), String(allowed[1])]);
+    expect(r.stderr).toMatch(new RegExp(`\\[tp\\] rank 1: pid \\d+, cores ${allowed[1]}`));
+    const tooMany = await startCli(['run', '--model', ckpt, ...LATENT, '--tp', '2', '--threads', '1024', '--tp-pin', '--out', join(dir, 'pinned-2')]);
+    expect(tooMany.status).toBe(2); // a command-line error
+    expect(tooMany.stderr).toMatch(/CLI_TP_PIN: --tp-pin: 2 ranks of 512 threads need 1024 cores/);
+  });
+
   it('refuses up front a split that cuts the convrot groups, naming the layer, before starting ranks', async () => {
     const r = await startCli(['run', '--model', ckpt, ...LATENT, '--quant', 'int8_convrot', '--tp', '8', '--out', join(dir, 'i8-8')]);
     expect(r.status).toBe(1);

@@ -44,6 +44,7 @@ export const runSchema = z
     out: z.string().min(1).default('ninodes-run'),
     tp: positiveInt.max(256).default(1),
     'tp-timeout': positiveInt.max(86_400_000).default(DEFAULT_TP_TIMEOUT_MS),
+    'tp-pin': z.boolean().default(false),
     json: z.boolean().default(false),
     positionals: z.array(z.string()).length(0),
   })
@@ -55,7 +56,7 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--tp N [--tp-timeout ms]] [--out <dir>] [--json]',
+    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--json]',
   options: {
     model: { type: 'string' },
     preset: { type: 'string' },
@@ -71,6 +72,7 @@ export const run = defineCommand({
     out: { type: 'string' },
     tp: { type: 'string' },
     'tp-timeout': { type: 'string' },
+    'tp-pin': { type: 'boolean' },
     json: { type: 'boolean' },
   },
   positionals: [0, 0],
@@ -251,7 +253,7 @@ async function launch(args: RunArgs, context: CommandContext): Promise<number> {
   if (args.json) argv.push('--json');
   // Threads split evenly: --threads T over N ranks, or every core when T is 0.
   const total = args.threads > 0 ? args.threads : cpus().length;
-  return launchTensorParallel({ size: args.tp, argv, threadsPerRank: Math.max(1, Math.floor(total / args.tp)), timeoutMs: args['tp-timeout'], context });
+  return launchTensorParallel({ size: args.tp, argv, threadsPerRank: Math.max(1, Math.floor(total / args.tp)), timeoutMs: args['tp-timeout'], pin: args['tp-pin'], context });
 }
 
 /** Every rank's latent hash and peak memory, gathered on every rank (so all agree on the report). */
