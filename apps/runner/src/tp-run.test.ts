@@ -2,7 +2,7 @@
 // ranks write identical latents; with int8 convrot weights those equal the single-rank run's bytes,
 // with fp32 weights they are within 1e-6 relative; a killed rank or a SIGTERM stops every process
 // and leaves no files behind.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -133,6 +133,7 @@ describe('ninodes run --tp', () => {
         server.close(() => resolve(typeof a === 'object' && a !== null ? a.port : 0));
       });
     });
+    if (spawnSync('redis-server', ['--version']).error !== undefined) throw new Error('redis-server is not installed: apt-get install redis-server (scripts/setup.sh installs it)');
     const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
     started.push(redis);
     try {
