@@ -101,12 +101,10 @@ Napi::Value comm_create(const Napi::CallbackInfo& info) {
         [comm, status](Napi::Env env) -> Napi::Value {
           Napi::Object out = status_object(env, *status);
           if (status->ok()) {
-            out.Set("handle", Napi::External<Handle>::New(env, new Handle(comm), [](Napi::Env, Handle* h) {
-                      // Closing can wait for a collective still running on a worker; the TS wrapper
-                      // closes explicitly, so a finalizer normally finds it closed already.
-                      (*h)->close();
-                      delete h;
-                    }));
+            // The finalizer only drops this reference: a collective still running on a worker holds
+            // its own, and the last one to go closes the sockets (~Communicator), so the JS thread
+            // never waits on a collective here.
+            out.Set("handle", Napi::External<Handle>::New(env, new Handle(comm), [](Napi::Env, Handle* h) { delete h; }));
           } else {
             comm->close();
           }
