@@ -46,6 +46,9 @@ export const runReportSchema = z.object({
           latentSha256: z.string().regex(/^[0-9a-f]{64}$/),
           peakAnonBytes: z.number().int().nonnegative(),
           peakFileBytes: z.number().int().nonnegative(),
+          /** Seconds the rank spent in collectives during the run (waiting for the others included). */
+          commSeconds: z.number().nonnegative(),
+          collectives: z.number().int().nonnegative(),
         }),
       ),
       weightBytesPerRank: z.number().int().nonnegative(),

@@ -101,6 +101,8 @@ describe('ninodes run --tp', () => {
       const report = runReportSchema.parse(JSON.parse(r.stdout));
       expect(report.tp?.size).toBe(n);
       expect(report.tp?.ranks.map((x) => x.rank)).toEqual(Array.from({ length: n }, (_, i) => i));
+      // Per step and block: int8 out_proj and fc2 reduce a scale (MAX) and accumulators (SUM).
+      for (const rank of report.tp!.ranks) expect(rank.collectives).toBe(2 * config.layers * 2 * 2);
       for (const rank of report.tp!.ranks) expect(rank.latentSha256).toBe(single.output.latentSha256);
       expect(report.output.latentSha256).toBe(single.output.latentSha256);
       expect(Buffer.from(latentOf(join(dir, `i8-${n}`)).buffer).equals(Buffer.from(latentOf(join(dir, 'i8-1')).buffer))).toBe(true);

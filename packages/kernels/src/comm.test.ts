@@ -136,6 +136,11 @@ function checkCollectives(exits: Exit[], size: number, n: number): void {
   expect(Array.from(decode.f32(r0.bcast))).toEqual(Array.from(f32Input(size - 1, n)));
   const expectedGather = Array.from({ length: size }, (_, r) => Array.from(i32Input(r, 5))).flat();
   expect(Array.from(decode.i32(r0.gathered))).toEqual(expectedGather);
+  // 4 allreduces and a broadcast of n elements, an allgather of 5, a barrier (4 bytes each).
+  for (const r of results) {
+    expect(r.stats).toMatchObject({ collectives: 7, bytes: 4 * (5 * n + 5) });
+    expect((r.stats as { seconds: number }).seconds).toBeGreaterThan(0);
+  }
 }
 
 function freePort(): Promise<number> {

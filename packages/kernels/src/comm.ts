@@ -112,11 +112,22 @@ function requireInt(value: unknown, lo: number, hi: number, what: string): numbe
   return value;
 }
 
+/** What a communicator has done so far (for reports: the share of a step spent communicating). */
+export interface CommStats {
+  /** Collectives that completed. */
+  readonly collectives: number;
+  /** Bytes this rank contributed to them (its input buffers). */
+  readonly bytes: number;
+  /** Wall seconds the collectives ran (waiting for the slowest rank included), queueing excluded. */
+  readonly seconds: number;
+}
+
 export class Communicator {
   readonly rank: number;
   readonly size: number;
   private handle: Handle | undefined;
   private tail: Promise<unknown> = Promise.resolve();
+  private done = { collectives: 0, bytes: 0, seconds: 0 };
 
   private constructor(rank: number, size: number, handle: Handle) {
     this.rank = rank;
@@ -133,7 +144,7 @@ export class Communicator {
   allreduce(data: CommArray, op: ReduceOp = 'sum'): Promise<void> {
     const dtype = dtypeOf(data, 'allreduce');
     if (op !== 'sum' && op !== 'max') throw new NinodesError('INVALID_ARGUMENT', `allreduce: op must be 'sum' or 'max'`, { value: op });
-    return this.enqueue('allreduce', (h) => addon().commAllreduce(h, data, dtype, op));
+    return this.enqueue('allreduce', data.byteLength, (h) => addon().commAllreduce(h, data, dtype, op));
   }
 
   /** Copies `root`'s `data` into every other rank's `data`, in place. */
@@ -142,20 +153,25 @@ export class Communicator {
     if (!Number.isInteger(root) || root < 0 || root >= this.size) {
       throw new NinodesError('INVALID_ARGUMENT', `broadcast: root ${root} is not a rank of a world of ${this.size}`, { value: root });
     }
-    return this.enqueue('broadcast', (h) => addon().commBroadcast(h, data, dtype, root));
+    return this.enqueue('broadcast', data.byteLength, (h) => addon().commBroadcast(h, data, dtype, root));
   }
 
   /** Every rank's `data` concatenated in rank order (size x data.length elements). */
   async allgather<T extends CommArray>(data: T): Promise<T> {
     const dtype = dtypeOf(data, 'allgather');
     const out = (dtype === 'f32' ? new Float32Array(data.length * this.size) : new Int32Array(data.length * this.size)) as T;
-    await this.enqueue('allgather', (h) => addon().commAllgather(h, data, out, dtype));
+    await this.enqueue('allgather', data.byteLength, (h) => addon().commAllgather(h, data, out, dtype));
     return out;
   }
 
   /** Resolves once every rank has reached the barrier. */
   barrier(): Promise<void> {
-    return this.enqueue('barrier', (h) => addon().commBarrier(h));
+    return this.enqueue('barrier', 0, (h) => addon().commBarrier(h));
+  }
+
+  /** Totals of the collectives that completed. */
+  stats(): CommStats {
+    return { ...this.done };
   }
 
   /** Closes the sockets after the queued collectives finish. Idempotent. */
@@ -167,13 +183,17 @@ export class Communicator {
     }
   }
 
-  private enqueue(what: string, op: (handle: Handle) => Promise<NativeStatus>): Promise<void> {
+  private enqueue(what: string, bytes: number, op: (handle: Handle) => Promise<NativeStatus>): Promise<void> {
     const run = async (): Promise<void> => {
       if (this.handle === undefined) {
         throw new CommError('COMM_CLOSED', `${what}: the communicator was closed`, [], `rank ${this.rank}`, undefined);
       }
+      const started = performance.now();
       const status = await op(this.handle);
       if (status.code !== '') throw new CommError(status.code, status.message, status.ranks, `rank ${this.rank}`, HINTS[status.code]);
+      this.done.collectives += 1;
+      this.done.bytes += bytes;
+      this.done.seconds += (performance.now() - started) / 1000;
     };
     const next = this.tail.then(run, run);
     this.tail = next.catch(() => undefined);

@@ -62,6 +62,7 @@ export {
   createCommunicator,
   type CommArray,
   type CommErrorCode,
+  type CommStats,
   type CommStore,
   type CommunicatorOptions,
   type ReduceOp,

@@ -195,7 +195,7 @@ export const run = defineCommand({
             ...(tpReport === undefined
               ? []
               : [
-                  `tp         ${tpReport.size} ranks, latents ${tpReport.ranks.every((r) => r.latentSha256 === latentSha256) ? 'identical' : 'DIFFER'}; weights per rank ${mib(tpReport.weightBytesPerRank)} of ${mib(tpReport.singleRankWeightBytes)}`,
+                  `tp         ${tpReport.size} ranks, latents ${tpReport.ranks.every((r) => r.latentSha256 === latentSha256) ? 'identical' : 'DIFFER'}; weights per rank ${mib(tpReport.weightBytesPerRank)} of ${mib(tpReport.singleRankWeightBytes)}; rank 0 spent ${tpReport.ranks[0]?.commSeconds.toFixed(2)} s in ${tpReport.ranks[0]?.collectives} collectives`,
                 ]),
             ...files.map((f) => `wrote      ${f}`),
             '',
@@ -258,18 +258,29 @@ async function launch(args: RunArgs, context: CommandContext): Promise<number> {
 
 /** Every rank's latent hash and peak memory, gathered on every rank (so all agree on the report). */
 async function gatherRanks(tp: TpRankModel, latentSha256: string, peak: { peakAnonBytes: number; peakFileBytes: number }): Promise<NonNullable<RunReport['tp']>> {
-  const mine = new Int32Array(10);
+  const W = 12;
+  const mine = new Int32Array(W);
   const hash = Buffer.from(latentSha256, 'hex');
   for (let i = 0; i < 8; i++) mine[i] = hash.readInt32LE(i * 4);
-  // KiB fit an int32 up to 2 TiB.
+  // KiB fit an int32 up to 2 TiB, milliseconds up to 24 days.
   mine[8] = Math.ceil(peak.peakAnonBytes / 1024);
   mine[9] = Math.ceil(peak.peakFileBytes / 1024);
+  const comm = tp.comm.stats();
+  mine[10] = Math.round(comm.seconds * 1000);
+  mine[11] = comm.collectives;
   const all = await tp.comm.allgather(mine);
   const ranks = Array.from({ length: tp.comm.size }, (_, r) => {
-    const words = all.subarray(r * 10, r * 10 + 10);
+    const words = all.subarray(r * W, (r + 1) * W);
     const bytes = Buffer.alloc(32);
     for (let i = 0; i < 8; i++) bytes.writeInt32LE(words[i] as number, i * 4);
-    return { rank: r, latentSha256: bytes.toString('hex'), peakAnonBytes: (words[8] as number) * 1024, peakFileBytes: (words[9] as number) * 1024 };
+    return {
+      rank: r,
+      latentSha256: bytes.toString('hex'),
+      peakAnonBytes: (words[8] as number) * 1024,
+      peakFileBytes: (words[9] as number) * 1024,
+      commSeconds: (words[10] as number) / 1000,
+      collectives: words[11] as number,
+    };
   });
   const planned = tp.plan.ranks[tp.comm.rank];
   return { size: tp.comm.size, ranks, weightBytesPerRank: planned?.totalBytes ?? 0, singleRankWeightBytes: tp.plan.singleRankBytes };

@@ -27,6 +27,7 @@ try {
     await comm.broadcast(bcast, job.size - 1);
     const gathered = await comm.allgather(i32Input(job.rank, 5));
     await comm.barrier();
+    out.stats = comm.stats();
     Object.assign(out, { sum: b64(sum), max: b64(max), isum: b64(isum), imax: b64(imax), bcast: b64(bcast), gathered: b64(gathered) });
   } else if (job.mode === 'die') {
     await comm.barrier();
