@@ -59,6 +59,25 @@ export const runReportSchema = z.object({
     latentSha256: z.string().regex(/^[0-9a-f]{64}$/),
     files: z.array(z.string()),
   }),
+  /** Tensor-parallel runs: every rank's latent hash and peak memory, and the plan's weight bytes. */
+  tp: z
+    .object({
+      size: z.number().int().positive(),
+      ranks: z.array(
+        z.object({
+          rank: z.number().int().nonnegative(),
+          latentSha256: z.string().regex(/^[0-9a-f]{64}$/),
+          peakAnonBytes: z.number().int().nonnegative(),
+          peakFileBytes: z.number().int().nonnegative(),
+          /** Seconds the rank spent in collectives during the run (waiting for the others included). */
+          commSeconds: z.number().nonnegative(),
+          collectives: z.number().int().nonnegative(),
+        }),
+      ),
+      weightBytesPerRank: z.number().int().nonnegative(),
+      singleRankWeightBytes: z.number().int().nonnegative(),
+    })
+    .optional(),
   env: z.object({
     node: z.string(),
     simd: z.string(),

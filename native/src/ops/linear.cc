@@ -573,6 +573,29 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
   });
 }
 
+// int8Dequantize(acc i32 [M,N], xScale f32 [M], wScale f32 [N], bias f32 [N] | null, y f32 [M,N], M, N):
+// int8Linear's epilogue on accumulators summed elsewhere (tensor-parallel ranks), by the same code.
+Napi::Value int8_dequantize(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const args::Bytes accb = args::bytes(info, 0, "int8Dequantize accumulators");
+    const args::Bytes xsb = args::bytes(info, 1, "int8Dequantize input scale");
+    const args::Bytes wsb = args::bytes(info, 2, "int8Dequantize weight scale");
+    const args::Bytes bb = args::bytes(info, 3, "int8Dequantize bias", true);
+    const args::Bytes yb = args::bytes(info, 4, "int8Dequantize output");
+    const size_t m = args::dim(info, 5, "M");
+    const size_t n = args::dim(info, 6, "N");
+    const int32_t* acc = args::as<int32_t>(accb, args::mul(m, n, "int8Dequantize"), "int8Dequantize accumulators");
+    const float* xs = args::as<float>(xsb, m, "int8Dequantize input scale");
+    const float* ws = args::as<float>(wsb, n, "int8Dequantize weight scale");
+    const float* bias = bb.present ? args::as<float>(bb, n, "int8Dequantize bias") : nullptr;
+    float* y = args::as<float>(yb, args::mul(m, n, "int8Dequantize"), "int8Dequantize output");
+    auto work = [=] { dequant(acc, xs, ws, bias, y, m, n, parallel_for); };
+    std::vector<Napi::Value> keep{info[0], info[1], info[2], info[4]};
+    if (bb.present) keep.push_back(info[3]);
+    return AsyncOp::start(info.Env(), "ninodes.int8Dequantize", work, [](Napi::Env env) { return env.Undefined(); }, keep);
+  });
+}
+
 }  // namespace
 }  // namespace ninodes
 
@@ -580,4 +603,5 @@ NINODES_MODULE(linear) {
   exports.Set("linear", Napi::Function::New(env, ninodes::linear, "linear"));
   exports.Set("int8Matmul", Napi::Function::New(env, ninodes::int8_matmul, "int8Matmul"));
   exports.Set("int8Linear", Napi::Function::New(env, ninodes::int8_linear, "int8Linear"));
+  exports.Set("int8Dequantize", Napi::Function::New(env, ninodes::int8_dequantize, "int8Dequantize"));
 }

@@ -40,6 +40,7 @@ export { decodeFp8, encodeFp8, type DecodeFp8Options, type EncodeFp8Options, typ
 export { hadamard, hadamardSync, type HadamardOptions } from './hadamard.js';
 export { linear, type LinearOptions, type LinearPrecision } from './linear.js';
 export {
+  dequantizeInt8Accumulators,
   int8Backend,
   int8Backends,
   int8Linear,
@@ -54,3 +55,15 @@ export {
   type QuantizeWeightOptions,
 } from './int8.js';
 export * as reference from './reference/index.js';
+// tp: Gloo collectives
+export {
+  CommError,
+  Communicator,
+  createCommunicator,
+  type CommArray,
+  type CommErrorCode,
+  type CommStats,
+  type CommStore,
+  type CommunicatorOptions,
+  type ReduceOp,
+} from './comm.js';

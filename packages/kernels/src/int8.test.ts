@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { getThreads, hadamardSync, int8Backend, int8Backends, int8Linear, int8Matmul, quantizeRowsInt8, quantizeWeightInt8, reference, setThreads, Tensor } from './index.js';
+import { dequantizeInt8Accumulators, getThreads, hadamardSync, int8Backend, int8Backends, int8Linear, int8Matmul, quantizeRowsInt8, quantizeWeightInt8, reference, setThreads, Tensor } from './index.js';
 import { get, readFixture } from './test-support/fixture-safetensors.js';
 
 const fx = readFixture('int8', 'int8_convrot.safetensors');
@@ -160,6 +160,62 @@ describe('int8 native vs reference (random shapes)', () => {
     expect(Array.from(q.data)).toEqual([20, -40, 60, 10, 25, 0, -100, 127]);
     expect(reference.quantizeRowsInt8(x, { scale }).q.data).toEqual(q.data);
     expect(() => quantizeRowsInt8(x, { scale: Tensor.f32([2, 1], [0.1, 0]) })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+
+  it('convrot rotates rows as int8Linear does: same scale; column slices of 256 give the slices of the rotation', async () => {
+    const m = 5;
+    const k = 768;
+    const x = Tensor.f32([m, k], Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.37) * (1 + (i % 11))));
+    const full = quantizeRowsInt8(x, { convrot: 256 });
+    // Independent path: the standalone Hadamard op, then plain quantization.
+    const viaHadamard = quantizeRowsInt8(hadamardSync(x, { group: 256 }));
+    expect(full.q.data).toEqual(viaHadamard.q.data);
+    expect(bitsOf(full.scale)).toEqual(bitsOf(viaHadamard.scale));
+    const w = Tensor.f32([3, k], Float32Array.from({ length: 3 * k }, (_, i) => Math.cos(i * 0.11)));
+    const qw = quantizeWeightInt8(w, { convrot: 256 });
+    for (const backend of int8Backends()) {
+      const { xScale } = await int8Linear(x, qw.q, qw.scale, { convrot: 256, backend });
+      expect(bitsOf(xScale), backend).toEqual(bitsOf(full.scale));
+    }
+    // A row-parallel rank's slice [256, 768): its rotation is the full rotation's slice, so the
+    // max over slices of the per-slice scale is the full row's scale.
+    const cols = (t: Tensor<'f32'>, a: number, b: number): Tensor<'f32'> =>
+      Tensor.f32([m, b - a], Float32Array.from({ length: m * (b - a) }, (_, i) => t.data[Math.floor(i / (b - a)) * k + a + (i % (b - a))] as number));
+    const parts = [cols(x, 0, 256), cols(x, 256, 768)].map((p) => quantizeRowsInt8(p, { convrot: 256 }).scale.data);
+    const shared = Float32Array.from({ length: m }, (_, r) => Math.max(parts[0]![r]!, parts[1]![r]!));
+    expect(new Uint32Array(shared.buffer)).toEqual(bitsOf(full.scale));
+    const tail = quantizeRowsInt8(cols(x, 256, 768), { convrot: 256, scale: Tensor.f32([m, 1], shared) });
+    for (let r = 0; r < m; r++) expect(tail.q.data.subarray(r * 512, (r + 1) * 512)).toEqual(full.q.data.subarray(r * k + 256, (r + 1) * k));
+    expect(() => quantizeRowsInt8(Tensor.zeros('f32', [1, 300]), { convrot: 256 })).toThrow(expect.objectContaining({ code: 'GROUP_MISMATCH' }));
+  });
+
+  it('dequantizeInt8Accumulators gives int8Linear y bit for bit (|acc| past 2^24, N with a tail, every backend)', async () => {
+    const cases = [
+      // Near-constant rows quantize to ~127 everywhere: acc ≈ 1536·127² > 2^24 rounds when widened to f32.
+      { m: 3, k: 1536, n: 13, convrot: false as const, x: (i: number) => 1 + 0.001 * Math.sin(i), w: (i: number) => 0.5 + 0.0005 * Math.cos(i) },
+      { m: 7, k: 512, n: 19, convrot: 256, x: (i: number) => Math.sin(i * 0.7) * 3, w: (i: number) => Math.cos(i * 0.29) },
+    ];
+    for (const c of cases) {
+      const x = Tensor.f32([c.m, c.k], Float32Array.from({ length: c.m * c.k }, (_, i) => c.x(i)));
+      const qw = quantizeWeightInt8(Tensor.f32([c.n, c.k], Float32Array.from({ length: c.n * c.k }, (_, i) => c.w(i))), { convrot: c.convrot });
+      const bias = Tensor.f32([c.n], Float32Array.from({ length: c.n }, (_, i) => (i - 6) * 0.37));
+      for (const backend of int8Backends()) {
+        const r = await int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, bias, returnAccumulators: true, backend });
+        if (c.convrot === false) expect(Math.max(...Array.from(r.acc!.data, Math.abs))).toBeGreaterThan(2 ** 24);
+        const y = await dequantizeInt8Accumulators(r.acc!, r.xScale, qw.scale, bias);
+        expect(bitsOf(y), backend).toEqual(bitsOf(r.y));
+        // The definition, each f32 operation done in float64 and rounded once (exact for + and ×).
+        const f = Math.fround;
+        const expected = Float32Array.from({ length: c.m * c.n }, (_, i) => {
+          const row = Math.floor(i / c.n);
+          const col = i % c.n;
+          return f(f(f(r.acc!.data[i]!) * f(r.xScale.data[row]! * qw.scale.data[col]!)) + bias.data[col]!);
+        });
+        expect(bitsOf(y)).toEqual(new Uint32Array(expected.buffer));
+        const noBias = await int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, returnAccumulators: true, backend });
+        expect(bitsOf(await dequantizeInt8Accumulators(noBias.acc!, noBias.xScale, qw.scale))).toEqual(bitsOf(noBias.y));
+      }
+    }
   });
 
   it('zero rows get the floor scale 1e-30 and quantize to zeros; NaN quantizes to 0', () => {

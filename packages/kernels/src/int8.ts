@@ -22,6 +22,7 @@ import { Tensor } from './tensor.js';
 export type { Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
 
 type QuantizeFn = (x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string) => void;
+type DequantizeFn = (acc: Uint8Array, xScale: Uint8Array, wScale: Uint8Array, bias: Uint8Array | null, y: Uint8Array, m: number, n: number) => Promise<void>;
 type MatmulFn = (a: Uint8Array, b: Uint8Array, c: Uint8Array, m: number, k: number, n: number, backend: string) => Promise<void>;
 type Int8LinearFn = (
   x: Uint8Array,
@@ -55,13 +56,15 @@ function quantize(x: Tensor, group: number, external: Float32Array | undefined, 
 
 /**
  * Per-row int8 quantization (comfy-kitchen): scale = max(absmax / 127, 1e-30), q = clamp(round half
- * to even(x / scale), -128, 127), NaN -> 0. `opts.scale` supplies the [M, 1] scales instead.
+ * to even(x / scale), -128, 127), NaN -> 0. `opts.scale` supplies the [M, 1] scales instead;
+ * `opts.convrot` rotates the rows first (x·H per group), as int8Linear does.
  */
 export function quantizeRowsInt8(x: Tensor, options?: QuantizeRowsOptions): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   requireDType(x, ['f32'], 'quantizeRowsInt8 input');
   const opts = optionsOf(options, 'quantizeRowsInt8 options');
-  const [rows] = matrixDims(x, 'quantizeRowsInt8 input');
-  return quantize(x, 0, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8');
+  const [rows, cols] = matrixDims(x, 'quantizeRowsInt8 input');
+  const { group } = resolveConvrot(opts.convrot, cols, 'quantizeRowsInt8');
+  return quantize(x, group, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8');
 }
 
 /** Offline weight path: rotate rows W·Hᵀ per group (if convrot), then per-output-row absmax/127. */
@@ -139,6 +142,29 @@ export async function int8Linear(
     throw fromNativeError(error, 'int8Linear');
   }
   return acc === undefined ? { y, xScale } : { y, acc, xScale };
+}
+
+/**
+ * The epilogue of int8Linear on accumulators computed elsewhere (tensor parallelism: int32 sums
+ * reduced across ranks): y = float(acc) * (x_scale * w_scale) + bias, by the native code int8Linear
+ * runs (same f32 order, no FMA), so the bits equal int8Linear's y. acc [M, N] i32, xScale [M, 1],
+ * wScale [N] or [N, 1], bias [N].
+ */
+export async function dequantizeInt8Accumulators(acc: Tensor, xScale: Tensor, wScale: Tensor, bias?: Tensor): Promise<Tensor<'f32'>> {
+  requireDType(acc, ['i32'], 'dequantizeInt8Accumulators acc');
+  const [m, n] = matrixDims(acc, 'dequantizeInt8Accumulators acc');
+  checkExternalScale(xScale, m, 'dequantizeInt8Accumulators xScale');
+  checkWeightScale(wScale, n, 'dequantizeInt8Accumulators wScale');
+  checkBias(bias, n, 'dequantizeInt8Accumulators');
+  const y = Tensor.zeros('f32', [m, n]);
+  try {
+    await withPinned([acc, xScale, wScale, bias], () =>
+      (nativeAddon().int8Dequantize as DequantizeFn)(acc.bytes(), xScale.bytes(), wScale.bytes(), bias?.bytes() ?? null, y.bytes(), m, n),
+    );
+  } catch (error) {
+    throw fromNativeError(error, 'dequantizeInt8Accumulators');
+  }
+  return y;
 }
 
 /** The int8 GEMM that `'auto'` picks on this machine (shapes with K % 64 != 0 skip `amx`). */

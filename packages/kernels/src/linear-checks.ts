@@ -43,6 +43,11 @@ export function checkInt8K(k: number, where: string): void {
 export interface QuantizeRowsOptions {
   /** Externally supplied per-row scale [M, 1] (tensor parallelism: the allreduce-MAX'd scale). */
   scale?: Tensor;
+  /**
+   * Rotate each row x·H per group of this size first (regular Hadamard), by the same code int8Linear
+   * runs, so a row-parallel rank's rotated slice and its absmax equal the unsplit layer's.
+   */
+  convrot?: number | false;
 }
 
 export interface Int8LinearOptions {

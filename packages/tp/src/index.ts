@@ -1,1 +1,2 @@
-export {};
+export { shardPlan, type PlannedLinear, type RankBytes, type ShardPlan, type ShardPlanOptions } from './shard-plan.js';
+export { parallelLinear, parallelLinearProvider, type ParallelProviderOptions } from './parallel-linear.js';

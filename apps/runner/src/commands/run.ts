@@ -6,16 +6,20 @@ import { StreamingExecutor, computeAccount, estimateActivationBytes, formatAlloc
 import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type LinearOp, type OpenedH3Model, ensureSyntheticCheckpoint, layoutOf, openH3Model, runSampler } from '@ninodes/models';
-import { type ComputeMode, floatPrecision } from '@ninodes/quant';
+import { type ComputeMode, floatPrecision, openCheckpoint } from '@ninodes/quant';
+import { shardPlan } from '@ninodes/tp';
 import { cpus } from 'node:os';
 import { z } from 'zod';
 import { cacheDir } from '../cache-dir.js';
-import { defineCommand } from '../command.js';
+import { type CommandContext, defineCommand } from '../command.js';
 import { readLatentFile } from '../latent-file.js';
 import { stageOutput } from '../output-dir.js';
 import { samplePeakMemory } from '../peak-memory.js';
 import { latentPreviewPng } from '../preview.js';
 import { type RunReport, runReportSchema, steadyStepMean } from '../run-report.js';
+import { DEFAULT_TP_TIMEOUT_MS, tpRankEnv } from '../tp-env.js';
+import { launchTensorParallel } from '../tp-launch.js';
+import { type TpRankModel, openTpRank } from '../tp-rank.js';
 
 export const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode> = {
   fp32: 'f32',
@@ -43,11 +47,16 @@ export const runSchema = z
     alloc: z.string().min(1).optional(),
     budget: z.string().min(1).optional(),
     prefetch: z.coerce.number().int().nonnegative().max(64).default(1),
+    tp: positiveInt.max(256).default(1),
+    'tp-timeout': positiveInt.max(86_400_000).default(DEFAULT_TP_TIMEOUT_MS),
+    'tp-pin': z.boolean().default(false),
     json: z.boolean().default(false),
     positionals: z.array(z.string()).length(0),
   })
   .refine((a) => !(a.model && a.preset), { message: '--model and --preset are exclusive', path: ['model'] })
-  .refine((a) => !(a.alloc && a.budget), { message: '--alloc and --budget are exclusive (--budget B is --alloc "cpu,B;disk,*")', path: ['alloc'] });
+  .refine((a) => !(a.alloc && a.budget), { message: '--alloc and --budget are exclusive (--budget B is --alloc "cpu,B;disk,*")', path: ['alloc'] })
+  // Streaming placement and tensor parallelism do not compose yet: each rank would need its own plan.
+  .refine((a) => a.tp === 1 || (a.alloc === undefined && a.budget === undefined), { message: '--tp cannot be combined with --alloc or --budget yet', path: ['tp'] });
 
 export type RunArgs = z.infer<typeof runSchema>;
 
@@ -91,7 +100,7 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--out <dir>] [--json]',
+    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--json]',
   options: {
     model: { type: 'string' },
     preset: { type: 'string' },
@@ -108,43 +117,53 @@ export const run = defineCommand({
     budget: { type: 'string' },
     prefetch: { type: 'string' },
     out: { type: 'string' },
+    tp: { type: 'string' },
+    'tp-timeout': { type: 'string' },
+    'tp-pin': { type: 'boolean' },
     json: { type: 'boolean' },
   },
   positionals: [0, 0],
   schema: runSchema,
   async run(args, context) {
+    const rank = tpRankEnv(context.env);
+    if (rank === undefined && args.tp > 1) return launch(args, context);
+    if (rank !== undefined && args.tp !== 1 && args.tp !== rank.size) {
+      throw new NinodesError('CLI_TP_MISMATCH', `--tp ${args.tp} but this process is rank ${rank.rank} of ${rank.size} (NINODES_TP_SIZE)`, {
+        value: args.tp,
+        where: '--tp',
+        hint: 'a rank started by hand takes its world from the environment: drop --tp',
+      });
+    }
     const started = performance.now();
     const threads = setThreads(args.threads);
     const memory = samplePeakMemory();
-    const stage = stageOutput(args.out);
+    // Rank 0 writes the run's files; the other ranks only report their latent hash to it.
+    const writes = rank === undefined || rank.rank === 0;
+    const stage = writes ? stageOutput(args.out) : undefined;
+    // A rank stopped by the launcher leaves no staging directory behind.
+    const onSignal = (signal: NodeJS.Signals): void => {
+      stage?.discard();
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    };
+    if (rank !== undefined) {
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+    }
     let opened: OpenedH3Model | undefined;
     let pressure: MemoryPressureMonitor | undefined;
+    let tp: TpRankModel | undefined;
     try {
-      let modelPath = args.model;
-      if (modelPath === undefined) {
-        const preset = args.preset ?? 'h3-tiny';
-        const gen = context.progress.task(`generating ${preset}`, 10);
-        let last = 0;
-        const cached = await ensureSyntheticCheckpoint({
-          dir: cacheDir(context.env),
-          preset,
-          onProgress: (done, total) => {
-            const pct = total > 0 ? Math.floor((done / total) * 100) : 100;
-            // Ten ticks, not a hundred: plain logs get a line per 10 %.
-            while (last + 10 <= pct) {
-              last += 10;
-              gen.tick();
-            }
-          },
-        });
-        gen.done(cached.reused ? 'cached (hash verified)' : 'written');
-        modelPath = cached.path;
-      }
+      const modelPath = args.model ?? (await syntheticModel(args.preset ?? 'h3-tiny', context));
       // fp32 islands (patch embedding, time embedder, output head) run as stored, as in ComfyUI.
-      opened = openH3Model(modelPath, { compute: QUANT_TO_COMPUTE[args.quant] });
+      if (rank === undefined) {
+        opened = openH3Model(modelPath, { compute: QUANT_TO_COMPUTE[args.quant] });
+      } else {
+        tp = await openTpRank(modelPath, QUANT_TO_COMPUTE[args.quant], rank);
+        opened = tp.opened;
+      }
       const { model } = opened;
       const unused = model.unusedKeys();
-      if (unused.length > 0) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
+      if (unused.length > 0 && writes) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
       const executor = args.alloc === undefined && args.budget === undefined ? undefined : streamingExecutor(opened, args);
       if (executor !== undefined) {
@@ -172,6 +191,12 @@ export const run = defineCommand({
         },
       });
       steps.done();
+      const latentSha256 = createHash('sha256').update(result.latent.bytes()).digest('hex');
+      const tpReport = tp === undefined ? undefined : await gatherRanks(tp, latentSha256, memory.stop());
+      if (stage === undefined) {
+        context.stderr.write(`rank ${rank?.rank} of ${rank?.size}: latent sha256 ${latentSha256}\n`);
+        return 0;
+      }
 
       const latentPath = join(stage.dir, 'latent.safetensors');
       await writeSafetensors(latentPath, tensorSources({ latent: result.latent }), {
@@ -204,10 +229,11 @@ export const run = defineCommand({
         memory: peak,
         ...(executor === undefined ? {} : { offload: { allocation: executor.allocation, streamingBudgetBytes: executor.budgetBytes, steps: executor.executor.stats() } }),
         output: {
-          latentSha256: createHash('sha256').update(result.latent.bytes()).digest('hex'),
+          latentSha256,
           files: ['latent.safetensors', 'preview.png', 'report.json'],
         },
         env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), computePrecision: floatPrecision(QUANT_TO_COMPUTE[args.quant]), cpu: cpus()[0]?.model ?? 'unknown' },
+        ...(tpReport === undefined ? {} : { tp: tpReport }),
       });
       writeFileSync(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
       await executor?.executor.close();
@@ -224,6 +250,11 @@ export const run = defineCommand({
             `total      ${report.timing.endToEndSeconds.toFixed(2)} s (load ${loadSeconds.toFixed(2)} s)`,
             `peak mem   ${mib(peak.peakAnonBytes)} anonymous, ${mib(peak.peakFileBytes)} file-backed`,
             `sha256     ${report.output.latentSha256}`,
+            ...(tpReport === undefined
+              ? []
+              : [
+                  `tp         ${tpReport.size} ranks, latents ${tpReport.ranks.every((r) => r.latentSha256 === latentSha256) ? 'identical' : 'DIFFER'}; weights per rank ${mib(tpReport.weightBytesPerRank)} of ${mib(tpReport.singleRankWeightBytes)}; rank 0 spent ${tpReport.ranks[0]?.commSeconds.toFixed(2)} s in ${tpReport.ranks[0]?.collectives} collectives`,
+                ]),
             ...files.map((f) => `wrote      ${f}`),
             '',
           ].join('\n'),
@@ -231,12 +262,85 @@ export const run = defineCommand({
       }
       return 0;
     } catch (error) {
-      stage.discard();
+      stage?.discard();
       memory.stop();
       throw error;
     } finally {
       pressure?.stop();
-      opened?.close();
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      if (tp !== undefined) await tp.close();
+      else opened?.close();
     }
   },
 });
+
+
+/** The synthetic checkpoint of `preset`, generated into the cache on first use. */
+async function syntheticModel(preset: 'h3-tiny' | 'h3-small', context: CommandContext): Promise<string> {
+  const gen = context.progress.task(`generating ${preset}`, 10);
+  let last = 0;
+  const cached = await ensureSyntheticCheckpoint({
+    dir: cacheDir(context.env),
+    preset,
+    onProgress: (done, total) => {
+      const pct = total > 0 ? Math.floor((done / total) * 100) : 100;
+      // Ten ticks, not a hundred: plain logs get a line per 10 %.
+      while (last + 10 <= pct) {
+        last += 10;
+        gen.tick();
+      }
+    },
+  });
+  gen.done(cached.reused ? 'cached (hash verified)' : 'written');
+  return cached.path;
+}
+
+/** `ninodes run --tp N`: the checkpoint is made once here, then N ranks run the same command on it. */
+async function launch(args: RunArgs, context: CommandContext): Promise<number> {
+  const modelPath = args.model ?? (await syntheticModel(args.preset ?? 'h3-tiny', context));
+  // Whether the model splits over N ranks is known from the headers: fail once, here, naming the layer.
+  const source = openCheckpoint(modelPath);
+  try {
+    shardPlan(layoutOf(source), args.tp, { compute: QUANT_TO_COMPUTE[args.quant] });
+  } finally {
+    source.close();
+  }
+  const argv = ['run', '--model', modelPath];
+  if (args.latent !== undefined) argv.push('--latent', args.latent);
+  for (const key of ['frames', 'height', 'width', 'steps', 'shift', 'seed', 'quant', 'out'] as const) argv.push(`--${key}`, String(args[key]));
+  if (args.json) argv.push('--json');
+  // Threads split evenly: --threads T over N ranks, or every core when T is 0.
+  const total = args.threads > 0 ? args.threads : cpus().length;
+  return launchTensorParallel({ size: args.tp, argv, threadsPerRank: Math.max(1, Math.floor(total / args.tp)), timeoutMs: args['tp-timeout'], pin: args['tp-pin'], context });
+}
+
+/** Every rank's latent hash and peak memory, gathered on every rank (so all agree on the report). */
+async function gatherRanks(tp: TpRankModel, latentSha256: string, peak: { peakAnonBytes: number; peakFileBytes: number }): Promise<NonNullable<RunReport['tp']>> {
+  const W = 12;
+  const mine = new Int32Array(W);
+  const hash = Buffer.from(latentSha256, 'hex');
+  for (let i = 0; i < 8; i++) mine[i] = hash.readInt32LE(i * 4);
+  // KiB fit an int32 up to 2 TiB, milliseconds up to 24 days.
+  mine[8] = Math.ceil(peak.peakAnonBytes / 1024);
+  mine[9] = Math.ceil(peak.peakFileBytes / 1024);
+  const comm = tp.comm.stats();
+  mine[10] = Math.round(comm.seconds * 1000);
+  mine[11] = comm.collectives;
+  const all = await tp.comm.allgather(mine);
+  const ranks = Array.from({ length: tp.comm.size }, (_, r) => {
+    const words = all.subarray(r * W, (r + 1) * W);
+    const bytes = Buffer.alloc(32);
+    for (let i = 0; i < 8; i++) bytes.writeInt32LE(words[i] as number, i * 4);
+    return {
+      rank: r,
+      latentSha256: bytes.toString('hex'),
+      peakAnonBytes: (words[8] as number) * 1024,
+      peakFileBytes: (words[9] as number) * 1024,
+      commSeconds: (words[10] as number) / 1000,
+      collectives: words[11] as number,
+    };
+  });
+  const planned = tp.plan.ranks[tp.comm.rank];
+  return { size: tp.comm.size, ranks, weightBytesPerRank: planned?.totalBytes ?? 0, singleRankWeightBytes: tp.plan.singleRankBytes };
+}

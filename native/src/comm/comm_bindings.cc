@@ -1,0 +1,189 @@
+// JS bindings of the Gloo communicator. Every collective runs on a libuv worker and resolves with a
+// status object ({ code: '' } on success) rather than rejecting, so the TS wrapper can attach the
+// ranks a failure names. Ordering of collectives is the caller's job (the TS wrapper chains them):
+// Gloo requires every rank to issue the same collectives in the same order.
+#include <napi.h>
+
+#include <memory>
+
+#include "comm/gloo_communicator.h"
+#include "core/async.h"
+#include "core/errors.h"
+#include "core/registry.h"
+#include "ops/span_args.h"
+
+namespace {
+
+using ninodes::comm::CommOptions;
+using ninodes::comm::CommStatus;
+using ninodes::comm::Communicator;
+using ninodes::comm::DType;
+using ninodes::comm::ReduceOp;
+using Handle = std::shared_ptr<Communicator>;
+
+Napi::Object status_object(Napi::Env env, const CommStatus& s) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("code", Napi::String::New(env, s.code));
+  out.Set("message", Napi::String::New(env, s.message));
+  Napi::Array ranks = Napi::Array::New(env, s.ranks.size());
+  for (size_t i = 0; i < s.ranks.size(); ++i) ranks.Set(static_cast<uint32_t>(i), Napi::Number::New(env, s.ranks[i]));
+  out.Set("ranks", ranks);
+  return out;
+}
+
+std::string string_field(const Napi::Object& o, const char* key) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined() || v.IsNull()) return "";
+  if (!v.IsString()) ninodes::fail("INVALID_ARGUMENT", std::string("commCreate: ") + key + " must be a string");
+  return v.As<Napi::String>().Utf8Value();
+}
+
+int64_t int_field(const Napi::Object& o, const char* key, int64_t lo, int64_t hi) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsNumber()) ninodes::fail("INVALID_ARGUMENT", std::string("commCreate: ") + key + " must be a number");
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) || d != static_cast<double>(static_cast<int64_t>(d))) {
+    ninodes::fail("INVALID_ARGUMENT", std::string("commCreate: ") + key + " must be an integer in " + std::to_string(lo) +
+                                          ".." + std::to_string(hi) + ", got " + std::to_string(d));
+  }
+  return static_cast<int64_t>(d);
+}
+
+Handle handle_arg(const Napi::CallbackInfo& info, const char* fn) {
+  if (info.Length() < 1 || !info[0].IsExternal()) ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": expects a communicator handle");
+  return *info[0].As<Napi::External<Handle>>().Data();
+}
+
+DType dtype_arg(const Napi::CallbackInfo& info, size_t i, const char* fn) {
+  const std::string d = ninodes::args::string(info, i, fn);
+  if (d == "f32") return DType::kF32;
+  if (d == "i32") return DType::kI32;
+  ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": dtype must be 'f32' or 'i32', got '" + d + "'");
+}
+
+// A typed array of 4-byte elements; returns its element count.
+size_t elements(const ninodes::args::Bytes& b, const char* fn) {
+  if (b.size % 4 != 0) ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": buffer byte length must be a multiple of 4");
+  if (reinterpret_cast<uintptr_t>(b.data) % 4 != 0) ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": buffer must be 4-byte aligned");
+  return b.size / 4;
+}
+
+Napi::Promise start_status(Napi::Env env, const char* name, std::function<CommStatus()> op, const std::vector<Napi::Value>& keep) {
+  auto status = std::make_shared<CommStatus>();
+  return ninodes::AsyncOp::start(
+      env, name, [status, op] { *status = op(); }, [status](Napi::Env env) -> Napi::Value { return status_object(env, *status); },
+      keep);
+}
+
+// commCreate({ rank, size, storeKind, storePath, storeHost, storePort, prefix, iface, hostname, timeoutMs, graceMs })
+// -> Promise<{ code, message, ranks, handle? }>
+Napi::Value comm_create(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsObject()) ninodes::fail("INVALID_ARGUMENT", "commCreate: expects an options object");
+    Napi::Object o = info[0].As<Napi::Object>();
+    CommOptions opts;
+    opts.size = static_cast<int>(int_field(o, "size", 1, 1 << 16));
+    opts.rank = static_cast<int>(int_field(o, "rank", 0, opts.size - 1));
+    opts.store.kind = string_field(o, "storeKind");
+    if (opts.store.kind != "file" && opts.store.kind != "redis") ninodes::fail("INVALID_ARGUMENT", "commCreate: storeKind must be 'file' or 'redis'");
+    opts.store.path = string_field(o, "storePath");
+    opts.store.host = string_field(o, "storeHost");
+    if (opts.store.kind == "redis") opts.store.port = static_cast<int>(int_field(o, "storePort", 1, 65535));
+    opts.store.prefix = string_field(o, "prefix");
+    opts.iface = string_field(o, "iface");
+    opts.hostname = string_field(o, "hostname");
+    opts.timeout = std::chrono::milliseconds(int_field(o, "timeoutMs", 1, 86400000));
+    opts.grace = std::chrono::milliseconds(int_field(o, "graceMs", 0, 86400000));
+    auto comm = std::make_shared<Communicator>(opts);
+    auto status = std::make_shared<CommStatus>();
+    return ninodes::AsyncOp::start(
+        info.Env(), "ninodes.commCreate", [comm, status] { *status = comm->connect(); },
+        [comm, status](Napi::Env env) -> Napi::Value {
+          Napi::Object out = status_object(env, *status);
+          if (status->ok()) {
+            // The finalizer only drops this reference: a collective still running on a worker holds
+            // its own, and the last one to go closes the sockets (~Communicator), so the JS thread
+            // never waits on a collective here.
+            out.Set("handle", Napi::External<Handle>::New(env, new Handle(comm), [](Napi::Env, Handle* h) { delete h; }));
+          } else {
+            comm->close();
+          }
+          return out;
+        },
+        {});
+  });
+}
+
+Napi::Value comm_allreduce(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Handle comm = handle_arg(info, "commAllreduce");
+    const auto buf = ninodes::args::bytes(info, 1, "commAllreduce data");
+    const DType dtype = dtype_arg(info, 2, "commAllreduce");
+    const std::string op = ninodes::args::string(info, 3, "commAllreduce op");
+    if (op != "sum" && op != "max") ninodes::fail("INVALID_ARGUMENT", "commAllreduce: op must be 'sum' or 'max', got '" + op + "'");
+    const ReduceOp rop = op == "sum" ? ReduceOp::kSum : ReduceOp::kMax;
+    const size_t n = elements(buf, "commAllreduce");
+    void* data = buf.data;
+    return start_status(info.Env(), "ninodes.commAllreduce", [comm, data, n, dtype, rop] { return comm->allreduce(data, n, dtype, rop); },
+                        {info[1]});
+  });
+}
+
+Napi::Value comm_broadcast(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Handle comm = handle_arg(info, "commBroadcast");
+    const auto buf = ninodes::args::bytes(info, 1, "commBroadcast data");
+    const DType dtype = dtype_arg(info, 2, "commBroadcast");
+    const size_t root = ninodes::args::dim(info, 3, "commBroadcast root");
+    if (root >= static_cast<size_t>(comm->size())) {
+      ninodes::fail("INVALID_ARGUMENT", "commBroadcast: root " + std::to_string(root) + " is not a rank of a world of " + std::to_string(comm->size()));
+    }
+    const size_t n = elements(buf, "commBroadcast");
+    void* data = buf.data;
+    const int r = static_cast<int>(root);
+    return start_status(info.Env(), "ninodes.commBroadcast", [comm, data, n, dtype, r] { return comm->broadcast(data, n, dtype, r); },
+                        {info[1]});
+  });
+}
+
+Napi::Value comm_allgather(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Handle comm = handle_arg(info, "commAllgather");
+    const auto in = ninodes::args::bytes(info, 1, "commAllgather input");
+    const auto out = ninodes::args::bytes(info, 2, "commAllgather output");
+    const DType dtype = dtype_arg(info, 3, "commAllgather");
+    const size_t n = elements(in, "commAllgather");
+    if (elements(out, "commAllgather") != n * static_cast<size_t>(comm->size())) {
+      ninodes::fail("INVALID_ARGUMENT", "commAllgather: output must hold size x input elements (" + std::to_string(n * comm->size()) + ")");
+    }
+    const void* src = in.data;
+    void* dst = out.data;
+    return start_status(info.Env(), "ninodes.commAllgather", [comm, src, dst, n, dtype] { return comm->allgather(src, dst, n, dtype); },
+                        {info[1], info[2]});
+  });
+}
+
+Napi::Value comm_barrier(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Handle comm = handle_arg(info, "commBarrier");
+    return start_status(info.Env(), "ninodes.commBarrier", [comm] { return comm->barrier(); }, {});
+  });
+}
+
+Napi::Value comm_close(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    handle_arg(info, "commClose")->close();
+    return info.Env().Undefined();
+  });
+}
+
+}  // namespace
+
+NINODES_MODULE(comm) {
+  exports.Set("commCreate", Napi::Function::New(env, comm_create, "commCreate"));
+  exports.Set("commAllreduce", Napi::Function::New(env, comm_allreduce, "commAllreduce"));
+  exports.Set("commBroadcast", Napi::Function::New(env, comm_broadcast, "commBroadcast"));
+  exports.Set("commAllgather", Napi::Function::New(env, comm_allgather, "commAllgather"));
+  exports.Set("commBarrier", Napi::Function::New(env, comm_barrier, "commBarrier"));
+  exports.Set("commClose", Napi::Function::New(env, comm_close, "commClose"));
+}

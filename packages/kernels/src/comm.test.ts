@@ -1,0 +1,263 @@
+// The Gloo communicator with real processes: N node children meet through a FileStore in a temp dir
+// or a redis-server this test starts, run every collective, and print what they got; the values
+// are checked here against float64 / exact integer computations of the same inputs. Failure cases
+// kill or silence one rank and check that the others fail with a coded error naming it.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, readdirSync } from 'node:fs';
+import { createServer, createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createCommunicator } from './comm.js';
+
+const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url));
+const worker = fileURLToPath(new URL('./test-support/comm-rank.mjs', import.meta.url));
+
+const f32Input = (rank: number, n: number): Float32Array =>
+  Float32Array.from({ length: n }, (_, i) => (((i * 7919 + rank * 104729) % 2001) - 1000) / 37);
+const i32Input = (rank: number, n: number): Int32Array =>
+  Int32Array.from({ length: n }, (_, i) => ((i * 31 + rank * 1_000_003) % 200_003) - 100_000);
+
+interface RankResult {
+  rank: number;
+  pid: number;
+  ok: boolean;
+  connected?: boolean;
+  error?: { code: string; message: string; ranks: number[] };
+  [key: string]: unknown;
+}
+
+interface Exit {
+  result: RankResult | undefined;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  pid: number;
+  stderr: string;
+}
+
+const spawned: ChildProcess[] = [];
+const tempDirs: string[] = [];
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ninodes-comm-'));
+  tempDirs.push(dir);
+  return dir;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Starts one child per rank in `ranks` and resolves when all have exited (killed after `limitMs`). */
+function runRanks(job: Record<string, unknown>, ranks: number[], limitMs = 60_000): Promise<Exit[]> {
+  return Promise.all(
+    ranks.map(
+      (rank) =>
+        new Promise<Exit>((resolve) => {
+          const child = spawn(process.execPath, [worker], {
+            env: { ...process.env, NINODES_COMM_JOB: JSON.stringify({ ...job, rank, dist }) },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
+          spawned.push(child);
+          let stdout = '';
+          let stderr = '';
+          child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+          child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+          const killer = setTimeout(() => child.kill('SIGKILL'), limitMs);
+          child.on('exit', (code, signal) => {
+            clearTimeout(killer);
+            const line = stdout.trim().split('\n').pop() ?? '';
+            let result: RankResult | undefined;
+            try {
+              result = JSON.parse(line) as RankResult;
+            } catch {
+              result = undefined;
+            }
+            resolve({ result, code, signal, pid: child.pid ?? -1, stderr });
+          });
+        }),
+    ),
+  );
+}
+
+const decode = {
+  f32: (b64: unknown) => {
+    const b = Buffer.from(b64 as string, 'base64');
+    return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+  },
+  i32: (b64: unknown) => {
+    const b = Buffer.from(b64 as string, 'base64');
+    return new Int32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+  },
+};
+
+/** Checks every collective's output against an independent computation of the same inputs. */
+function checkCollectives(exits: Exit[], size: number, n: number): void {
+  for (const exit of exits) expect(exit.result, exit.stderr).toMatchObject({ ok: true });
+  const results = exits.map((e) => e.result as RankResult);
+  // Every rank holds the same bytes after each collective.
+  for (const key of ['sum', 'max', 'isum', 'imax', 'bcast', 'gathered']) {
+    for (const r of results) expect(r[key], key).toBe(results[0]![key]);
+  }
+  const r0 = results[0]!;
+  const sum = decode.f32(r0.sum);
+  const max = decode.f32(r0.max);
+  const isum = decode.i32(r0.isum);
+  const imax = decode.i32(r0.imax);
+  const inputs = Array.from({ length: size }, (_, r) => f32Input(r, n));
+  const iinputs = Array.from({ length: size }, (_, r) => i32Input(r, n));
+  let worst = 0;
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    let m = -Infinity;
+    let is = 0;
+    let im = -Infinity;
+    let absSum = 0;
+    for (let r = 0; r < size; r++) {
+      s += inputs[r]![i]!;
+      absSum += Math.abs(inputs[r]![i]!);
+      m = Math.max(m, inputs[r]![i]!);
+      is += iinputs[r]![i]!;
+      im = Math.max(im, iinputs[r]![i]!);
+    }
+    // fp32 sums of `size` terms: a few ulps of the absolute sum.
+    worst = Math.max(worst, Math.abs(sum[i]! - s) / Math.max(absSum, 1e-30));
+    expect(max[i]).toBe(m);
+    expect(isum[i]).toBe(is);
+    expect(imax[i]).toBe(im);
+  }
+  expect(worst).toBeLessThan(size * 2 ** -23);
+  expect(Array.from(decode.f32(r0.bcast))).toEqual(Array.from(f32Input(size - 1, n)));
+  const expectedGather = Array.from({ length: size }, (_, r) => Array.from(i32Input(r, 5))).flat();
+  expect(Array.from(decode.i32(r0.gathered))).toEqual(expectedGather);
+  // 4 allreduces and a broadcast of n elements, an allgather of 5, a barrier (4 bytes each).
+  for (const r of results) {
+    expect(r.stats).toMatchObject({ collectives: 7, bytes: 4 * (5 * n + 5) });
+    expect((r.stats as { seconds: number }).seconds).toBeGreaterThan(0);
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function waitForPort(port: number, limitMs: number): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  return new Promise((resolve, reject) => {
+    const attempt = (): void => {
+      const socket = createConnection({ port, host: '127.0.0.1' });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve();
+      });
+      socket.once('error', () => {
+        socket.destroy();
+        if (Date.now() > deadline) reject(new Error(`redis-server did not listen on ${port}`));
+        else setTimeout(attempt, 50);
+      });
+    };
+    attempt();
+  });
+}
+
+afterAll(() => {
+  for (const child of spawned) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('createCommunicator (Gloo over TCP, real processes)', () => {
+  it('3 ranks meet through a FileStore: allreduce sum/max f32/i32, broadcast, allgather, barrier', async () => {
+    const dir = tempDir();
+    const n = 10_007;
+    const exits = await runRanks({ mode: 'collectives', size: 3, n, store: { kind: 'file', path: dir }, prefix: 'run1', timeoutMs: 30_000 }, [0, 1, 2]);
+    checkCollectives(exits, 3, n);
+    for (const e of exits) expect(e.code).toBe(0);
+  });
+
+  it('2 ranks meet through a redis-server started for the test', async () => {
+    const found = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+    if (found.error !== undefined) throw new Error('redis-server is not installed: apt-get install redis-server (scripts/setup.sh installs it)');
+    const port = await freePort();
+    const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    spawned.push(redis);
+    try {
+      await waitForPort(port, 10_000);
+      const n = 4099;
+      const exits = await runRanks({ mode: 'collectives', size: 2, n, store: { kind: 'redis', host: '127.0.0.1', port }, prefix: 'redis-run', timeoutMs: 30_000 }, [0, 1]);
+      checkCollectives(exits, 2, n);
+      // The same prefix again: the keys exist, so the run is refused instead of mixing two runs.
+      const reused = await runRanks({ mode: 'collectives', size: 1, n: 1, store: { kind: 'redis', host: '127.0.0.1', port }, prefix: 'redis-run', timeoutMs: 5000 }, [0]);
+      expect(reused[0]!.result?.error?.code).toBe('COMM_STORE');
+    } finally {
+      redis.kill('SIGTERM');
+      await new Promise<void>((resolve) => (redis.exitCode !== null || redis.signalCode !== null ? resolve() : redis.once('exit', () => resolve())));
+    }
+    expect(isAlive(redis.pid!)).toBe(false);
+  });
+
+  it('a killed rank makes the others fail with COMM_PEER_LOST naming it; no process is left', async () => {
+    const dir = tempDir();
+    const exits = await runRanks({ mode: 'die', victim: 1, size: 3, store: { kind: 'file', path: dir }, prefix: 'die', timeoutMs: 20_000, graceMs: 1500 }, [0, 1, 2]);
+    expect(exits[1]!.signal).toBe('SIGKILL');
+    for (const rank of [0, 2]) {
+      const r = exits[rank]!.result;
+      expect(r, exits[rank]!.stderr).toMatchObject({ ok: false, error: { code: 'COMM_PEER_LOST', ranks: [1] } });
+      expect(r!.error!.message).toMatch(/rank 1 was lost/);
+    }
+    for (const e of exits) expect(isAlive(e.pid)).toBe(false);
+  });
+
+  it('a rank that never joins: the others fail with COMM_TIMEOUT naming it', async () => {
+    const dir = tempDir();
+    const exits = await runRanks({ mode: 'collectives', n: 1, size: 3, store: { kind: 'file', path: dir }, prefix: 'absent', timeoutMs: 5000 }, [0, 1]);
+    // Rank 0 waits for rank 2's address; rank 1 waits for rank 0 or 2: either way rank 2 is named.
+    for (const e of exits) {
+      expect(e.result).toMatchObject({ ok: false, error: { code: 'COMM_TIMEOUT' } });
+      expect(e.result!.error!.ranks).toContain(2);
+      expect(e.result!.error!.ranks).not.toContain(e.result!.rank);
+    }
+  });
+
+  it('a rank alive but silent past the timeout is named by COMM_TIMEOUT', async () => {
+    const dir = tempDir();
+    const exits = await runRanks({ mode: 'silent', victim: 1, sleepMs: 6000, size: 2, store: { kind: 'file', path: dir }, prefix: 'silent', timeoutMs: 1000, graceMs: 500 }, [0, 1]);
+    expect(exits[0]!.result).toMatchObject({ ok: false, error: { code: 'COMM_TIMEOUT', ranks: [1] } });
+    // The late rank then finds its peer gone, which is alive and reported: nobody to blame.
+    expect(exits[1]!.result?.ok).toBe(false);
+  });
+
+  it('rejects a missing store directory, a bad rank, an unknown interface and an unreachable Redis with codes', async () => {
+    await expect(createCommunicator({ rank: 0, size: 1, store: { kind: 'file', path: '/nonexistent/ninodes' }, timeoutMs: 1000 })).rejects.toMatchObject({ code: 'COMM_STORE' });
+    const dir = tempDir();
+    await expect(createCommunicator({ rank: 2, size: 2, store: { kind: 'file', path: dir }, timeoutMs: 1000 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(createCommunicator({ rank: 0, size: 1, store: { kind: 'file', path: dir }, iface: 'nosuchif0', timeoutMs: 1000 })).rejects.toMatchObject({ code: 'COMM_INTERFACE' });
+    // Nothing listens on a port just freed.
+    const closed = await freePort();
+    await expect(createCommunicator({ rank: 0, size: 2, store: { kind: 'redis', host: '127.0.0.1', port: closed }, timeoutMs: 1000 })).rejects.toMatchObject({
+      code: 'COMM_STORE',
+      message: expect.stringMatching(/Connection refused/),
+    });
+    // A world of one needs no peers; its collectives are identities, then close is final.
+    const solo = await createCommunicator({ rank: 0, size: 1, store: { kind: 'file', path: dir }, prefix: 'solo', timeoutMs: 1000 });
+    const data = Float32Array.of(1.5, -2);
+    await solo.allreduce(data, 'sum');
+    expect(Array.from(data)).toEqual([1.5, -2]);
+    await solo.close();
+    await expect(solo.barrier()).rejects.toMatchObject({ code: 'COMM_CLOSED' });
+    expect(readdirSync(dir).length).toBeGreaterThan(0);
+  });
+});

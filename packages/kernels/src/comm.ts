@@ -1,0 +1,256 @@
+// Typed wrapper over the addon's Gloo communicator (native/src/comm/). One Communicator is one
+// process group: rank `rank` of `size`, met through a key-value store (Gloo's FileStore on one
+// machine, RedisStore across machines), connected by TCP on loopback, a named interface or an address.
+// Collectives run on a worker thread and are chained here, because Gloo requires every rank to issue
+// the same collectives in the same order; a second call waits for the first.
+import { statSync } from 'node:fs';
+import { NinodesError } from './errors.js';
+import { nativeAddon } from './native-addon.js';
+
+type Handle = { readonly __communicator: unique symbol };
+
+interface NativeStatus {
+  code: string;
+  message: string;
+  ranks: number[];
+}
+
+interface CommAddon {
+  commCreate(options: {
+    rank: number;
+    size: number;
+    storeKind: 'file' | 'redis';
+    storePath?: string;
+    storeHost?: string;
+    storePort?: number;
+    prefix: string;
+    iface?: string;
+    hostname?: string;
+    timeoutMs: number;
+    graceMs: number;
+  }): Promise<NativeStatus & { handle?: Handle }>;
+  commAllreduce(handle: Handle, data: CommArray, dtype: CommDType, op: ReduceOp): Promise<NativeStatus>;
+  commBroadcast(handle: Handle, data: CommArray, dtype: CommDType, root: number): Promise<NativeStatus>;
+  commAllgather(handle: Handle, input: CommArray, output: CommArray, dtype: CommDType): Promise<NativeStatus>;
+  commBarrier(handle: Handle): Promise<NativeStatus>;
+  commClose(handle: Handle): void;
+}
+
+function addon(): CommAddon {
+  return nativeAddon() as unknown as CommAddon;
+}
+
+/** The element types the collectives carry. */
+export type CommArray = Float32Array | Int32Array;
+type CommDType = 'f32' | 'i32';
+export type ReduceOp = 'sum' | 'max';
+
+/** Where ranks meet: a directory every rank can reach (one machine), or a Redis server. */
+export type CommStore = { kind: 'file'; path: string } | { kind: 'redis'; host: string; port: number };
+
+export interface CommunicatorOptions {
+  rank: number;
+  size: number;
+  store: CommStore;
+  /**
+   * Namespaces the store keys. Keys are written once and never overwritten, so every run sharing a
+   * store (a Redis server, a directory) needs its own prefix. Default `ninodes`.
+   */
+  prefix?: string;
+  /** Bind the TCP transport to this network interface (e.g. `eth0`, `veth1`). */
+  iface?: string;
+  /** ...or to the address this host name or IP resolves to. Neither: loopback (127.0.0.1). */
+  hostname?: string;
+  /** Deadline of the rendezvous and of every collective, in milliseconds. */
+  timeoutMs: number;
+  /**
+   * After a failure, how long a rank waits for the other ranks to report alive in the store before
+   * naming the silent ones as lost. Default min(2000, timeoutMs).
+   */
+  graceMs?: number;
+}
+
+/** Error codes a collective can fail with; `ranks` on the error names the ranks it blames. */
+export type CommErrorCode =
+  | 'COMM_TIMEOUT'
+  | 'COMM_PEER_LOST'
+  | 'COMM_STORE'
+  | 'COMM_INTERFACE'
+  | 'COMM_CLOSED'
+  | 'COMM_NOT_CONNECTED';
+
+/** A NinodesError from a collective, with the ranks it names (lost, late, or never joined). */
+export class CommError extends NinodesError {
+  readonly ranks: readonly number[];
+  constructor(code: string, message: string, ranks: readonly number[], where: string, hint: string | undefined) {
+    super(code, message, hint === undefined ? { where, value: ranks } : { where, value: ranks, hint });
+    this.name = 'CommError';
+    this.ranks = ranks;
+  }
+}
+
+const HINTS: Record<string, string> = {
+  COMM_TIMEOUT: 'the named ranks did not take part in time: check that they were started, are alive and run the same program; raise timeoutMs for slow steps',
+  COMM_PEER_LOST: 'the named ranks died or closed their connection; their own logs say why',
+  COMM_STORE: 'check the store: the directory must exist and be writable on every rank, the Redis server must be reachable, and each run needs a fresh prefix',
+  COMM_INTERFACE: 'name an interface that exists (ip -brief address) or an address of this machine',
+};
+
+function dtypeOf(data: unknown, where: string): CommDType {
+  if (data instanceof Float32Array) return 'f32';
+  if (data instanceof Int32Array) return 'i32';
+  throw new NinodesError('INVALID_ARGUMENT', `${where}: expected a Float32Array or Int32Array`, { value: data, where });
+}
+
+function requireInt(value: unknown, lo: number, hi: number, what: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < lo || value > hi) {
+    throw new NinodesError('INVALID_ARGUMENT', `createCommunicator: ${what} must be an integer in ${lo}..${hi}`, {
+      value,
+      where: what,
+    });
+  }
+  return value;
+}
+
+/** What a communicator has done so far (for reports: the share of a step spent communicating). */
+export interface CommStats {
+  /** Collectives that completed. */
+  readonly collectives: number;
+  /** Bytes this rank contributed to them (its input buffers). */
+  readonly bytes: number;
+  /** Wall seconds the collectives ran (waiting for the slowest rank included), queueing excluded. */
+  readonly seconds: number;
+}
+
+export class Communicator {
+  readonly rank: number;
+  readonly size: number;
+  private handle: Handle | undefined;
+  private tail: Promise<unknown> = Promise.resolve();
+  private done = { collectives: 0, bytes: 0, seconds: 0 };
+
+  private constructor(rank: number, size: number, handle: Handle) {
+    this.rank = rank;
+    this.size = size;
+    this.handle = handle;
+  }
+
+  /** @internal built by createCommunicator */
+  static fromHandle(rank: number, size: number, handle: Handle): Communicator {
+    return new Communicator(rank, size, handle);
+  }
+
+  /** Element-wise reduction across ranks, in place: every rank ends with the same bytes. */
+  allreduce(data: CommArray, op: ReduceOp = 'sum'): Promise<void> {
+    const dtype = dtypeOf(data, 'allreduce');
+    if (op !== 'sum' && op !== 'max') throw new NinodesError('INVALID_ARGUMENT', `allreduce: op must be 'sum' or 'max'`, { value: op });
+    return this.enqueue('allreduce', data.byteLength, (h) => addon().commAllreduce(h, data, dtype, op));
+  }
+
+  /** Copies `root`'s `data` into every other rank's `data`, in place. */
+  broadcast(data: CommArray, root = 0): Promise<void> {
+    const dtype = dtypeOf(data, 'broadcast');
+    if (!Number.isInteger(root) || root < 0 || root >= this.size) {
+      throw new NinodesError('INVALID_ARGUMENT', `broadcast: root ${root} is not a rank of a world of ${this.size}`, { value: root });
+    }
+    return this.enqueue('broadcast', data.byteLength, (h) => addon().commBroadcast(h, data, dtype, root));
+  }
+
+  /** Every rank's `data` concatenated in rank order (size x data.length elements). */
+  async allgather<T extends CommArray>(data: T): Promise<T> {
+    const dtype = dtypeOf(data, 'allgather');
+    const out = (dtype === 'f32' ? new Float32Array(data.length * this.size) : new Int32Array(data.length * this.size)) as T;
+    await this.enqueue('allgather', data.byteLength, (h) => addon().commAllgather(h, data, out, dtype));
+    return out;
+  }
+
+  /** Resolves once every rank has reached the barrier. */
+  barrier(): Promise<void> {
+    return this.enqueue('barrier', 0, (h) => addon().commBarrier(h));
+  }
+
+  /** Totals of the collectives that completed. */
+  stats(): CommStats {
+    return { ...this.done };
+  }
+
+  /** Closes the sockets after the queued collectives finish. Idempotent. */
+  async close(): Promise<void> {
+    await this.tail.catch(() => undefined);
+    if (this.handle !== undefined) {
+      addon().commClose(this.handle);
+      this.handle = undefined;
+    }
+  }
+
+  private enqueue(what: string, bytes: number, op: (handle: Handle) => Promise<NativeStatus>): Promise<void> {
+    const run = async (): Promise<void> => {
+      if (this.handle === undefined) {
+        throw new CommError('COMM_CLOSED', `${what}: the communicator was closed`, [], `rank ${this.rank}`, undefined);
+      }
+      const started = performance.now();
+      const status = await op(this.handle);
+      if (status.code !== '') throw new CommError(status.code, status.message, status.ranks, `rank ${this.rank}`, HINTS[status.code]);
+      this.done.collectives += 1;
+      this.done.bytes += bytes;
+      this.done.seconds += (performance.now() - started) / 1000;
+    };
+    const next = this.tail.then(run, run);
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+}
+
+/**
+ * Joins a process group: resolves once every rank has met in the store and every pair is connected,
+ * or rejects with a CommError (COMM_TIMEOUT naming the ranks that never came, COMM_STORE,
+ * COMM_INTERFACE) within `timeoutMs`.
+ */
+export async function createCommunicator(options: CommunicatorOptions): Promise<Communicator> {
+  const size = requireInt(options.size, 1, 65536, 'size');
+  const rank = requireInt(options.rank, 0, size - 1, 'rank');
+  const timeoutMs = requireInt(options.timeoutMs, 1, 86_400_000, 'timeoutMs');
+  const graceMs = requireInt(options.graceMs ?? Math.min(2000, timeoutMs), 0, 86_400_000, 'graceMs');
+  const prefix = options.prefix ?? 'ninodes';
+  if (typeof prefix !== 'string' || prefix === '' || /[\s/]/.test(prefix)) {
+    throw new NinodesError('INVALID_ARGUMENT', 'createCommunicator: prefix must be a non-empty string without spaces or slashes', { value: prefix, where: 'prefix' });
+  }
+  const store = options.store;
+  if (store?.kind === 'file') {
+    let isDir = false;
+    try {
+      isDir = statSync(store.path).isDirectory();
+    } catch {
+      isDir = false;
+    }
+    if (!isDir) {
+      throw new NinodesError('COMM_STORE', `file store ${store.path} is not an existing directory`, {
+        value: store.path,
+        where: 'store.path',
+        hint: 'create the directory (shared by every rank) before starting the ranks',
+      });
+    }
+  } else if (store?.kind === 'redis') {
+    if (typeof store.host !== 'string' || store.host === '') {
+      throw new NinodesError('INVALID_ARGUMENT', 'createCommunicator: store.host must name the Redis server', { value: store.host, where: 'store.host' });
+    }
+    requireInt(store.port, 1, 65535, 'store.port');
+  } else {
+    throw new NinodesError('INVALID_ARGUMENT', `createCommunicator: store.kind must be 'file' or 'redis'`, { value: store, where: 'store' });
+  }
+  const status = await addon().commCreate({
+    rank,
+    size,
+    storeKind: store.kind,
+    ...(store.kind === 'file' ? { storePath: store.path } : { storeHost: store.host, storePort: store.port }),
+    prefix,
+    ...(options.iface === undefined ? {} : { iface: options.iface }),
+    ...(options.hostname === undefined ? {} : { hostname: options.hostname }),
+    timeoutMs,
+    graceMs,
+  });
+  if (status.code !== '' || status.handle === undefined) {
+    throw new CommError(status.code || 'NATIVE_INTERNAL', status.message, status.ranks, `rank ${rank}`, HINTS[status.code]);
+  }
+  return Communicator.fromHandle(rank, size, status.handle);
+}

@@ -1,0 +1,52 @@
+// One rank of a communicator test, run as a child process by comm.test.ts. Reads its job from
+// NINODES_COMM_JOB (JSON), imports the built kernels package, and prints one JSON line with what
+// every collective returned (arrays as base64 of their bytes) or the error it failed with.
+const job = JSON.parse(process.env.NINODES_COMM_JOB);
+const k = await import(job.dist);
+
+const b64 = (a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('base64');
+// The same deterministic inputs the test recomputes in float64.
+const f32Input = (rank, n) => Float32Array.from({ length: n }, (_, i) => (((i * 7919 + rank * 104729) % 2001) - 1000) / 37);
+const i32Input = (rank, n) => Int32Array.from({ length: n }, (_, i) => ((i * 31 + rank * 1_000_003) % 200_003) - 100_000);
+
+const out = { rank: job.rank, pid: process.pid };
+try {
+  const comm = await k.createCommunicator({ rank: job.rank, size: job.size, store: job.store, prefix: job.prefix, timeoutMs: job.timeoutMs, graceMs: job.graceMs });
+  out.connected = true;
+  if (job.mode === 'collectives') {
+    const n = job.n;
+    const sum = f32Input(job.rank, n);
+    await comm.allreduce(sum, 'sum');
+    const max = f32Input(job.rank, n);
+    await comm.allreduce(max, 'max');
+    const isum = i32Input(job.rank, n);
+    await comm.allreduce(isum, 'sum');
+    const imax = i32Input(job.rank, n);
+    await comm.allreduce(imax, 'max');
+    const bcast = f32Input(job.rank, n);
+    await comm.broadcast(bcast, job.size - 1);
+    const gathered = await comm.allgather(i32Input(job.rank, 5));
+    await comm.barrier();
+    out.stats = comm.stats();
+    Object.assign(out, { sum: b64(sum), max: b64(max), isum: b64(isum), imax: b64(imax), bcast: b64(bcast), gathered: b64(gathered) });
+  } else if (job.mode === 'die') {
+    await comm.barrier();
+    if (job.rank === job.victim) process.kill(process.pid, 'SIGKILL');
+    // The survivors go on with the step; the victim is gone.
+    await comm.allreduce(f32Input(job.rank, 4096), 'sum');
+  } else if (job.mode === 'silent') {
+    await comm.barrier();
+    if (job.rank === job.victim) {
+      await new Promise((r) => setTimeout(r, job.sleepMs));
+      await comm.barrier();
+    } else {
+      await comm.allreduce(f32Input(job.rank, 16), 'sum');
+    }
+  }
+  await comm.close();
+  out.ok = true;
+} catch (e) {
+  out.ok = false;
+  out.error = { code: e.code, message: e.message, ranks: e.ranks, name: e.name };
+}
+console.log(JSON.stringify(out));

@@ -1,0 +1,137 @@
+// Row- and column-parallel linears over a rank's local op (quant's provider given a LinearShard).
+// Column-parallel and replicated layers need nothing from the other ranks: the local op is the
+// answer. Row-parallel layers compute a partial output and reduce it; the bias is added once, after
+// the reduction. With int8 weights the ranks first agree on each row's activation scale (allreduce
+// MAX of the per-row absmax of the rotated activations) and reduce the exact int32 accumulators, so
+// the output has the unsplit layer's bits.
+import {
+  type Communicator,
+  NinodesError,
+  type Tensor,
+  dequantizeInt8Accumulators,
+  int8Matmul,
+  quantizeRowsInt8,
+} from '@ninodes/kernels';
+import type { LinearOp, LinearProvider, LinearSpec } from '@ninodes/quant';
+import type { ShardPlan } from './shard-plan.js';
+
+/** The int8 operands quant's ops expose (QuantLinearOp.int8Weight). */
+type Int8Operands = { q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false };
+type WithInt8 = LinearOp & { int8Weight?(): Promise<Int8Operands | undefined> };
+
+class RowParallelLinear implements LinearOp {
+  readonly spec: LinearSpec;
+  readonly format: string;
+
+  constructor(
+    private readonly local: WithInt8,
+    private readonly comm: Communicator,
+  ) {
+    this.spec = local.spec;
+    this.format = local.format;
+  }
+
+  async forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+    const k = this.spec.inFeatures;
+    if (x.dtype !== 'f32' || x.shape.length !== 2 || x.shape[1] !== k) {
+      throw new NinodesError('SHAPE_MISMATCH', `row-parallel linear '${this.spec.name}' takes this rank's input slice f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
+        value: x.shape,
+        where: this.spec.name,
+      });
+    }
+    const bias = this.local.deferredBias?.();
+    const int8 = await this.local.int8Weight?.();
+    if (int8 !== undefined) {
+      // The unsplit layer's scale of a row is max(absmax(row·H) / 127, 1e-30); the rotation works per
+      // 256-column group, so each rank's slice rotates to the slice of the full rotation, and the max
+      // of the ranks' scales is the full row's scale, exactly.
+      const convrot = int8.convrot;
+      const xScale = quantizeRowsInt8(x, { convrot }).scale;
+      await this.comm.allreduce(xScale.data, 'max');
+      const { q } = quantizeRowsInt8(x, { convrot, scale: xScale });
+      const acc = await int8Matmul(q, int8.q);
+      // Integer sums are exact: the reduced accumulators are the unsplit layer's.
+      await this.comm.allreduce(acc.data, 'sum');
+      return await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias);
+    }
+    // Float weights: partial products summed in fp32 across ranks, then the bias once.
+    const y = await this.local.forward(x);
+    await this.comm.allreduce(y.data, 'sum');
+    if (bias !== undefined) {
+      const out = y.data;
+      const b = bias.data;
+      const n = b.length;
+      for (let i = 0; i < out.length; i++) out[i] = Math.fround((out[i] as number) + (b[i % n] as number));
+    }
+    return y;
+  }
+
+  materializedWeight(): Promise<Tensor<'f32'>> {
+    return this.local.materializedWeight();
+  }
+}
+
+/**
+ * Wraps a rank's local op by its shard's role: row-parallel ops reduce across `comm` (int8 through
+ * shared activation scales and int32 accumulators), column-parallel and replicated ops are returned
+ * as they are.
+ */
+export function parallelLinear(local: LinearOp, comm: Communicator): LinearOp {
+  const shard = local.spec.shard;
+  if (shard === undefined || shard.role !== 'row') return local;
+  if (shard.size !== comm.size || shard.rank !== comm.rank) {
+    throw new NinodesError('SHARD_COMM_MISMATCH', `linear '${local.spec.name}' is rank ${shard.rank} of ${shard.size}, the communicator rank ${comm.rank} of ${comm.size}`, {
+      value: { shard: [shard.rank, shard.size], comm: [comm.rank, comm.size] },
+      where: local.spec.name,
+    });
+  }
+  return new RowParallelLinear(local as WithInt8, comm);
+}
+
+export interface ParallelProviderOptions {
+  /** quant's provider over the checkpoint: given a spec with a shard, it reads only that slice. */
+  readonly provider: LinearProvider;
+  readonly plan: ShardPlan;
+  readonly comm: Communicator;
+}
+
+/**
+ * A LinearProvider for one rank: each spec the model asks for (whole widths, or already local with
+ * the matching shard) becomes this rank's local op of the plan's split, wrapped by parallelLinear.
+ * The returned op's spec carries the local widths.
+ */
+export function parallelLinearProvider(options: ParallelProviderOptions): LinearProvider {
+  const { provider, plan, comm } = options;
+  if (plan.world !== comm.size) {
+    throw new NinodesError('SHARD_COMM_MISMATCH', `the plan splits over ${plan.world} ranks, the communicator has ${comm.size}`, {
+      value: { plan: plan.world, comm: comm.size },
+      hint: 'make the plan with the world size the ranks were started with',
+    });
+  }
+  return {
+    linear(spec: LinearSpec): LinearOp {
+      const planned = plan.linear(spec.name);
+      if (planned === undefined) {
+        throw new NinodesError('LAYER_NOT_IN_PLAN', `the model asked for linear '${spec.name}', which the ${plan.architecture} layout of this plan does not have`, { value: spec.name, where: spec.name });
+      }
+      const shard = plan.shardOf(spec.name, comm.rank);
+      const whole = spec.shard === undefined && spec.inFeatures === planned.inFeatures && spec.outFeatures === planned.outFeatures;
+      const local =
+        spec.shard !== undefined &&
+        spec.shard.role === shard.role &&
+        spec.shard.rank === shard.rank &&
+        spec.shard.size === shard.size &&
+        spec.inFeatures === planned.localIn &&
+        spec.outFeatures === planned.localOut;
+      if (!whole && !local) {
+        throw new NinodesError(
+          'SHAPE_MISMATCH',
+          `linear '${spec.name}' [${spec.outFeatures}, ${spec.inFeatures}] is neither the whole layer [${planned.outFeatures}, ${planned.inFeatures}] nor rank ${comm.rank}'s ${shard.role} part [${planned.localOut}, ${planned.localIn}]`,
+          { value: { out: spec.outFeatures, in: spec.inFeatures, shard: spec.shard }, where: spec.name },
+        );
+      }
+      const localSpec: LinearSpec = { ...spec, inFeatures: planned.localIn, outFeatures: planned.localOut, shard };
+      return parallelLinear(provider.linear(localSpec), comm);
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import type { DType } from '@ninodes/kernels';
+import type { LayoutGroup, LayoutLinear, LayoutTensor, ModelLayout, WeightFormat } from '@ninodes/quant';
+import { describe, expect, it } from 'vitest';
+import { shardPlan } from './shard-plan.js';
+
+interface Dims {
+  heads: number;
+  headDim: number;
+  hidden: number;
+  ffn: number;
+  tDim: number;
+}
+
+const ELEMENT_BYTES: Partial<Record<DType, number>> = { f32: 4, i8: 1 };
+
+/** An H3-shaped layout (one pre group, `blocks` blocks) stored in `format`, built by hand. */
+function h3LikeLayout(d: Dims, format: WeightFormat, blocks = 2): ModelLayout {
+  const int8 = format.startsWith('int8');
+  const tensor = (name: string, dtype: DType, shape: number[]): LayoutTensor => ({
+    name,
+    dtype,
+    shape,
+    byteLength: shape.reduce((a, b) => a * b, 1) * (ELEMENT_BYTES[dtype] ?? 1),
+  });
+  const linear = (name: string, n: number, k: number, role: LayoutLinear['role'], fused: LayoutLinear['fused']): { l: LayoutLinear; t: LayoutTensor[] } => ({
+    l: { name, inFeatures: k, outFeatures: n, bias: true, storedFormat: format, role, fused, fp32Island: false },
+    t: [
+      tensor(`${name}.weight`, int8 ? 'i8' : 'f32', [n, k]),
+      ...(int8 ? [tensor(`${name}.weight_scale`, 'f32', [n, 1]), tensor(`${name}.comfy_quant`, 'u8', [70])] : []),
+      tensor(`${name}.bias`, 'f32', [n]),
+    ],
+  });
+  const inner = d.heads * d.headDim;
+  const groups: LayoutGroup[] = [];
+  const pre = linear('time_embedder.linear', d.hidden, d.tDim, 'replicated', { kind: 'none' });
+  groups.push({ name: 'time_embedder', kind: 'pre', tensors: pre.t, linears: [pre.l] });
+  for (let b = 0; b < blocks; b++) {
+    const p = `blocks.${b}`;
+    const ls = [
+      linear(`${p}.adaln_proj`, 6 * d.hidden, d.tDim, 'replicated', { kind: 'none' }),
+      linear(`${p}.attn.qkv_proj`, 3 * inner, d.hidden, 'column', { kind: 'qkv', heads: d.heads, headDim: d.headDim }),
+      linear(`${p}.attn.out_proj`, d.hidden, inner, 'row', { kind: 'none' }),
+      linear(`${p}.mlp.fc1`, 2 * d.ffn, d.hidden, 'column', { kind: 'halves' }),
+      linear(`${p}.mlp.fc2`, d.hidden, d.ffn, 'row', { kind: 'none' }),
+    ];
+    const norms = [tensor(`${p}.norm1.weight`, 'f32', [d.hidden]), tensor(`${p}.attn.q_norm.weight`, 'f32', [d.headDim])];
+    groups.push({ name: p, kind: 'block', tensors: [...ls.flatMap((x) => x.t), ...norms], linears: ls.map((x) => x.l) });
+  }
+  return { architecture: 'h3-like', prefix: '', groups };
+}
+
+const DIMS: Dims = { heads: 4, headDim: 128, hidden: 512, ffn: 1024, tDim: 64 };
+
+describe('shardPlan', () => {
+  it('splits qkv by heads in each of q, k, v, fc1 by halves, out_proj/fc2 by columns; replicated layers whole', () => {
+    const plan = shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 2);
+    const inner = 512;
+    const qkv = plan.linear('blocks.1.attn.qkv_proj')!;
+    expect([qkv.localOut, qkv.localIn]).toEqual([3 * 256, 512]);
+    // Rank 1 holds heads 2 and 3: rows [256, 512) of each of q, k and v.
+    expect(plan.sliceOf('blocks.1.attn.qkv_proj', 1)).toEqual({ rows: [[256, 512], [inner + 256, inner + 512], [2 * inner + 256, 2 * inner + 512]] });
+    expect(plan.sliceOf('blocks.0.mlp.fc1', 0)).toEqual({ rows: [[0, 512], [1024, 1536]] });
+    expect(plan.sliceOf('blocks.0.mlp.fc2', 1)).toEqual({ columns: [512, 1024] });
+    expect(plan.sliceOf('blocks.0.attn.out_proj', 0)).toEqual({ columns: [0, 256] });
+    expect(plan.sliceOf('blocks.0.adaln_proj', 1)).toBeUndefined();
+    expect(plan.shardOf('blocks.0.mlp.fc2', 1)).toEqual({ rank: 1, size: 2, role: 'row', fused: { kind: 'none' } });
+    expect(plan.linears.map((l) => l.name).slice(0, 3)).toEqual(['time_embedder.linear', 'blocks.0.adaln_proj', 'blocks.0.attn.qkv_proj']);
+    expect(() => plan.sliceOf('blocks.9.mlp.fc2', 0)).toThrow(expect.objectContaining({ code: 'LAYER_NOT_IN_PLAN' }));
+    expect(() => plan.shardOf('blocks.0.mlp.fc2', 2)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+
+  it('per-rank bytes: 1/N of each split layer (int8 1 B/param + 4 B/row scales, f32 biases), replicated tensors whole', () => {
+    const { hidden, ffn, tDim } = DIMS;
+    const inner = 512;
+    const int8 = (n: number, k: number): number => n * k + 4 * n + 4 * n; // weight, prepared row scales, f32 bias
+    for (const world of [1, 2]) {
+      const plan = shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), world);
+      // Column layers: 1/world of rows (their scales and biases too); row layers: 1/world of columns, every row's scale and bias.
+      const blockSharded =
+        int8((3 * inner) / world, hidden) + ((hidden * inner) / world + 8 * hidden) + int8((2 * ffn) / world, hidden) + ((hidden * ffn) / world + 8 * hidden);
+      const blockReplicated = int8(6 * hidden, tDim) + 4 * hidden + 4 * 128;
+      const sharded = 2 * blockSharded;
+      const replicated = int8(hidden, tDim) + 2 * blockReplicated;
+      for (const r of plan.ranks) expect(r).toEqual({ rank: r.rank, shardedBytes: sharded, replicatedBytes: replicated, totalBytes: sharded + replicated });
+      expect(plan.ranks).toHaveLength(world);
+      expect(plan.singleRankBytes).toBe(shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 1).ranks[0]!.totalBytes);
+    }
+    // fp32 weights: 4 B/param.
+    const f32 = shardPlan(h3LikeLayout(DIMS, 'f32', 1), 2);
+    const qkvBytes = 4 * ((3 * inner) / 2) * hidden + 4 * ((3 * inner) / 2);
+    const outBytes = 4 * hidden * (inner / 2) + 4 * hidden;
+    const fc1Bytes = 4 * ffn * hidden + 4 * ffn;
+    const fc2Bytes = 4 * hidden * (ffn / 2) + 4 * hidden;
+    expect(f32.ranks[1]!.shardedBytes).toBe(qkvBytes + outBytes + fc1Bytes + fc2Bytes);
+  });
+
+  it('fails up front, naming the layer, when heads do not divide or a row slice splits the convrot groups or GGUF blocks', () => {
+    // out_proj K = 512 over 4 ranks = 128 columns: not a multiple of the 256-column convrot group.
+    expect(() => shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 4)).toThrow(
+      expect.objectContaining({ code: 'SHARD_NOT_GROUP_ALIGNED', where: 'blocks.0.attn.out_proj' }),
+    );
+    // The same split of fp32 weights is fine, unless the run converts them to int8 convrot.
+    expect(shardPlan(h3LikeLayout(DIMS, 'f32'), 4).linear('blocks.0.attn.out_proj')!.localIn).toBe(128);
+    expect(() => shardPlan(h3LikeLayout(DIMS, 'f32'), 4, { compute: 'int8_convrot' })).toThrow(expect.objectContaining({ code: 'SHARD_NOT_GROUP_ALIGNED' }));
+    expect(() => shardPlan(h3LikeLayout(DIMS, 'q4_k'), 4)).toThrow(expect.objectContaining({ code: 'SHARD_NOT_BLOCK_ALIGNED', where: 'blocks.0.attn.out_proj' }));
+    // 6 heads over 4 ranks.
+    expect(() => shardPlan(h3LikeLayout({ ...DIMS, heads: 6, headDim: 64, hidden: 384 }, 'f32'), 4)).toThrow(
+      expect.objectContaining({ code: 'SHARD_NOT_DIVISIBLE', where: 'blocks.0.attn.qkv_proj' }),
+    );
+    // ffn halves of 1000 rows over 16 ranks.
+    expect(() => shardPlan(h3LikeLayout({ ...DIMS, heads: 16, headDim: 32, ffn: 1000 }, 'f32'), 16)).toThrow(
+      expect.objectContaining({ code: 'SHARD_NOT_DIVISIBLE', where: 'blocks.0.mlp.fc1' }),
+    );
+    for (const bad of [0, 1.5, -2, Number.NaN]) expect(() => shardPlan(h3LikeLayout(DIMS, 'f32'), bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+});

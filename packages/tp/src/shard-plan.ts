@@ -1,0 +1,177 @@
+// A tensor-parallel plan read off a ModelLayout's parallel roles: which part of every linear each
+// rank holds, validated for the whole model before anything is read (a run that cannot split fails
+// at once, naming the layer), and what each rank holds in bytes by the memory account the ops use.
+import { BLOCK_DTYPES, NinodesError, isBlockDType } from '@ninodes/kernels';
+import {
+  type ComputeMode,
+  type LayerSlice,
+  type LayoutLinear,
+  type LinearShard,
+  type ModelLayout,
+  residentBytes,
+  runFormatOf,
+  shardGeometry,
+  weightFormatInfo,
+} from '@ninodes/quant';
+
+/** One linear in the plan: the rank-independent split and the local widths every rank gets. */
+export interface PlannedLinear {
+  readonly name: string;
+  readonly group: string;
+  readonly role: LayoutLinear['role'];
+  readonly fused: LayoutLinear['fused'];
+  readonly storedFormat: LayoutLinear['storedFormat'];
+  /** The whole layer, as in the file. */
+  readonly outFeatures: number;
+  readonly inFeatures: number;
+  /** What one rank holds (equal on every rank; the whole layer when replicated). */
+  readonly localOut: number;
+  readonly localIn: number;
+  readonly bias: boolean;
+}
+
+export interface RankBytes {
+  readonly rank: number;
+  /** Linear weights (prepared, by the memory account) and biases of the rank's slices. */
+  readonly shardedBytes: number;
+  /** Replicated linears, norms, embeddings and buffers every rank holds whole. */
+  readonly replicatedBytes: number;
+  readonly totalBytes: number;
+}
+
+export interface ShardPlan {
+  readonly world: number;
+  readonly architecture: string;
+  readonly compute: ComputeMode;
+  /** Every linear of the layout, in forward order. */
+  readonly linears: readonly PlannedLinear[];
+  /** What one rank holds, per rank. */
+  readonly ranks: readonly RankBytes[];
+  /** What a single-rank run holds for the same layout (the comparison for ranks[i].totalBytes). */
+  readonly singleRankBytes: number;
+  /** The linear named `name` (checkpoint name, prefix included), or undefined. */
+  linear(name: string): PlannedLinear | undefined;
+  /** The LinearShard `rank` passes to the linear provider for `name` (replicated when unplanned). */
+  shardOf(name: string, rank: number): LinearShard;
+  /** The rows / columns of the file's [N, K] weight `rank` reads (undefined: the whole weight). */
+  sliceOf(name: string, rank: number): LayerSlice | undefined;
+}
+
+export interface ShardPlanOptions {
+  /** The compute mode the run uses (decides the run format, hence convrot alignment and bytes). Default 'auto'. */
+  readonly compute?: ComputeMode;
+  readonly requantizeGguf?: boolean;
+}
+
+const BIAS_BYTES = 4; // biases are read as f32
+
+function checkRowSlice(l: LayoutLinear, world: number, compute: ComputeMode, requantizeGguf: boolean): void {
+  const localIn = l.inFeatures / world;
+  const run = runFormatOf(l.storedFormat, compute, l.inFeatures, { requantizeGguf });
+  const group = weightFormatInfo(run).convrot;
+  if (group !== false && localIn % group !== 0) {
+    throw new NinodesError(
+      'SHARD_NOT_GROUP_ALIGNED',
+      `layer '${l.name}' (${run}, K = ${l.inFeatures}): over ${world} ranks each rank's input slice is ${localIn} columns, which splits the ${group}-column convrot groups`,
+      { value: { inFeatures: l.inFeatures, world, group }, where: l.name, hint: `use a tensor-parallel size N with K / N a multiple of ${group} (K = ${l.inFeatures})` },
+    );
+  }
+  // A row-parallel rank reads whole quant blocks of its columns: blocks run along K.
+  if (isBlockDType(l.storedFormat)) {
+    const block = BLOCK_DTYPES[l.storedFormat].blockElements;
+    if (localIn % block !== 0) {
+      throw new NinodesError(
+        'SHARD_NOT_BLOCK_ALIGNED',
+        `layer '${l.name}' (${l.storedFormat}, K = ${l.inFeatures}): each rank's input slice of ${localIn} columns splits the ${block}-element quant blocks`,
+        { value: { inFeatures: l.inFeatures, world, block }, where: l.name, hint: `use a tensor-parallel size N with K / N a multiple of ${block}` },
+      );
+    }
+  }
+}
+
+/**
+ * The tensor-parallel plan of `layout` over `world` ranks: column-parallel linears split by output
+ * rows (qkv by heads in each of q, k, v; fc1 by its slice of each half), row-parallel ones by input
+ * columns, the rest replicated. Throws SHARD_NOT_DIVISIBLE (heads, ffn or a width that does not
+ * divide), SHARD_NOT_GROUP_ALIGNED (a row-parallel int8 convrot slice that is not a multiple of the
+ * 256-column group) or SHARD_NOT_BLOCK_ALIGNED (GGUF), naming the first layer that fails.
+ */
+export function shardPlan(layout: ModelLayout, world: number, options: ShardPlanOptions = {}): ShardPlan {
+  if (!Number.isSafeInteger(world) || world < 1) {
+    throw new NinodesError('INVALID_ARGUMENT', `tensor-parallel size must be a positive integer, got ${world}`, { value: world, where: 'world', hint: 'e.g. --tp 2' });
+  }
+  const compute = options.compute ?? 'auto';
+  const requantizeGguf = options.requantizeGguf ?? false;
+  const linears: PlannedLinear[] = [];
+  const byName = new Map<string, PlannedLinear>();
+  let sharded = 0;
+  let replicated = 0;
+  let single = 0;
+  for (const group of layout.groups) {
+    const linearNames = new Set<string>();
+    for (const l of group.linears) {
+      linearNames.add(l.name);
+      const shard: LinearShard = { rank: 0, size: world, role: l.role, fused: l.fused };
+      // quant's geometry is the one definition of a split (the provider slices by it too).
+      const geometry = shardGeometry(l.name, l.outFeatures, l.inFeatures, shard);
+      if (l.role === 'row') checkRowSlice(l, world, compute, requantizeGguf);
+      const planned: PlannedLinear = {
+        name: l.name,
+        group: group.name,
+        role: l.role,
+        fused: l.fused,
+        storedFormat: l.storedFormat,
+        outFeatures: l.outFeatures,
+        inFeatures: l.inFeatures,
+        localOut: geometry.n,
+        localIn: geometry.k,
+        bias: l.bias,
+      };
+      linears.push(planned);
+      byName.set(l.name, planned);
+      const full = residentBytes(l.storedFormat, compute, [l.outFeatures, l.inFeatures], { requantizeGguf }) + (l.bias ? BIAS_BYTES * l.outFeatures : 0);
+      single += full;
+      if (l.role === 'replicated') {
+        replicated += full;
+      } else {
+        // Row-parallel ranks hold every output row's bias (added once after the reduction).
+        sharded += residentBytes(l.storedFormat, compute, [geometry.n, geometry.k], { requantizeGguf }) + (l.bias ? BIAS_BYTES * geometry.n : 0);
+      }
+    }
+    for (const t of group.tensors) {
+      const owner = t.name.slice(0, t.name.lastIndexOf('.'));
+      if (linearNames.has(owner)) continue; // counted with its linear
+      replicated += t.byteLength;
+      single += t.byteLength;
+    }
+  }
+  const ranks: RankBytes[] = Array.from({ length: world }, (_, rank) => ({ rank, shardedBytes: sharded, replicatedBytes: replicated, totalBytes: sharded + replicated }));
+  const unplanned = (name: string): NinodesError =>
+    new NinodesError('LAYER_NOT_IN_PLAN', `layer '${name}' is not a linear of the ${layout.architecture} layout this plan was made from`, { value: name, where: name });
+  const checkRank = (rank: number): void => {
+    if (!Number.isSafeInteger(rank) || rank < 0 || rank >= world) {
+      throw new NinodesError('INVALID_ARGUMENT', `rank ${rank} is not a rank of a world of ${world}`, { value: rank, where: 'rank' });
+    }
+  };
+  return {
+    world,
+    architecture: layout.architecture,
+    compute,
+    linears,
+    ranks,
+    singleRankBytes: single,
+    linear: (name) => byName.get(name),
+    shardOf(name, rank) {
+      checkRank(rank);
+      const l = byName.get(name);
+      if (l === undefined) throw unplanned(name);
+      return { rank, size: world, role: l.role, fused: l.fused };
+    },
+    sliceOf(name, rank) {
+      checkRank(rank);
+      const l = byName.get(name);
+      if (l === undefined) throw unplanned(name);
+      return shardGeometry(name, l.outFeatures, l.inFeatures, { rank, size: world, role: l.role, fused: l.fused }).slice;
+    },
+  };
+}

@@ -1,0 +1,41 @@
+// One rank of the parallel-linear test, run as a child process by parallel-linear.test.ts: joins the
+// communicator, builds its local ops through parallelLinearProvider over the test's checkpoint, runs
+// each layer on its part of the input and prints the outputs (base64 of the f32 bytes) as one JSON line.
+const job = JSON.parse(process.env.NINODES_TP_JOB);
+const [kernels, memory, quant, tp] = await Promise.all([job.dist.kernels, job.dist.memory, job.dist.quant, job.dist.tp].map((p) => import(p)));
+const { inputOf } = await import(job.inputs);
+
+const out = { rank: job.rank };
+let comm;
+let source;
+try {
+  comm = await kernels.createCommunicator({ rank: job.rank, size: job.size, store: { kind: 'file', path: job.storeDir }, prefix: job.prefix, timeoutMs: 30_000 });
+  source = memory.SafetensorsFile.open(job.file);
+  const plan = tp.shardPlan(job.layout, job.size);
+  const provider = tp.parallelLinearProvider({ provider: quant.createLinearProvider(source), plan, comm });
+  out.y = {};
+  for (const group of job.layout.groups) {
+    for (const l of group.linears) {
+      const op = provider.linear({ name: l.name, inFeatures: l.inFeatures, outFeatures: l.outFeatures, bias: l.bias });
+      const x = inputOf(l.name, job.m, l.inFeatures);
+      let local = x;
+      if (l.role === 'row') {
+        // This rank's input columns.
+        const k = l.inFeatures / job.size;
+        const part = new Float32Array(job.m * k);
+        for (let r = 0; r < job.m; r++) part.set(x.subarray(r * l.inFeatures + job.rank * k, r * l.inFeatures + (job.rank + 1) * k), r * k);
+        local = part;
+      }
+      const y = await op.forward(kernels.Tensor.fromArray('f32', [job.m, local.length / job.m], local));
+      out.y[l.name] = { shape: y.shape, b64: Buffer.from(y.data.buffer, y.data.byteOffset, y.data.byteLength).toString('base64') };
+    }
+  }
+  out.ok = true;
+} catch (e) {
+  out.ok = false;
+  out.error = { code: e.code, message: e.message, stack: e.stack };
+} finally {
+  await comm?.close();
+  source?.close();
+}
+console.log(JSON.stringify(out));
