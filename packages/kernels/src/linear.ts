@@ -1,7 +1,6 @@
 import { fromNativeError } from './errors.js';
 import { checkBias, linearDims } from './linear-checks.js';
 import { nativeAddon } from './native-addon.js';
-import { withPinned } from './native-memory.js';
 import { Tensor } from './tensor.js';
 
 type LinearFn = (x: Uint8Array, w: Uint8Array, wIsBf16: boolean, bias: Uint8Array | null, y: Uint8Array, m: number, k: number, n: number) => Promise<void>;
@@ -15,7 +14,7 @@ export async function linear(x: Tensor, w: Tensor, bias?: Tensor): Promise<Tenso
   checkBias(bias, d.n, 'linear');
   const y = Tensor.zeros('f32', d.outShape);
   try {
-    await withPinned([x, w, bias], () => (nativeAddon().linear as LinearFn)(x.bytes(), w.bytes(), w.dtype === 'bf16', bias?.bytes() ?? null, y.bytes(), d.m, d.k, d.n));
+    await (nativeAddon().linear as LinearFn)(x.bytes(), w.bytes(), w.dtype === 'bf16', bias?.bytes() ?? null, y.bytes(), d.m, d.k, d.n);
   } catch (error) {
     throw fromNativeError(error, 'linear');
   }
