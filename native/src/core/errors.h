@@ -54,7 +54,9 @@ Napi::Value guarded(const Napi::CallbackInfo& info, Fn&& body, bool check_faults
       }
     }
     Napi::Value out = body(info);
-    if (check_faults) fail_if_faulted_since(faults);
+    // An async op's promise is never dropped (it would reject unhandled later): AsyncOp checks the
+    // memory it read itself once its work is done.
+    if (check_faults && !out.IsPromise()) fail_if_faulted_since(faults);
     return out;
   } catch (const NativeError& e) {
     throw to_js_error(info.Env(), e.code(), e.what());
