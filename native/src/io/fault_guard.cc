@@ -113,7 +113,7 @@ std::string files_faulted_since(uint64_t since) {
 }
 
 std::string truncated_message(const std::string& path) {
-  return path + " shrank while it was mapped (truncated or rewritten in place); the pages past its new end read as zeros, so no result computed from it is returned; reopen the file";
+  return path + " shrank while it was mapped (truncated or rewritten in place) or a page of it could not be read; the missing pages read as zeros, so no result computed from it is returned; reopen the file";
 }
 
 }  // namespace ninodes

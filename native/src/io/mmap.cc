@@ -109,8 +109,9 @@ uint64_t byte_sum(const unsigned char* p, size_t n) {
 }
 
 // A read of a truncated mapping was repaired with zero pages (io/fault_guard.h): the sum is not the file's.
+// (An unmapped mapping's guard slot may already belong to another file: ask only while mapped.)
 void fail_if_truncated(const Mapping* m) {
-  if (ninodes::mapping_faulted(m->guard_slot)) ninodes::fail("FILE_TRUNCATED", ninodes::truncated_message(m->path));
+  if (m->mapped && ninodes::mapping_faulted(m->guard_slot)) ninodes::fail("FILE_TRUNCATED", ninodes::truncated_message(m->path));
 }
 
 double number_arg(const Napi::CallbackInfo& info, size_t i, const char* fn, const char* what) {
