@@ -44,10 +44,13 @@ export function mutate(samples: readonly HeaderSample[], seed: number, index: nu
   let bytes: Uint8Array = Uint8Array.from(sample.bytes);
   let fileSize = sample.fileSize;
   const ops: string[] = [];
-  const count = 1 + int(3);
+  // Some safetensors mutations only rewrite one number, so the JSON stays valid and the damage
+  // reaches what is derived from names and shapes (block counts) instead of the JSON parser.
+  const structural = sample.format === 'safetensors' && r() < 0.15;
+  const count = structural ? 1 : 1 + int(3);
   for (let k = 0; k < count; k++) {
     const h = Math.max(1, Math.min(bytes.length, sample.headerEnd));
-    const op = int(sample.format === 'safetensors' ? 8 : 7);
+    const op = structural ? 7 : int(sample.format === 'safetensors' ? 8 : 7);
     if (op === 0) {
       const n = 1 + int(4);
       for (let j = 0; j < n; j++) {
@@ -107,8 +110,12 @@ export function mutate(samples: readonly HeaderSample[], seed: number, index: nu
         const replacement = pick(NUMBER_TEXTS);
         const at = 8 + (m.index as number);
         const enc = new TextEncoder().encode(replacement);
+        const delta = enc.length - m[0].length;
         bytes = concat(bytes.subarray(0, at), enc, bytes.subarray(at + m[0].length));
-        fileSize += enc.length - m[0].length;
+        fileSize += delta;
+        // the header length follows the edit, so the JSON stays whole and the number is what is tested
+        const view = new DataView(bytes.buffer, bytes.byteOffset, 8);
+        view.setBigUint64(0, BigInt.asUintN(64, view.getBigUint64(0, true) + BigInt(delta)), true);
         ops.push(`number@${at}:${m[0]}->${replacement}`);
       }
     }
