@@ -1,7 +1,10 @@
 #pragma once
 // Runs `work` on a libuv worker thread and resolves a Promise with `done(env)` on the JS thread.
 // `keep_alive` holds references to the JS objects whose memory `work` reads or writes (ArrayBuffers,
-// external buffers), so the GC cannot free them while the op runs off-thread.
+// external buffers), so the GC cannot free them while the op runs off-thread; the native memory under
+// them (a file mapping, a native allocation) is pinned too, so an early close()/dispose() waits for
+// the op (core/memory_pins.h). A mapped file truncated before or during the op fails it with
+// FILE_TRUNCATED instead of returning a result computed from zero-filled pages (io/fault_guard.h).
 #include <napi.h>
 
 #include <functional>
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/memory_pins.h"
 
 namespace ninodes {
 
@@ -21,17 +25,27 @@ class AsyncOp : public Napi::AsyncWorker {
                              const std::vector<Napi::Value>& keep_alive) {
     auto* op = new AsyncOp(env, name, std::move(work), std::move(done));
     for (const Napi::Value& value : keep_alive) {
-      if (value.IsObject()) op->refs_.push_back(Napi::Persistent(value.As<Napi::Object>()));
+      if (!value.IsObject()) continue;
+      op->refs_.push_back(Napi::Persistent(value.As<Napi::Object>()));
+      if (PinnableMemory* pinned = pin_containing(data_of(value))) op->pins_.push_back(pinned);
     }
     Napi::Promise promise = op->deferred_.Promise();
     op->Queue();
     return promise;
   }
 
+  ~AsyncOp() override {
+    for (PinnableMemory* pinned : pins_) unpin(pinned);
+  }
+
  protected:
   void Execute() override {
     try {
+      fail_if_pinned_failed();
+      const uint64_t faults = repaired_fault_count();
       work_();
+      fail_if_pinned_failed();
+      fail_if_faulted_since(faults);
     } catch (const NativeError& e) {
       code_ = e.code();
       SetError(e.what());
@@ -60,6 +74,13 @@ class AsyncOp : public Napi::AsyncWorker {
   }
 
  private:
+  void fail_if_pinned_failed() const {
+    std::string code, message;
+    for (const PinnableMemory* pinned : pins_) {
+      if (pinned->failed(&code, &message)) fail(code, message);
+    }
+  }
+
   AsyncOp(Napi::Env env, const char* name, Work work, Done done)
       : Napi::AsyncWorker(env, name), deferred_(Napi::Promise::Deferred::New(env)), work_(std::move(work)),
         done_(std::move(done)) {}
@@ -69,6 +90,7 @@ class AsyncOp : public Napi::AsyncWorker {
   Done done_;
   std::string code_ = "NATIVE_INTERNAL";
   std::vector<Napi::ObjectReference> refs_;
+  std::vector<PinnableMemory*> pins_;
 };
 
 }  // namespace ninodes

@@ -5,14 +5,14 @@
 // ArrayBuffers (Node 20 caps an ArrayBuffer at 4 GiB, checkpoints are far larger). The mapping is
 // reference counted by the handle and every view, so a view that outlives a forgotten handle never
 // dangles. ioUnmap() is the early release: JS detaches every view first (ioDetach), so stale typed
-// arrays read as empty, then the pages are unmapped at once. JS owns the file descriptor and checks
+// arrays read as empty, then the pages are unmapped at once, or when the last async op reading them
+// settles (core/memory_pins.h). A file truncated under its mapping raises no fatal SIGBUS: the
+// faulting pages read as zeros and every user reports FILE_TRUNCATED (io/fault_guard.h). JS owns the file descriptor and checks
 // the file's identity with fstat; this file owns only the mapping.
 #include <malloc.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#include <setjmp.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,62 +28,63 @@
 
 #include "core/errors.h"
 #include "core/registry.h"
+#include "core/memory_pins.h"
 #include "core/thread_pool.h"
+#include "io/fault_guard.h"
 
 namespace {
 
-struct Mapping {
-  char* addr;
-  uint64_t length;
-  uint64_t refs;  // the handle plus one per live view
-  bool unmapped;
+// One mmap of a file. `refs` counts the JS handle, every live view and every async op using it;
+// the pages go when the last of them goes, or at ioUnmap when no op is using them, else when the
+// last such op settles. All fields are guarded by ninodes::pin_mutex().
+class Mapping final : public ninodes::PinnableMemory {
+ public:
+  Mapping(char* addr, uint64_t length, std::string path, int guard_slot)
+      : addr(addr), length(length), path(std::move(path)), guard_slot(guard_slot) {}
+
+  char* const addr;
+  const uint64_t length;
+  const std::string path;
+  const int guard_slot;
+  uint64_t refs = 1;
+  uint64_t pins = 0;
+  bool closed = false;  // ioUnmap was called: no new views
+  bool mapped = true;
+
+  void pin_locked() override {
+    ++refs;
+    ++pins;
+  }
+  void unpin_locked() override {
+    --pins;
+    if (pins == 0 && closed) unmap_locked();
+    drop_locked();
+  }
+  bool failed(std::string* code, std::string* message) const override {
+    if (!ninodes::mapping_faulted(guard_slot)) return false;
+    *code = "FILE_TRUNCATED";
+    *message = ninodes::truncated_message(path);
+    return true;
+  }
+
+  void unmap_locked() {
+    if (!mapped) return;
+    mapped = false;
+    ninodes::unregister_pinnable_locked(addr);
+    ninodes::unguard_mapping(guard_slot);
+    munmap(addr, static_cast<size_t>(length));
+  }
+  // Drops one reference; the last one unmaps and frees the bookkeeping.
+  void drop_locked() {
+    if (--refs > 0) return;
+    unmap_locked();
+    delete this;
+  }
 };
 
-std::mutex g_mutex;
-
 void drop_ref(Mapping* m) {
-  bool last;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    last = --m->refs == 0;
-    if (last && !m->unmapped) {
-      munmap(m->addr, static_cast<size_t>(m->length));
-      m->unmapped = true;
-    }
-  }
-  if (last) delete m;
-}
-
-// SIGBUS guard for native reads of mapped pages. A file truncated while mapped raises SIGBUS on
-// the missing pages; a read loop here arms a thread-local jump buffer, and the handler jumps back
-// out of the loop so the call fails with MMAP_SIGBUS instead of killing the process. Signals that
-// do not come from an armed loop go to the previous handler (or the default action). The loops
-// guarded this way own no objects with destructors between sigsetjmp and the read.
-// volatile: the compiler must not drop the arming store as dead (nothing "reads" it but the handler).
-thread_local sigjmp_buf* volatile t_bus_jump = nullptr;
-struct sigaction g_previous_bus;
-std::once_flag g_bus_once;
-
-void on_sigbus(int sig, siginfo_t* info, void* context) {
-  if (t_bus_jump != nullptr) siglongjmp(*t_bus_jump, 1);
-  if (g_previous_bus.sa_flags & SA_SIGINFO) {
-    if (g_previous_bus.sa_sigaction != nullptr) return g_previous_bus.sa_sigaction(sig, info, context);
-  } else if (g_previous_bus.sa_handler != SIG_DFL && g_previous_bus.sa_handler != SIG_IGN && g_previous_bus.sa_handler != nullptr) {
-    return g_previous_bus.sa_handler(sig);
-  }
-  signal(SIGBUS, SIG_DFL);
-  raise(SIGBUS);
-}
-
-void install_bus_guard() {
-  std::call_once(g_bus_once, [] {
-    struct sigaction action;
-    std::memset(&action, 0, sizeof(action));
-    action.sa_sigaction = on_sigbus;
-    action.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGBUS, &action, &g_previous_bus);
-  });
+  std::lock_guard<std::mutex> lock(ninodes::pin_mutex());
+  m->drop_locked();
 }
 
 // Sum of n bytes. psadbw adds 16 bytes per instruction and is part of baseline x86-64 (SSE2), so
@@ -107,30 +108,10 @@ uint64_t byte_sum(const unsigned char* p, size_t n) {
   return sum;
 }
 
-// Sums bytes [lo, hi) of base; returns false when a page was missing (SIGBUS).
-bool guarded_sum(const unsigned char* base, size_t lo, size_t hi, size_t step, uint64_t* out) {
-  sigjmp_buf jump;
-  if (sigsetjmp(jump, 1) != 0) {
-    t_bus_jump = nullptr;
-    return false;
-  }
-  t_bus_jump = &jump;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  const unsigned char* p = base;
-  uint64_t sum = 0;
-  if (step == 1) {
-    sum = byte_sum(p + lo, hi - lo);
-  } else {
-    for (size_t i = lo; i < hi; i += step) sum += p[i];
-  }
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  t_bus_jump = nullptr;
-  *out = sum;
-  return true;
-}
-
-[[noreturn]] void fail_bus(const char* fn) {
-  ninodes::fail("MMAP_SIGBUS", std::string(fn) + ": the mapped file is shorter than when it was mapped (truncated while in use); reopen it");
+// A read of a truncated mapping was repaired with zero pages (io/fault_guard.h): the sum is not the file's.
+// (An unmapped mapping's guard slot may already belong to another file: ask only while mapped.)
+void fail_if_truncated(const Mapping* m) {
+  if (m->mapped && ninodes::mapping_faulted(m->guard_slot)) ninodes::fail("FILE_TRUNCATED", ninodes::truncated_message(m->path));
 }
 
 double number_arg(const Napi::CallbackInfo& info, size_t i, const char* fn, const char* what) {
@@ -149,20 +130,22 @@ Mapping* handle_arg(const Napi::CallbackInfo& info, const char* fn) {
 
 // Validates [offset, offset + length) against a live mapping; returns nothing, fails with a code.
 void check_range(const Mapping* m, uint64_t offset, uint64_t length, const char* fn) {
-  if (m->unmapped) ninodes::fail("MMAP_UNMAPPED", std::string(fn) + ": the file was already unmapped (closed)");
+  if (m->closed) ninodes::fail("MMAP_UNMAPPED", std::string(fn) + ": the file was already unmapped (closed)");
   if (offset > m->length || length > m->length - offset) {
     ninodes::fail("MMAP_RANGE", std::string(fn) + ": range " + std::to_string(offset) + "+" + std::to_string(length) +
                                     " is outside the " + std::to_string(m->length) + "-byte mapping");
   }
 }
 
-// ioMapFile(fd, length, private): maps [0, length) of fd read-only and shared, or copy-on-write when
-// `private` (writes through views then stay in this process instead of faulting).
+// ioMapFile(fd, length, private, path): maps [0, length) of fd read-only and shared, or copy-on-write
+// when `private` (writes through views then stay in this process instead of faulting). `path` names
+// the file in errors; the mapping is guarded against SIGBUS (io/fault_guard.h) and pinnable by async ops.
 Napi::Value map_file(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     const int fd = static_cast<int>(number_arg(info, 0, "ioMapFile", "fd"));
     const uint64_t length = static_cast<uint64_t>(number_arg(info, 1, "ioMapFile", "length"));
     const bool priv = info.Length() > 2 && info[2].ToBoolean().Value();
+    const std::string path = info.Length() > 3 && info[3].IsString() ? info[3].As<Napi::String>().Utf8Value() : std::string("a mapped file");
     if (length == 0) ninodes::fail("MMAP_EMPTY", "ioMapFile: cannot map 0 bytes");
     struct stat st;
     if (fstat(fd, &st) != 0) ninodes::fail("MMAP_FAILED", std::string("fstat failed: ") + std::strerror(errno));
@@ -174,7 +157,16 @@ Napi::Value map_file(const Napi::CallbackInfo& info) {
     const int flags = priv ? MAP_PRIVATE : MAP_SHARED;
     void* addr = mmap(nullptr, static_cast<size_t>(length), prot, flags, fd, 0);
     if (addr == MAP_FAILED) ninodes::fail("MMAP_FAILED", std::string("mmap failed: ") + std::strerror(errno));
-    auto* m = new Mapping{static_cast<char*>(addr), length, 1, false};
+    const int slot = ninodes::guard_mapping(addr, static_cast<size_t>(length), priv, path);
+    if (slot < 0) {
+      munmap(addr, static_cast<size_t>(length));
+      ninodes::fail("MMAP_TOO_MANY", "ioMapFile: " + path + ": too many files are mapped at once (1024); close some");
+    }
+    auto* m = new Mapping(static_cast<char*>(addr), length, path, slot);
+    {
+      std::lock_guard<std::mutex> lock(ninodes::pin_mutex());
+      ninodes::register_pinnable_locked(addr, static_cast<size_t>(length), m);
+    }
     return Napi::External<Mapping>::New(info.Env(), m, [](Napi::Env, Mapping* data) { drop_ref(data); });
   });
 }
@@ -192,7 +184,7 @@ Napi::Value map_view(const Napi::CallbackInfo& info) {
                                                " bytes exceeds the 4 GiB ArrayBuffer limit of this Node version");
     }
     {
-      std::lock_guard<std::mutex> lock(g_mutex);
+      std::lock_guard<std::mutex> lock(ninodes::pin_mutex());
       ++m->refs;
     }
     napi_value out;
@@ -215,19 +207,20 @@ Napi::Value detach(const Napi::CallbackInfo& info) {
     if (buffer.IsDetached()) return Napi::Boolean::New(info.Env(), false);
     buffer.Detach();
     return Napi::Boolean::New(info.Env(), true);
-  });
+  }, false);
 }
 
-// ioUnmap(handle): unmaps now; JS has detached every view first. Idempotent.
+// ioUnmap(handle): JS has detached every view first; the pages go now, or when the last async op
+// still reading them settles. Idempotent.
 Napi::Value unmap(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     Mapping* m = handle_arg(info, "ioUnmap");
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (m->unmapped) return Napi::Boolean::New(info.Env(), false);
-    munmap(m->addr, static_cast<size_t>(m->length));
-    m->unmapped = true;
+    std::lock_guard<std::mutex> lock(ninodes::pin_mutex());
+    if (m->closed) return Napi::Boolean::New(info.Env(), false);
+    m->closed = true;
+    if (m->pins == 0) m->unmap_locked();
     return Napi::Boolean::New(info.Env(), true);
-  });
+  }, false);
 }
 
 // ioMadvise(handle, offset, length, advice): willneed | dontneed | sequential | random | normal.
@@ -264,13 +257,13 @@ Napi::Value touch_pages(const Napi::CallbackInfo& info) {
     const uint64_t offset = static_cast<uint64_t>(number_arg(info, 1, "ioTouchPages", "offset"));
     const uint64_t length = static_cast<uint64_t>(number_arg(info, 2, "ioTouchPages", "length"));
     check_range(m, offset, length, "ioTouchPages");
-    install_bus_guard();
-    const unsigned char* base = reinterpret_cast<const unsigned char*>(m->addr);
+    const volatile unsigned char* base = reinterpret_cast<const unsigned char*>(m->addr);
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    uint64_t sum = 0, last = 0;
-    if (!guarded_sum(base, static_cast<size_t>(offset), static_cast<size_t>(offset + length), page, &sum)) fail_bus("ioTouchPages");
-    if (length > 0 && !guarded_sum(base, static_cast<size_t>(offset + length - 1), static_cast<size_t>(offset + length), 1, &last)) fail_bus("ioTouchPages");
-    return Napi::Number::New(info.Env(), static_cast<double>(sum + last));
+    uint64_t sum = 0;
+    for (size_t i = static_cast<size_t>(offset); i < offset + length; i += page) sum += base[i];
+    if (length > 0) sum += base[offset + length - 1];
+    fail_if_truncated(m);
+    return Napi::Number::New(info.Env(), static_cast<double>(sum));
   });
 }
 
@@ -286,22 +279,27 @@ Napi::Value sum_bytes(const Napi::CallbackInfo& info) {
     const unsigned char* base = reinterpret_cast<const unsigned char*>(m->addr) + offset;
     constexpr size_t kChunk = size_t{1} << 20;
     const size_t chunks = static_cast<size_t>((length + kChunk - 1) / kChunk);
-    install_bus_guard();
     std::vector<uint64_t> partial(chunks, 0);
-    std::vector<unsigned char> faulted(chunks, 0);
     ninodes::parallel_for(chunks, 1, [&](size_t begin, size_t end) {
       for (size_t c = begin; c < end; ++c) {
         const size_t lo = c * kChunk;
         const size_t hi = std::min<size_t>(static_cast<size_t>(length), lo + kChunk);
-        if (!guarded_sum(base, lo, hi, 1, &partial[c])) faulted[c] = 1;
+        partial[c] = byte_sum(base + lo, hi - lo);
       }
     });
+    fail_if_truncated(m);
     uint64_t total = 0;
-    for (size_t c = 0; c < chunks; ++c) {
-      if (faulted[c]) fail_bus("ioSumBytes");
-      total += partial[c];
-    }
+    for (size_t c = 0; c < chunks; ++c) total += partial[c];
     return Napi::Number::New(info.Env(), static_cast<double>(total));
+  });
+}
+
+// ioAssertIntact(handle): throws FILE_TRUNCATED once any read of the mapping hit a page past the
+// file's end (on any thread, V8's included); the read itself saw zeros.
+Napi::Value assert_intact(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    fail_if_truncated(handle_arg(info, "ioAssertIntact"));
+    return info.Env().Undefined();
   });
 }
 
@@ -327,6 +325,7 @@ NINODES_MODULE(io_mmap) {
   exports.Set("ioMadvise", Napi::Function::New(env, madvise_range, "ioMadvise"));
   exports.Set("ioTouchPages", Napi::Function::New(env, touch_pages, "ioTouchPages"));
   exports.Set("ioSumBytes", Napi::Function::New(env, sum_bytes, "ioSumBytes"));
+  exports.Set("ioAssertIntact", Napi::Function::New(env, assert_intact, "ioAssertIntact"));
   exports.Set("ioMallocTrim", Napi::Function::New(env, malloc_trim_binding, "ioMallocTrim"));
   exports.Set("ioPageSize", Napi::Function::New(env, page_size, "ioPageSize"));
 }

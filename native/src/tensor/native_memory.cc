@@ -1,6 +1,7 @@
 // Native allocations handed to JS as external ArrayBuffers. The finalizer frees memory the GC finds
 // unreachable; releaseNative() frees it early: it detaches the buffer first, so every JS view of it
-// reads as empty instead of touching freed memory.
+// reads as empty instead of touching freed memory. An async op reading the memory pins it
+// (core/memory_pins.h): an early release then frees it when the last such op settles.
 #include <napi.h>
 
 #include <sys/mman.h>
@@ -11,15 +12,24 @@
 #include <unordered_map>
 
 #include "core/errors.h"
+#include "core/memory_pins.h"
 #include "core/registry.h"
 
 namespace {
 
-struct Allocation {
-  void* data;
-  size_t bytes;
-  size_t mapped_bytes;  // > 0: the block came from mmap and goes back with munmap
+// All fields are guarded by ninodes::pin_mutex().
+struct Allocation final : ninodes::PinnableMemory {
+  Allocation(void* data, size_t bytes, size_t mapped_bytes) : data(data), bytes(bytes), mapped_bytes(mapped_bytes) {}
+  void* const data;
+  const size_t bytes;
+  const size_t mapped_bytes;  // > 0: the block came from mmap and goes back with munmap
   bool freed = false;
+  bool release_pending = false;  // released (or finalized) while pinned: free at the last unpin
+  bool finalized = false;        // the ArrayBuffer is gone: delete the bookkeeping once freed
+  uint64_t pins = 0;
+
+  void pin_locked() override { ++pins; }
+  void unpin_locked() override;
 };
 
 // Large blocks are mapped directly so that freeing one returns its pages to the OS at once. From
@@ -29,7 +39,6 @@ struct Allocation {
 constexpr size_t kMapThreshold = size_t{1} << 20;
 
 std::atomic<int64_t> live_bytes{0};
-std::mutex registry_mutex;
 std::unordered_map<void*, Allocation*>& registry() {
   static std::unordered_map<void*, Allocation*> map;
   return map;
@@ -37,8 +46,13 @@ std::unordered_map<void*, Allocation*>& registry() {
 
 void free_locked(Allocation* a) {
   if (a->freed) return;
+  if (a->pins > 0) {
+    a->release_pending = true;
+    return;
+  }
   a->freed = true;
   registry().erase(a->data);
+  ninodes::unregister_pinnable_locked(a->data);
   if (a->mapped_bytes > 0) {
     munmap(a->data, a->mapped_bytes);
   } else {
@@ -47,12 +61,17 @@ void free_locked(Allocation* a) {
   live_bytes.fetch_sub(static_cast<int64_t>(a->bytes));
 }
 
+void Allocation::unpin_locked() {
+  if (--pins > 0 || !release_pending) return;
+  free_locked(this);
+  if (finalized) delete this;
+}
+
 void finalize(Napi::Env, void*, Allocation* a) {
-  {
-    std::lock_guard<std::mutex> lock(registry_mutex);
-    free_locked(a);
-  }
-  delete a;
+  std::lock_guard<std::mutex> lock(ninodes::pin_mutex());
+  a->finalized = true;
+  free_locked(a);
+  if (a->freed) delete a;
 }
 
 Napi::Value allocate_native(const Napi::CallbackInfo& info) {
@@ -77,10 +96,11 @@ Napi::Value allocate_native(const Napi::CallbackInfo& info) {
       data = std::aligned_alloc(64, rounded);
     }
     if (data == nullptr) ninodes::fail("NATIVE_OUT_OF_MEMORY", "allocateNative: could not allocate " + std::to_string(bytes) + " bytes");
-    auto* a = new Allocation{data, bytes, mapped_bytes};
+    auto* a = new Allocation(data, bytes, mapped_bytes);
     {
-      std::lock_guard<std::mutex> lock(registry_mutex);
+      std::lock_guard<std::mutex> lock(ninodes::pin_mutex());
       registry()[data] = a;
+      ninodes::register_pinnable_locked(data, rounded, a);
     }
     live_bytes.fetch_add(static_cast<int64_t>(bytes));
     return Napi::ArrayBuffer::New(info.Env(), data, bytes, finalize, a);
@@ -93,18 +113,18 @@ Napi::Value release_native(const Napi::CallbackInfo& info) {
     Napi::ArrayBuffer ab = info[0].As<Napi::ArrayBuffer>();
     void* data = ab.Data();
     {
-      std::lock_guard<std::mutex> lock(registry_mutex);
+      std::lock_guard<std::mutex> lock(ninodes::pin_mutex());
       if (data == nullptr || registry().find(data) == registry().end()) {
         return Napi::Boolean::New(info.Env(), false);
       }
     }
     // Detach before freeing; the finalizer may run inside Detach, so look the allocation up again.
     ab.Detach();
-    std::lock_guard<std::mutex> lock(registry_mutex);
+    std::lock_guard<std::mutex> lock(ninodes::pin_mutex());
     auto it = registry().find(data);
     if (it != registry().end()) free_locked(it->second);
     return Napi::Boolean::New(info.Env(), true);
-  });
+  }, false);
 }
 
 Napi::Value native_bytes(const Napi::CallbackInfo& info) {

@@ -1,7 +1,6 @@
 import { fromNativeError } from './errors.js';
 import { type HadamardOptions, resolveHadamard } from './hadamard-options.js';
 import { nativeAddon } from './native-addon.js';
-import { withPinned } from './native-memory.js';
 import { Tensor } from './tensor.js';
 
 export type { HadamardOptions } from './hadamard-options.js';
@@ -28,7 +27,7 @@ export async function hadamard(x: Tensor, opts?: HadamardOptions): Promise<Tenso
   const r = resolveHadamard(x, opts);
   const out = (opts?.out as Tensor<'f32'> | undefined) ?? Tensor.zeros('f32', x.shape);
   try {
-    await withPinned([x, out], () => (nativeAddon().hadamardAsync as HadamardFn<Promise<void>>)(x.bytes(), out.bytes(), r.rows, r.cols, r.group, r.order));
+    await (nativeAddon().hadamardAsync as HadamardFn<Promise<void>>)(x.bytes(), out.bytes(), r.rows, r.cols, r.group, r.order);
   } catch (error) {
     throw fromNativeError(error, 'hadamard');
   }

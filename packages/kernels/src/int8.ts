@@ -15,7 +15,6 @@ import {
   resolveConvrot,
 } from './linear-checks.js';
 import { nativeAddon } from './native-addon.js';
-import { withPinned } from './native-memory.js';
 import { NinodesError } from './errors.js';
 import { Tensor } from './tensor.js';
 
@@ -92,7 +91,7 @@ export async function int8Matmul(qx: Tensor, qw: Tensor, options?: Int8MatmulOpt
   const backend = checkBackend(optionsOf(options, 'int8Matmul options').backend, 'int8Matmul options.backend');
   const acc = Tensor.zeros('i32', [m, n]);
   try {
-    await withPinned([qx, qw], () => (nativeAddon().int8Matmul as MatmulFn)(qx.bytes(), qw.bytes(), acc.bytes(), m, k, n, backend));
+    await (nativeAddon().int8Matmul as MatmulFn)(qx.bytes(), qw.bytes(), acc.bytes(), m, k, n, backend);
   } catch (error) {
     throw fromNativeError(error, 'int8Matmul');
   }
@@ -122,7 +121,7 @@ export async function int8Linear(
   if (external !== undefined) xScale.data.set(external);
   const acc = opts.returnAccumulators === true ? Tensor.zeros('i32', [d.m, d.n]) : undefined;
   try {
-    await withPinned([x, qw, wScale, opts.bias], () => (nativeAddon().int8Linear as Int8LinearFn)(
+    await (nativeAddon().int8Linear as Int8LinearFn)(
       x.bytes(),
       qw.bytes(),
       wScale.bytes(),
@@ -137,7 +136,7 @@ export async function int8Linear(
       order,
       external !== undefined,
       backend,
-    ));
+    );
   } catch (error) {
     throw fromNativeError(error, 'int8Linear');
   }
@@ -158,9 +157,7 @@ export async function dequantizeInt8Accumulators(acc: Tensor, xScale: Tensor, wS
   checkBias(bias, n, 'dequantizeInt8Accumulators');
   const y = Tensor.zeros('f32', [m, n]);
   try {
-    await withPinned([acc, xScale, wScale, bias], () =>
-      (nativeAddon().int8Dequantize as DequantizeFn)(acc.bytes(), xScale.bytes(), wScale.bytes(), bias?.bytes() ?? null, y.bytes(), m, n),
-    );
+    await (nativeAddon().int8Dequantize as DequantizeFn)(acc.bytes(), xScale.bytes(), wScale.bytes(), bias?.bytes() ?? null, y.bytes(), m, n);
   } catch (error) {
     throw fromNativeError(error, 'dequantizeInt8Accumulators');
   }

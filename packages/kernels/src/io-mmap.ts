@@ -1,6 +1,9 @@
 // Typed wrapper over the addon's file mapping (native/src/io/mmap.cc). A MappedFile owns one
 // mmap of a whole file and hands out zero-copy views of byte ranges; close() detaches every view
-// it handed out before unmapping, so stale typed arrays read as empty instead of faulting.
+// it handed out before unmapping, so stale typed arrays read as empty instead of faulting; an async
+// kernel still reading the file keeps its pages mapped until it settles. A file truncated under the
+// mapping never kills the process with SIGBUS: the missing pages read as zeros and every user of
+// them (kernels, sumBytes, touch, verify) fails with FILE_TRUNCATED naming the file.
 import { closeSync, fstatSync, openSync } from 'node:fs';
 import { NinodesError, fromNativeError } from './errors.js';
 import { nativeAddon } from './native-addon.js';
@@ -9,13 +12,14 @@ import type { StorageOwner } from './tensor.js';
 type Handle = { readonly __mapping: unique symbol };
 
 interface IoAddon {
-  ioMapFile(fd: number, length: number, priv: boolean): Handle;
+  ioMapFile(fd: number, length: number, priv: boolean, path: string): Handle;
   ioMapView(handle: Handle, offset: number, length: number): ArrayBuffer;
   ioDetach(buffer: ArrayBuffer): boolean;
   ioUnmap(handle: Handle): boolean;
   ioMadvise(handle: Handle, offset: number, length: number, advice: MadviseAdvice): void;
   ioTouchPages(handle: Handle, offset: number, length: number): number;
   ioSumBytes(handle: Handle, offset: number, length: number): number;
+  ioAssertIntact(handle: Handle): void;
   ioMallocTrim(pad: number): boolean;
   ioPageSize(): number;
 }
@@ -80,7 +84,7 @@ export class MappedFile implements StorageOwner {
     try {
       const identity = fileIdentity(fd);
       const size = Number(identity.size);
-      const handle = size === 0 ? undefined : io().ioMapFile(fd, size, options.mode === 'private');
+      const handle = size === 0 ? undefined : io().ioMapFile(fd, size, options.mode === 'private', path);
       return new MappedFile(path, fd, size, identity, handle);
     } catch (error) {
       closeSync(fd);
@@ -139,6 +143,13 @@ export class MappedFile implements StorageOwner {
   /** Throws FILE_TRUNCATED, FILE_REPLACED or FILE_MODIFIED when the file is no longer the one mapped. */
   verify(): void {
     this.assertOpen();
+    if (this.handle !== undefined) {
+      try {
+        io().ioAssertIntact(this.handle);
+      } catch (error) {
+        throw fromNativeError(error, this.path);
+      }
+    }
     const now = fileIdentity(this.fd);
     if (now.size < this.identity.size) {
       throw new NinodesError('FILE_TRUNCATED', `${this.path} shrank from ${this.identity.size} to ${now.size} bytes after it was mapped`, {

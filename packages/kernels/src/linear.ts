@@ -1,7 +1,6 @@
 import { fromNativeError } from './errors.js';
 import { checkBias, linearDims } from './linear-checks.js';
 import { nativeAddon } from './native-addon.js';
-import { withPinned } from './native-memory.js';
 import { Tensor } from './tensor.js';
 
 type LinearFn = (x: Uint8Array, w: Uint8Array, wIsBf16: boolean, bias: Uint8Array | null, y: Uint8Array, m: number, k: number, n: number, precision: LinearPrecision) => Promise<void>;
@@ -28,9 +27,7 @@ export async function linear(x: Tensor, w: Tensor, bias?: Tensor, options: Linea
   const precision = options.precision ?? 'f32';
   const y = Tensor.zeros('f32', d.outShape);
   try {
-    await withPinned([x, w, bias], () =>
-      (nativeAddon().linear as LinearFn)(x.bytes(), w.bytes(), w.dtype === 'bf16', bias?.bytes() ?? null, y.bytes(), d.m, d.k, d.n, precision),
-    );
+    await (nativeAddon().linear as LinearFn)(x.bytes(), w.bytes(), w.dtype === 'bf16', bias?.bytes() ?? null, y.bytes(), d.m, d.k, d.n, precision);
   } catch (error) {
     throw fromNativeError(error, 'linear');
   }

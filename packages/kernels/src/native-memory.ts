@@ -12,49 +12,23 @@ interface NativeMemoryAddon {
 
 const addon = (): NativeMemoryAddon => nativeAddon() as unknown as NativeMemoryAddon;
 
+// The addon pins native memory an async op reads (native/src/core/memory_pins.h), so release()
+// during such an op only detaches the views; the memory is freed when the op settles.
 class NativeStorage implements StorageOwner {
   static {
-    // withPinned pins a tensor made by the other module build (ESM and CJS) too.
+    // A tensor made by the other module build (ESM and CJS) is recognized as native storage too.
     brandInstances(this, 'native-storage');
   }
 
   #released = false;
-  #pins = 0;
-  #freePending = false;
   constructor(private readonly buffer: ArrayBuffer) {}
   get released(): boolean {
     return this.#released;
   }
-  /** Views read as disposed at once; the memory itself is freed when no async op still uses it. */
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    if (this.#pins > 0) this.#freePending = true;
-    else addon().releaseNative(this.buffer);
-  }
-  pin(): void {
-    this.#pins++;
-  }
-  unpin(): void {
-    this.#pins--;
-    if (this.#pins === 0 && this.#freePending) {
-      this.#freePending = false;
-      addon().releaseNative(this.buffer);
-    }
-  }
-}
-
-/**
- * Runs an async native op while keeping the native memory of `tensors` alive: a dispose() during
- * the op takes effect when it settles, so the op never touches freed memory.
- */
-export async function withPinned<T>(tensors: readonly (Tensor | undefined)[], op: () => Promise<T>): Promise<T> {
-  const owners = tensors.map((t) => t?.owner).filter((o): o is NativeStorage => o instanceof NativeStorage);
-  for (const o of owners) o.pin();
-  try {
-    return await op();
-  } finally {
-    for (const o of owners) o.unpin();
+    addon().releaseNative(this.buffer);
   }
 }
 

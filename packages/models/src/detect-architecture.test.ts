@@ -114,6 +114,34 @@ describe('detectArchitecture', () => {
   });
 });
 
+describe('block indices are checked against the blocks the file holds (issue 17.5)', () => {
+  const hostile = 'blocks.999999999.attn.qkv_proj.weight';
+  it.each([
+    ['H3', () => h3Entries(''), hostile],
+    ['H3 under a prefix', () => h3Entries('model.diffusion_model.'), `model.diffusion_model.${hostile}`],
+    ['WAN', wanEntries, 'blocks.999999999.self_attn.q.weight'],
+    ['Flux', fluxEntries, 'single_blocks.1000000.linear1.weight'],
+  ])('%s: one 0-byte key with a huge index is refused, naming the key', (_, entries, key) => {
+    const tensors = [...entries(), { name: key, shape: [0] }];
+    expect(() => detectArchitecture(tensors)).toThrow(expect.objectContaining({ code: 'BLOCK_INDEX_GAP', where: key }));
+  });
+
+  it('a gap in the block indices is refused, naming the first block past the gap', () => {
+    const tensors = wanEntries().filter((t) => !t.name.startsWith('blocks.7.'));
+    expect(() => detectArchitecture(tensors)).toThrow(expect.objectContaining({ code: 'BLOCK_INDEX_GAP', where: 'blocks.8.self_attn.q.weight' }));
+  });
+
+  it('a block without its tensors is refused, naming the missing key', () => {
+    const tensors = [...wanEntries(), { name: 'blocks.40.self_attn.q.weight', shape: [0] }];
+    expect(() => detectArchitecture(tensors)).toThrow(expect.objectContaining({ code: 'BLOCK_INCOMPLETE', where: 'blocks.40.ffn.0.weight' }));
+  });
+
+  it('a stray tensor of a block that does not exist is refused too', () => {
+    const tensors = [...wanEntries(), { name: 'blocks.40.norm3.weight', shape: [5120] }];
+    expect(() => detectArchitecture(tensors)).toThrow(expect.objectContaining({ code: 'BLOCK_INDEX_GAP', where: 'blocks.40.norm3.weight' }));
+  });
+});
+
 describe('presets', () => {
   it('every block linear takes int8 convrot group 256 and a TP2 split', () => {
     for (const preset of Object.values(H3_PRESETS)) {

@@ -39,15 +39,44 @@ function findPrefix(names: ReadonlySet<string>, marker: string): string | undefi
   return PREFIXES.find((p) => names.has(p + marker));
 }
 
-function countIndexed(names: ReadonlySet<string>, prefix: string, group: string, suffix: string): number {
-  const re = new RegExp(`^${escape(prefix + group)}\\.(\\d+)\\.${escape(suffix)}$`);
+/**
+ * The number of `group.<i>` blocks: indices must run 0..n-1 (n = the blocks that carry the first of
+ * `suffixes`), every block must carry all of `suffixes`, and no key may name a block past them. The count sizes every per-block structure later, so it comes
+ * from what the file holds, never from the largest index a name claims: one 0-byte key
+ * `blocks.999999999.…` would otherwise make a billion-block model.
+ */
+function countIndexed(names: ReadonlySet<string>, prefix: string, group: string, suffixes: readonly [string, ...string[]]): number {
+  const suffix = suffixes[0];
+  const marker = new RegExp(`^${escape(prefix + group)}\\.(\\d+)\\.${escape(suffix)}$`);
   const seen = new Set<number>();
   for (const n of names) {
-    const m = re.exec(n);
+    const m = marker.exec(n);
     if (m) seen.add(Number(m[1]));
   }
-  // contiguous 0..n-1; a gap means a damaged or partial file, reported as the highest index + 1
-  return seen.size === 0 ? 0 : Math.max(...seen) + 1;
+  let count = 0;
+  while (seen.has(count)) count++;
+  const anyBlock = new RegExp(`^${escape(prefix + group)}\\.(\\d+)\\.`);
+  for (const n of names) {
+    const m = anyBlock.exec(n);
+    if (m === null || (Number(m[1]) < count && String(Number(m[1])) === m[1])) continue;
+    throw new NinodesError('BLOCK_INDEX_GAP', `${n} names block ${m[1]}, but the file holds ${group}.0..${count - 1} only (the blocks that carry ${suffix})`, {
+      value: n,
+      where: n,
+      hint: `block indices must run 0..n-1 without gaps, each block with its ${suffix}; the file is damaged, partial or not a checkpoint of this model`,
+    });
+  }
+  for (let i = 0; i < count; i++) {
+    for (const s of suffixes) {
+      const key = `${prefix}${group}.${i}.${s}`;
+      if (names.has(key)) continue;
+      throw new NinodesError('BLOCK_INCOMPLETE', `block ${group}.${i} has no ${key}`, {
+        value: `${group}.${i}`,
+        where: key,
+        hint: `every block of this architecture carries ${suffixes.join(', ')}; the file is damaged, partial or not a checkpoint of this model`,
+      });
+    }
+  }
+  return count;
 }
 
 function escape(s: string): string {
@@ -82,7 +111,7 @@ class ShapeBook {
 
 function detectH3(book: ShapeBook, prefix: string): KnownArchitecture {
   const p = prefix;
-  const layers = countIndexed(book.names, p, 'blocks', 'attn.qkv_proj.weight');
+  const layers = countIndexed(book.names, p, 'blocks', ['attn.qkv_proj.weight', 'adaln_proj.linear.weight', 'norm1.weight', 'attn.q_norm.weight', 'mlp.fc2.weight']);
   const hidden = book.dim(`${p}blocks.0.norm1.weight`, 0);
   const headDim = book.dim(`${p}blocks.0.attn.q_norm.weight`, 0);
   const inner = book.dim(`${p}blocks.0.attn.qkv_proj.weight`, 0) / 3;
@@ -101,7 +130,7 @@ function detectH3(book: ShapeBook, prefix: string): KnownArchitecture {
   }
   const h3: H3Config = { ...H3_DEFAULTS, layers, hidden, heads, headDim, ffn, tDim, timeHidden, freqDim, ropeLen, latentChannels };
   const audio = book.has(`${p}audio_patch_proj.weight`);
-  const refiner = countIndexed(book.names, p, 'token_refiner.blocks', 'attn.qkv_proj.weight');
+  const refiner = countIndexed(book.names, p, 'token_refiner.blocks', ['attn.qkv_proj.weight']);
   return {
     family: 'h3',
     prefix,
@@ -118,7 +147,7 @@ function detectH3(book: ShapeBook, prefix: string): KnownArchitecture {
 
 function detectWan(book: ShapeBook, prefix: string): KnownArchitecture {
   const p = prefix;
-  const layers = countIndexed(book.names, p, 'blocks', 'self_attn.q.weight');
+  const layers = countIndexed(book.names, p, 'blocks', ['self_attn.q.weight', 'ffn.0.weight']);
   const hidden = book.dim(`${p}blocks.0.self_attn.q.weight`, 0);
   const ffn = book.dim(`${p}blocks.0.ffn.0.weight`, 0);
   const inChannels = book.dim(`${p}patch_embedding.weight`, 1);
@@ -142,8 +171,8 @@ function detectWan(book: ShapeBook, prefix: string): KnownArchitecture {
 
 function detectFlux(book: ShapeBook, prefix: string): KnownArchitecture {
   const p = prefix;
-  const double = countIndexed(book.names, p, 'double_blocks', 'img_attn.qkv.weight');
-  const single = countIndexed(book.names, p, 'single_blocks', 'linear1.weight');
+  const double = countIndexed(book.names, p, 'double_blocks', ['img_attn.qkv.weight', 'img_attn.norm.query_norm.scale', 'img_mlp.0.weight']);
+  const single = countIndexed(book.names, p, 'single_blocks', ['linear1.weight']);
   const hidden = book.dim(`${p}img_in.weight`, 0);
   const headDim = book.dim(`${p}double_blocks.0.img_attn.norm.query_norm.scale`, 0);
   const ffn = book.dim(`${p}double_blocks.0.img_mlp.0.weight`, 0);

@@ -60,8 +60,12 @@ export class GgufCheckpoint implements CheckpointSource {
     this.file = file;
     this.header = header;
     this.verifyOnUse = verifyOnUse;
+    // Arrays are rendered when read: a vocabulary rendered at open would cost more than its header.
     const meta: Record<string, string> = {};
-    for (const [k, v] of header.metadata) meta[k] = ggufValueToString(v);
+    for (const [k, v] of header.metadata) {
+      if (v.type === 'array') Object.defineProperty(meta, k, { enumerable: true, get: () => ggufValueToString(v) });
+      else meta[k] = ggufValueToString(v);
+    }
     this.metadata = Object.freeze(meta);
     this.byName = new Map(header.tensors.map((t) => [t.name, t]));
     this.entryList = Object.freeze(

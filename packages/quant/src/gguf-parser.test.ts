@@ -164,12 +164,59 @@ describe('parseGguf property: random valid files round-trip', () => {
           const tensors = dims.map((ne, i) => f32Tensor(`t${i}`, ne));
           const h = parseGguf(encodeGguf({ metadata: kvs.filter(([k]) => k !== 'general.alignment'), tensors, alignment }));
           expect(h.alignment).toBe(alignment);
-          for (const [k, v] of kvs) if (k !== 'general.alignment') expect(h.metadata.get(k)).toEqual(v);
+          for (const [k, v] of kvs) {
+            if (k === 'general.alignment') continue;
+            const got = h.metadata.get(k) as GgufValue;
+            expect(got.type).toBe(v.type);
+            if (v.type === 'array') expect(got).toMatchObject({ itemType: v.itemType });
+            expect(plainGgufValue(got)).toEqual(plainGgufValue(v));
+          }
           expect(h.tensors.map((t) => t.shape)).toEqual(dims.map((d) => [...d].reverse()));
           expect(h.dataOffset % alignment).toBe(0);
         },
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('parseGguf metadata arrays are views decoded on access (issue 17.9)', () => {
+  const arr = (itemType: GgufValue['type'], value: GgufValue[]): GgufValue => ({ type: 'array', itemType, value }) as GgufValue;
+  const s = (value: string): GgufValue => ({ type: 'string', value });
+
+  it('decodes every item type, nested arrays and negative indices like the values written', () => {
+    const nested = arr('array', [arr('string', [s('a'), s('ü€'), s('')]), arr('u64', [{ type: 'u64', value: 2n ** 64n - 1n }]), arr('bool', [])]);
+    const metadata: [string, GgufValue][] = [
+      ['n', nested],
+      ['b', arr('bool', [{ type: 'bool', value: true }, { type: 'bool', value: false }])],
+      ['f', arr('f32', [{ type: 'f32', value: 1.5 }, { type: 'f32', value: -2 }])],
+      ['i', arr('i8', [{ type: 'i8', value: -128 }, { type: 'i8', value: 127 }])],
+    ];
+    const h = parseGguf(encodeGguf({ metadata }));
+    for (const [k, v] of metadata) expect(plainGgufValue(h.metadata.get(k) as GgufValue), k).toEqual(plainGgufValue(v));
+    const n = h.metadata.get('n') as Extract<GgufValue, { type: 'array' }>;
+    expect(n.value.length).toBe(3);
+    expect(n.value.at(-3)).toMatchObject({ type: 'array', itemType: 'string' });
+    expect(plainGgufValue(n.value.at(-3) as GgufValue)).toEqual(['a', 'ü€', '']);
+    expect(n.value.at(3)).toBeUndefined();
+    expect(n.value.at(1.5)).toBeUndefined();
+  });
+
+  it('still validates every item when parsed: a bad bool or bad UTF-8 deep in an array is a coded error', () => {
+    const bytes = encodeGguf({ metadata: [['b', arr('bool', [{ type: 'bool', value: true }, { type: 'bool', value: false }])]] });
+    bytes[24 + 8 + 1 + 4 + 4 + 8 + 1] = 2; // header, key 'b', value type, item type, count: then the items
+    expect(codeOf(() => parseGguf(bytes))).toBe('GGUF_BAD_VALUE');
+    const str = encodeGguf({ metadata: [['s', arr('array', [arr('string', [s('ok'), s('xy')])])]] });
+    str[str.lastIndexOf(0x79)] = 0xff; // the 'y' of 'xy'
+    expect(codeOf(() => parseGguf(str))).toBe('GGUF_BAD_STRING');
+  });
+
+  it('a string array claiming billions of items in a huge file allocates nothing for them up front', () => {
+    // 'k': array of strings, count 2^37, and one real item: only a prefix of a 4 TB "file" is given.
+    const bytes = encodeGguf({ metadata: [['k', arr('string', [s('a')])]] });
+    const countAt = 24 + 8 + 1 + 4 + 4;
+    new DataView(bytes.buffer).setBigUint64(countAt, 2n ** 37n, true);
+    expect(() => parseGguf(bytes, { fileSize: 2 ** 42 })).toThrow(GgufNeedMoreBytes);
+    expect(codeOf(() => parseGguf(bytes))).toBe('GGUF_TRUNCATED');
   });
 });

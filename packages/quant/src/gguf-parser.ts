@@ -1,5 +1,9 @@
 import { type DType, NinodesError, byteSizeOf, numelOf } from '@ninodes/kernels';
-import { GGML_TYPE_NAMES, GGML_TYPE_TO_DTYPE, GGUF_VALUE_TYPE, type GgufValue, type GgufValueTypeName } from './gguf-types.js';
+import { GgufArrayView } from './gguf-array.js';
+import { Cursor, GgufNeedMoreBytes, VALUE_TYPE_NAMES, badValueType } from './gguf-cursor.js';
+import { GGML_TYPE_NAMES, GGML_TYPE_TO_DTYPE, type GgufValue } from './gguf-types.js';
+
+export { GgufNeedMoreBytes } from './gguf-cursor.js';
 
 /** One tensor described by a GGUF header. */
 export interface GgufTensorInfo {
@@ -41,137 +45,9 @@ export interface ParseGgufOptions {
 
 const MAGIC = 0x46554747; // 'GGUF' little-endian
 const MAX_DIMS = 4; // GGML_MAX_DIMS
-const MAX_ARRAY_DEPTH = 8;
 const ORIG_SHAPE_PREFIX = 'comfy.gguf.orig_shape.';
-const VALUE_TYPE_NAMES = Object.fromEntries(Object.entries(GGUF_VALUE_TYPE).map(([k, v]) => [v, k])) as Record<number, GgufValueTypeName>;
-// Smallest encoded size of a value of each type: used to reject counts that cannot fit before looping.
-const MIN_VALUE_BYTES: Record<GgufValueTypeName, number> = {
-  u8: 1, i8: 1, bool: 1, u16: 2, i16: 2, u32: 4, i32: 4, f32: 4, u64: 8, i64: 8, f64: 8, string: 8, array: 12,
-};
 
-/**
- * Thrown internally when `bytes` is a prefix of a larger file and the header continues past it; the
- * caller reads more and parses again. Never escapes `readGgufHeader`.
- */
-export class GgufNeedMoreBytes extends Error {
-  constructor(readonly needed: number) {
-    super(`GGUF header continues past byte ${needed}`);
-  }
-}
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-class Cursor {
-  pos = 0;
-  private readonly view: DataView;
-  constructor(
-    private readonly bytes: Uint8Array,
-    private readonly fileSize: number,
-    private readonly where: string,
-  ) {
-    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  }
-
-  /** Fails with a typed error when `n` bytes from here would pass the end of the file. */
-  need(n: number, what: string): void {
-    const end = this.pos + n;
-    if (!Number.isSafeInteger(end) || end > this.fileSize) {
-      throw new NinodesError('GGUF_TRUNCATED', `${what} at byte ${this.pos} needs ${n} bytes but the file ends at ${this.fileSize}`, {
-        value: { offset: this.pos, needed: n, fileSize: this.fileSize },
-        where: this.where,
-        hint: 'the file is truncated or a count/length field is corrupt',
-      });
-    }
-    if (end > this.bytes.byteLength) throw new GgufNeedMoreBytes(end);
-  }
-
-  u8(what: string): number {
-    this.need(1, what);
-    return this.view.getUint8(this.pos++);
-  }
-  i8(what: string): number {
-    this.need(1, what);
-    return this.view.getInt8(this.pos++);
-  }
-  u16(what: string): number {
-    this.need(2, what);
-    const v = this.view.getUint16(this.pos, true);
-    this.pos += 2;
-    return v;
-  }
-  i16(what: string): number {
-    this.need(2, what);
-    const v = this.view.getInt16(this.pos, true);
-    this.pos += 2;
-    return v;
-  }
-  u32(what: string): number {
-    this.need(4, what);
-    const v = this.view.getUint32(this.pos, true);
-    this.pos += 4;
-    return v;
-  }
-  i32(what: string): number {
-    this.need(4, what);
-    const v = this.view.getInt32(this.pos, true);
-    this.pos += 4;
-    return v;
-  }
-  f32(what: string): number {
-    this.need(4, what);
-    const v = this.view.getFloat32(this.pos, true);
-    this.pos += 4;
-    return v;
-  }
-  f64(what: string): number {
-    this.need(8, what);
-    const v = this.view.getFloat64(this.pos, true);
-    this.pos += 8;
-    return v;
-  }
-  u64(what: string): bigint {
-    this.need(8, what);
-    const v = this.view.getBigUint64(this.pos, true);
-    this.pos += 8;
-    return v;
-  }
-  i64(what: string): bigint {
-    this.need(8, what);
-    const v = this.view.getBigInt64(this.pos, true);
-    this.pos += 8;
-    return v;
-  }
-
-  /** A u64 that must be a count/size usable as a JS number and fit in what is left of the file. */
-  count(what: string, minBytesEach: number): number {
-    const at = this.pos;
-    const raw = this.u64(what);
-    const left = this.fileSize - this.pos;
-    if (raw > BigInt(Number.MAX_SAFE_INTEGER) || Number(raw) * minBytesEach > left) {
-      throw new NinodesError('GGUF_TRUNCATED', `${what} ${raw} at byte ${at} cannot fit in the ${left} bytes left in the file`, {
-        value: raw,
-        where: this.where,
-        hint: 'the file is truncated or the count is corrupt',
-      });
-    }
-    return Number(raw);
-  }
-
-  string(what: string): string {
-    const at = this.pos;
-    const len = this.count(`length of ${what}`, 1);
-    this.need(len, what);
-    try {
-      return utf8.decode(this.bytes.subarray(this.pos, this.pos + len));
-    } catch (cause) {
-      throw new NinodesError('GGUF_BAD_STRING', `${what} at byte ${at} is not valid UTF-8`, { where: this.where, cause });
-    } finally {
-      this.pos += len;
-    }
-  }
-}
-
-function readValue(c: Cursor, typeId: number, what: string, depth: number, where: string): GgufValue {
+function readValue(c: Cursor, typeId: number, what: string, where: string): GgufValue {
   const type = VALUE_TYPE_NAMES[typeId];
   switch (type) {
     case 'u8':
@@ -195,28 +71,12 @@ function readValue(c: Cursor, typeId: number, what: string, depth: number, where
     case 'string':
       return { type, value: c.string(what) };
     case 'array': {
-      if (depth >= MAX_ARRAY_DEPTH) {
-        throw new NinodesError('GGUF_BAD_VALUE', `${what} nests arrays deeper than ${MAX_ARRAY_DEPTH}`, { where });
-      }
-      const itemTypeId = c.u32(`item type of ${what}`);
-      const itemType = VALUE_TYPE_NAMES[itemTypeId];
-      if (itemType === undefined) throw badValueType(itemTypeId, `item type of ${what}`, c.pos - 4, where);
-      const n = c.count(`length of ${what}`, MIN_VALUE_BYTES[itemType]);
-      const items: GgufValue[] = new Array(n);
-      for (let i = 0; i < n; i++) items[i] = readValue(c, itemTypeId, `${what}[${i}]`, depth + 1, where);
-      return { type: 'array', itemType, value: items };
+      const value = GgufArrayView.scan(c, what, 0);
+      return { type: 'array', itemType: value.itemType, value };
     }
     default:
       throw badValueType(typeId, what, c.pos - 4, where);
   }
-}
-
-function badValueType(typeId: number, what: string, at: number, where: string): NinodesError {
-  return new NinodesError('GGUF_BAD_VALUE_TYPE', `${what} has value type ${typeId}, which GGUF does not define`, {
-    value: typeId,
-    where: `${where} @${at}`,
-    hint: `GGUF value types are 0..12 (${Object.keys(GGUF_VALUE_TYPE).join(', ')})`,
-  });
 }
 
 function integerOf(v: GgufValue): number | undefined {
@@ -262,7 +122,7 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
       throw new NinodesError('GGUF_DUPLICATE_KEY', `metadata key '${key}' appears twice`, { value: key, where, hint: 'the file is corrupt' });
     }
     const typeId = c.u32(`type of '${key}'`);
-    metadata.set(key, readValue(c, typeId, `value of '${key}'`, 0, where));
+    metadata.set(key, readValue(c, typeId, `value of '${key}'`, where));
   }
 
   let alignment = 32;
@@ -399,7 +259,7 @@ function origShapeOf(v: GgufValue, name: string, storedShape: readonly number[],
       hint: 'the original shape must be an array of non-negative integers with as many elements as the stored tensor',
     });
   if (v.type !== 'array') throw bad('is not an array');
-  const shape = v.value.map((x) => {
+  const shape = Array.from(v.value, (x) => {
     const n = integerOf(x);
     if (n === undefined || n < 0) throw bad('holds a value that is not a non-negative integer');
     return n;

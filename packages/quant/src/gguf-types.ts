@@ -69,6 +69,17 @@ export const GGUF_VALUE_TYPE = {
 export type GgufValueTypeName = keyof typeof GGUF_VALUE_TYPE;
 
 /**
+ * The items of a metadata array: a plain array when a value is built in code; when parsed from a
+ * file, a view over the header bytes that decodes an item on access (a tokenizer vocabulary or a
+ * 24M-element table would otherwise cost one JS object per element, 70-150x its bytes).
+ */
+export interface GgufArrayItems extends Iterable<GgufValue> {
+  readonly length: number;
+  /** Item `index` (negative counts from the end, as Array.prototype.at); undefined out of range. */
+  at(index: number): GgufValue | undefined;
+}
+
+/**
  * A metadata value as the file stores it: the declared type is kept so a round trip (or a report)
  * can tell an i32 from a u32; 64-bit integers are bigints so no value is rounded.
  */
@@ -77,19 +88,19 @@ export type GgufValue =
   | { readonly type: 'u64' | 'i64'; readonly value: bigint }
   | { readonly type: 'bool'; readonly value: boolean }
   | { readonly type: 'string'; readonly value: string }
-  | { readonly type: 'array'; readonly itemType: GgufValueTypeName; readonly value: readonly GgufValue[] };
+  | { readonly type: 'array'; readonly itemType: GgufValueTypeName; readonly value: GgufArrayItems };
 
 /** A GGUF value as plain JS (arrays of plain values, bigints for 64-bit integers). */
 export type GgufPlainValue = number | bigint | boolean | string | readonly GgufPlainValue[];
 
 export function plainGgufValue(v: GgufValue): GgufPlainValue {
-  if (v.type === 'array') return v.value.map(plainGgufValue);
+  if (v.type === 'array') return Array.from(v.value, plainGgufValue);
   return v.value;
 }
 
 /** Renders a value as a string for `CheckpointSource.metadata` (arrays as JSON, bigints exact). */
 export function ggufValueToString(v: GgufValue): string {
   if (v.type === 'string') return v.value;
-  if (v.type === 'array') return `[${v.value.map((x) => (x.type === 'string' ? JSON.stringify(x.value) : ggufValueToString(x))).join(',')}]`;
+  if (v.type === 'array') return `[${Array.from(v.value, (x) => (x.type === 'string' ? JSON.stringify(x.value) : ggufValueToString(x))).join(',')}]`;
   return String(v.value);
 }

@@ -6,6 +6,7 @@ export {
   ggufValueToString,
   plainGgufValue,
   type GgufPlainValue,
+  type GgufArrayItems,
   type GgufValue,
   type GgufValueTypeName,
 } from './gguf-types.js';
