@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -40,5 +40,23 @@ describe('ensureSyntheticCheckpoint', () => {
     const third = await ensureSyntheticCheckpoint({ dir, preset: 'h3-tiny' });
     expect(third).toMatchObject({ reused: false, sha256: first.sha256 });
     expect(statSync(third.path).size).toBe(first.bytes);
+  });
+
+  it('two concurrent generations of a fresh cache: one writes, the other waits and reuses it', async () => {
+    const fresh = mkdtempSync(join(tmpdir(), 'ninodes-cache-race-'));
+    try {
+      const waited: number[] = [];
+      const [a, b] = await Promise.all([
+        ensureSyntheticCheckpoint({ dir: fresh, preset: 'h3-tiny' }),
+        ensureSyntheticCheckpoint({ dir: fresh, preset: 'h3-tiny', onWait: (o) => waited.push(o.pid) }),
+      ]);
+      expect([a.reused, b.reused].sort()).toEqual([false, true]);
+      expect(a.sha256).toBe(b.sha256);
+      expect(waited).toEqual([process.pid]);
+      // Only the checkpoint and its sidecar remain: no lock, no temporary.
+      expect(readdirSync(fresh).sort()).toEqual(['h3-tiny-seed145.safetensors', 'h3-tiny-seed145.safetensors.sha256']);
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
+    }
   });
 });
