@@ -44,13 +44,15 @@ function readSidecar(sidecar: string): { sha256: string; bytes: number } | undef
 /** Writes `text` to `path` through a random O_EXCL|O_NOFOLLOW temporary and a rename. */
 function writeTextAtomic(path: string, text: string): void {
   const tmp = createTempFile(dirname(path), basename(path));
+  let fd: number | undefined = tmp.fd;
   try {
-    writeSync(tmp.fd, text);
-    closeSync(tmp.fd);
+    writeSync(fd, text);
+    closeSync(fd);
+    fd = undefined;
     renameSync(tmp.path, path);
     releaseTemp(tmp.path);
   } catch (error) {
-    removeTemp(tmp.path, tmp.fd);
+    removeTemp(tmp.path, fd);
     rethrowFs(error, path, 'cannot write');
   }
 }

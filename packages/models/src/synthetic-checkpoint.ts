@@ -175,7 +175,7 @@ function writeSparse(path: string, sources: readonly TensorSource[], tensors: re
   // Random O_EXCL|O_NOFOLLOW temporary (kernels' createTempFile): a link planted at a predictable
   // name cannot redirect the write; removed on error here and on SIGINT/SIGTERM by the CLI.
   const tmp = createTempFile(dirname(path), basename(path));
-  const fd = tmp.fd;
+  let fd: number | undefined = tmp.fd;
   try {
     const len = Buffer.alloc(8);
     len.writeBigUInt64LE(BigInt(json.byteLength), 0);
@@ -191,6 +191,7 @@ function writeSparse(path: string, sources: readonly TensorSource[], tensors: re
     }
     ftruncateSync(fd, total);
     closeSync(fd);
+    fd = undefined;
     renameSync(tmp.path, path);
     releaseTemp(tmp.path);
     return total;
