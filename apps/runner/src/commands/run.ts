@@ -1,14 +1,15 @@
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { defaultCacheDir } from '@ninodes/device';
 import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { tensorSources, writeSafetensors } from '@ninodes/memory';
-import { type OpenedH3Model, ensureSyntheticCheckpoint, openH3Model, runSampler } from '@ninodes/models';
+import { type OpenedH3Model, ensureSyntheticCheckpoint, flowSigmas, openH3Model, runSampler } from '@ninodes/models';
 import type { ComputeMode } from '@ninodes/quant';
 import { cpus } from 'node:os';
 import { z } from 'zod';
-import { cacheDir } from '../cache-dir.js';
 import { defineCommand } from '../command.js';
+import { writeNewFile } from '../write-new-file.js';
+import { checkRunFits } from '../run-size.js';
 import { readLatentFile } from '../latent-file.js';
 import { stageOutput } from '../output-dir.js';
 import { samplePeakMemory } from '../peak-memory.js';
@@ -24,6 +25,9 @@ const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode> = {
 
 const positiveInt = z.coerce.number().int().positive();
 
+/** Everything `run` writes into --out; an existing --out holding anything else is never replaced. */
+export const RUN_FILES = ['latent.safetensors', 'preview.png', 'report.json'] as const;
+
 export const runSchema = z
   .object({
     model: z.string().min(1).optional(),
@@ -33,11 +37,12 @@ export const runSchema = z
     height: positiveInt.default(32),
     width: positiveInt.default(32),
     steps: positiveInt.max(1000).default(8),
-    shift: z.coerce.number().positive().default(12),
+    shift: z.coerce.number().positive().max(1e6).default(12),
     seed: z.coerce.number().int().nonnegative().max(2 ** 32 - 1).default(145),
     quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']).default('fp32'),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
     out: z.string().min(1).default('ninodes-run'),
+    force: z.boolean().default(false),
     json: z.boolean().default(false),
     positionals: z.array(z.string()).length(0),
   })
@@ -49,29 +54,36 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--out <dir>] [--json]',
+    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--out <dir>] [--force] [--json]',
   options: {
-    model: { type: 'string' },
-    preset: { type: 'string' },
-    latent: { type: 'string' },
-    frames: { type: 'string' },
-    height: { type: 'string' },
-    width: { type: 'string' },
-    steps: { type: 'string' },
-    shift: { type: 'string' },
-    seed: { type: 'string' },
-    quant: { type: 'string' },
-    threads: { type: 'string' },
-    out: { type: 'string' },
-    json: { type: 'boolean' },
+    model: { type: 'string', value: '<ckpt>', description: 'checkpoint: .safetensors, .safetensors.index.json or .gguf (exclusive with --preset)' },
+    preset: { type: 'string', value: '<name>', description: 'generate (once, cached in $NINODES_CACHE) a synthetic model: h3-tiny or h3-small; used when --model is absent [default: h3-tiny]' },
+    latent: { type: 'string', value: '<file>', description: "safetensors file with the starting noise as 'latent' [1, C, T, H, W] (else seeded noise)" },
+    frames: { type: 'string', value: 'N', description: 'latent frames' },
+    height: { type: 'string', value: 'N', description: 'latent height (even)' },
+    width: { type: 'string', value: 'N', description: 'latent width (even)' },
+    steps: { type: 'string', value: 'N', description: 'denoising steps, 1 to 1000' },
+    shift: { type: 'string', value: 'S', description: 'flow-matching time shift (refused if it collapses the schedule)' },
+    seed: { type: 'string', value: 'N', description: 'seed of the starting noise, 0 to 2^32-1' },
+    quant: { type: 'string', value: '<mode>', description: 'compute mode: fp32, bf16, int8_convrot or fp8' },
+    threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
+    out: { type: 'string', value: '<dir>', description: 'directory for latent.safetensors, preview.png and report.json, written as a whole' },
+    force: { type: 'boolean', description: 'replace the outputs of an earlier run in --out' },
+    json: { type: 'boolean', description: 'print the report as JSON on stdout' },
   },
+  examples: [
+    'ninodes run --preset h3-tiny --steps 8 --out runs/tiny',
+    'ninodes run --model model.safetensors --quant int8_convrot --frames 3 --height 32 --width 32 --out runs/int8 --force',
+    'ninodes run --model model.gguf --latent noise.safetensors --json',
+  ],
   positionals: [0, 0],
   schema: runSchema,
   async run(args, context) {
     const started = performance.now();
     const threads = setThreads(args.threads);
+    // Taken before any work: a busy or unusable --out fails now, not after the run.
+    const stage = stageOutput(args.out, { force: args.force, ownFiles: RUN_FILES });
     const memory = samplePeakMemory();
-    const stage = stageOutput(args.out);
     let opened: OpenedH3Model | undefined;
     try {
       let modelPath = args.model;
@@ -80,8 +92,9 @@ export const run = defineCommand({
         const gen = context.progress.task(`generating ${preset}`, 10);
         let last = 0;
         const cached = await ensureSyntheticCheckpoint({
-          dir: cacheDir(context.env),
+          dir: defaultCacheDir(context.env),
           preset,
+          onWait: (owner) => context.stderr.write(`waiting for process ${owner.pid}, which is generating ${preset}\n`),
           onProgress: (done, total) => {
             const pct = total > 0 ? Math.floor((done / total) * 100) : 100;
             // Ten ticks, not a hundred: plain logs get a line per 10 %.
@@ -100,6 +113,9 @@ export const run = defineCommand({
       const unused = model.unusedKeys();
       if (unused.length > 0) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
+      checkRunFits(model.config, latentIn?.shape ?? [1, model.latentChannels, args.frames, args.height, args.width]);
+      // The schedule is checked before the first step (a collapsing --shift is refused up front).
+      flowSigmas(args.steps, args.shift);
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
 
@@ -123,7 +139,7 @@ export const run = defineCommand({
       await writeSafetensors(latentPath, tensorSources({ latent: result.latent }), {
         metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(args.steps) },
       });
-      writeFileSync(join(stage.dir, 'preview.png'), latentPreviewPng(result.latent));
+      writeNewFile(join(stage.dir, 'preview.png'), latentPreviewPng(result.latent));
       const peak = memory.stop();
       const info = buildInfo();
       const report: RunReport = runReportSchema.parse({
@@ -150,11 +166,11 @@ export const run = defineCommand({
         memory: peak,
         output: {
           latentSha256: createHash('sha256').update(result.latent.bytes()).digest('hex'),
-          files: ['latent.safetensors', 'preview.png', 'report.json'],
+          files: [...RUN_FILES],
         },
         env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), cpu: cpus()[0]?.model ?? 'unknown' },
       });
-      writeFileSync(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+      writeNewFile(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
       const files = stage.commit();
       if (context.json) {
         context.stdout.write(`${JSON.stringify({ ...report, files })}\n`);
@@ -175,10 +191,11 @@ export const run = defineCommand({
       }
       return 0;
     } catch (error) {
-      stage.discard();
       memory.stop();
       throw error;
     } finally {
+      // After a commit this only releases the lock; otherwise it removes the staging directory.
+      stage.discard();
       opened?.close();
     }
   },
