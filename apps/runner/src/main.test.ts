@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
+import { buildInfo } from '@ninodes/kernels';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from './commands.js';
 import { EXIT_USAGE, main } from './main.js';
@@ -42,5 +43,52 @@ describe('ninodes main', () => {
     const { io, text } = capture();
     expect(await main(['devices', '--json', 'extra'], COMMANDS, io)).toBe(EXIT_USAGE);
     expect(JSON.parse(text.stdout).error.code).toBe('CLI_ARGUMENT_COUNT');
+  });
+
+  it('bare ninodes: the help on stderr and the usage status; --help: on stdout and 0', async () => {
+    const bare = capture();
+    expect(await main([], COMMANDS, bare.io)).toBe(EXIT_USAGE);
+    expect(bare.text.stdout).toBe('');
+    expect(bare.text.stderr).toContain('usage: ninodes <command>');
+    const help = capture();
+    expect(await main(['--help'], COMMANDS, help.io)).toBe(0);
+    expect(help.text.stdout).toBe(bare.text.stderr);
+  });
+
+  it('--version prints the package version and the native build info', async () => {
+    const { io, text } = capture();
+    expect(await main(['--version'], COMMANDS, io)).toBe(0);
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    expect(text.stdout.split('\n')[0]).toBe(`ninodes ${pkg.version}`);
+    const info = buildInfo();
+    expect(text.stdout).toContain(`onednn            ${info.onednn}`);
+    expect(text.stdout).toContain(`simd              ${info.simd}`);
+  });
+
+  it('help <command> and <command> --help: every option, the schema default, examples', async () => {
+    for (const argv of [['help', 'run'], ['run', '--help']]) {
+      const { io, text } = capture();
+      expect(await main(argv, COMMANDS, io)).toBe(0);
+      const run = COMMANDS.find((c) => c.name === 'run')!;
+      for (const name of Object.keys(run.options)) expect(text.stdout).toContain(`--${name}`);
+      // Defaults come from the schema the parser uses, so help cannot drift from behaviour.
+      const defaults = run.schema.parse({ positionals: [] }) as Record<string, unknown>;
+      expect(text.stdout).toMatch(new RegExp(`--steps N +.*\\[default: ${String(defaults.steps)}\\]`));
+      expect(text.stdout).toMatch(new RegExp(`--out <dir> +.*\\[default: ${String(defaults.out)}\\]`));
+      expect(text.stdout).toContain('examples:\n  ninodes run ');
+    }
+    const { io, text } = capture();
+    expect(await main(['help', 'rnu'], COMMANDS, io)).toBe(EXIT_USAGE);
+    expect(text.stderr).toContain("did you mean 'run'?");
+  });
+
+  it('usage errors are in our words with a suggestion, never the parser text', async () => {
+    const { io, text } = capture();
+    expect(await main(['run', '--stesp', '3'], COMMANDS, io)).toBe(EXIT_USAGE);
+    expect(text.stderr).toContain('CLI_UNKNOWN_OPTION: ninodes run has no option --stesp (did you mean --steps?)');
+    const neg = capture();
+    expect(await main(['run', '--steps', '-1'], COMMANDS, neg.io)).toBe(EXIT_USAGE);
+    expect(neg.text.stderr).toContain("CLI_OUT_OF_RANGE: --steps must be greater than 0, got '-1'");
+    for (const t of [text.stderr, neg.text.stderr]) expect(t).not.toMatch(/parseArgs|ERR_PARSE_ARGS|Option '/);
   });
 });

@@ -100,7 +100,9 @@ export function stageOutput(outDir: string, options: StageOptions): StagedOutput
   try {
     mkdirSync(parent, { recursive: true });
   } catch (error) {
-    throw fsError(error, parent, 'cannot create the parent of the output directory', flag);
+    // EEXIST from a recursive mkdir: a file stands where a directory of the path should be.
+    const code = (error as NodeJS.ErrnoException).code;
+    throw fsError(code === 'EEXIST' ? Object.assign(error as Error, { code: 'ENOTDIR' }) : error, parent, 'cannot create the parent of the output directory', flag);
   }
   const lock = lockFor(finalDir, flag, outDir);
   try {
