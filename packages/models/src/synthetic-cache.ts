@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { type LockOwner, NinodesError, createTempFile, fsError, releaseTemp, removeTemp, rethrowFs, waitLock } from '@ninodes/kernels';
+import { type LockOwner, NinodesError, createTempFile, fsError, releaseTemp, removeTemp, rethrowFs, sweepStaleTemps, waitLock } from '@ninodes/kernels';
 import { type H3PresetName, h3Preset } from './presets.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 
@@ -85,6 +85,8 @@ export async function ensureSyntheticCheckpoint(options: {
     if (want === undefined || !existsSync(path) || statSync(path).size !== want.bytes) return undefined;
     return (await digest()) === want.sha256 ? { path, sha256: want.sha256, reused: true, bytes: want.bytes } : undefined;
   };
+  // Temporaries of generations killed earlier (pid gone) go now, even when nothing is generated.
+  sweepStaleTemps(options.dir);
   const ready = await verified();
   if (ready) return ready;
   try {
