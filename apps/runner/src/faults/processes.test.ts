@@ -114,7 +114,7 @@ describe('concurrent use', () => {
     const out = join(dir, 'busy');
     const first = startCli(['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '12', '--threads', '1', '--out', out], { timeoutMs: 90_000 });
     await first.waitFor(/steps: 1\//);
-    const second = await runCli(['run', '--model', ckpt, ...small, '--steps', '1', '--out', out, '--force'], { timeoutMs: 60_000 });
+    const second = await runCli(['run', '--model', ckpt, ...small, '--steps', '1', '--out', out], { timeoutMs: 60_000 });
     expect(second.stderr).toContain('OUT_DIR_BUSY');
     expect(second.status).toBe(1);
     const end = await first.done;
@@ -126,12 +126,13 @@ describe('concurrent use', () => {
 
   it('two runs started together into one --out: one writes, the other is refused; the output is one run', async () => {
     const out = join(dir, 'together');
-    const runs = [1, 2].map((seed) => startCli(['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '4', '--threads', '1', '--seed', String(seed), '--out', out, '--force'], { timeoutMs: 90_000 }));
+    const runs = [1, 2].map((seed) => startCli(['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '4', '--threads', '1', '--seed', String(seed), '--out', out], { timeoutMs: 90_000 }));
     const ends = await Promise.all(runs.map((r) => r.done));
-    const statuses = ends.map((e) => e.status);
-    // Both may succeed one after the other (--force); a refused one says why; none fails otherwise.
-    for (const [k, r] of runs.entries()) if (statuses[k] !== 0) expect(r.stderr).toMatch(/OUT_DIR_BUSY/);
-    expect(statuses).toContain(0);
+    const statuses = ends.map((e) => e.status).sort();
+    // Exactly one writes; the other is refused while it runs (busy) or after (exists, no --force).
+    expect(statuses).toEqual([0, 1]);
+    const refused = runs[ends.findIndex((e) => e.status === 1)]!;
+    expect(refused.stderr).toMatch(/OUT_DIR_BUSY|OUTPUT_EXISTS/);
     checkRunOutput(out);
     expect(leftovers(dir)).toEqual([]);
   });
