@@ -51,6 +51,9 @@ export interface StageOptions {
 
 const OLD = 'old';
 const COMMITTED = 'committed';
+// In-place staging is a journal (it may hold the only copy of the old files): its own extension
+// keeps kernels' generic sweep of dead temporaries away from it; recoverStale rolls it back instead.
+const JOURNAL = 'txn';
 
 /** Moves the journal of an interrupted in-place commit back (or finishes it), then removes it. */
 function recoverJournal(finalDir: string, staging: string): void {
@@ -70,26 +73,31 @@ function recoverStale(finalDir: string): void {
     return;
   }
   for (const name of names) {
-    const owner = tempOwner(name);
+    const owner = tempOwner(name, JOURNAL);
     if (owner === undefined || owner.host !== HOST_TAG || processAlive(owner.pid)) continue;
     recoverJournal(finalDir, join(finalDir, name));
   }
 }
 
+function lockPathOf(finalDir: string): string {
+  return join(dirname(finalDir), `.${basename(finalDir)}.ninodes-lock`);
+}
+
 function lockFor(finalDir: string, flag: string, outDir: string): FileLock {
   let got: ReturnType<typeof tryLock>;
   try {
-    got = tryLock(join(dirname(finalDir), `.${basename(finalDir)}.ninodes-lock`));
+    got = tryLock(lockPathOf(finalDir));
   } catch (error) {
     // The lock is the first file written beside --out: its failure is --out's (read-only, full, ...).
     if (!isNinodesError(error)) throw error;
     throw new NinodesError(error.code, `cannot write beside ${finalDir}: ${error.message}`, { value: outDir, where: flag, hint: error.hint, cause: error });
   }
   if (isFileLock(got)) return got;
+  const lockPath = lockPathOf(finalDir);
   throw new NinodesError('OUT_DIR_BUSY', `another ninodes process (pid ${got.pid}) is writing ${finalDir}`, {
     value: outDir,
     where: flag,
-    hint: 'wait for it to finish, or write to another directory',
+    hint: `wait for it to finish or write to another directory (if no process ${got.pid} runs ninodes, remove ${lockPath})`,
   });
 }
 
@@ -141,7 +149,7 @@ export function stageOutput(outDir: string, options: StageOptions): StagedOutput
       }
     }
     // In place when --out exists (its own file system, even as a mount point), beside it otherwise.
-    const dir = exists ? createTempDir(finalDir, 'staging') : createTempDir(parent, basename(finalDir));
+    const dir = exists ? createTempDir(finalDir, 'staging', JOURNAL) : createTempDir(parent, basename(finalDir));
     let finished = false;
     // Set when a failed commit could not be rolled back: the journal then holds the only copy of
     // old files and must survive this process, for the next writer's recoverStale.

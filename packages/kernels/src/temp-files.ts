@@ -23,7 +23,7 @@ function live(): Registry {
 /** A short tag of this host, so processes of another host (or container) sharing a disk are never judged dead by pid. */
 export const HOST_TAG = createHash('sha256').update(hostname()).digest('hex').slice(0, 6);
 
-const TEMP_RE = /\.ninodes-([0-9a-f]{6})-(\d+)-[0-9a-f]{16}\.tmp$/;
+const OWNER_RE = /\.ninodes-([0-9a-f]{6})-(\d+)-[0-9a-f]{16}\.([a-z]+)$/;
 
 /** True when a process with this pid exists (EPERM means it exists but is not ours). */
 export function processAlive(pid: number): boolean {
@@ -37,15 +37,19 @@ export function processAlive(pid: number): boolean {
   }
 }
 
-/** A fresh temporary name in `dir` for something that will become `base`. */
-export function tempName(dir: string, base: string): string {
-  return join(dir, `.${base}.ninodes-${HOST_TAG}-${process.pid}-${randomBytes(8).toString('hex')}.tmp`);
+/**
+ * A fresh temporary name in `dir` for something that will become `base`. `ext` is `tmp` for what
+ * the sweep may delete; another extension (a journal that must be rolled back, not deleted) keeps
+ * the same owner tag but is left to its own recovery.
+ */
+export function tempName(dir: string, base: string, ext = 'tmp'): string {
+  return join(dir, `.${base}.ninodes-${HOST_TAG}-${process.pid}-${randomBytes(8).toString('hex')}.${ext}`);
 }
 
-/** Owner of a temporary name made by `tempName`, or undefined for any other name. */
-export function tempOwner(name: string): { host: string; pid: number } | undefined {
-  const m = TEMP_RE.exec(name);
-  return m ? { host: m[1]!, pid: Number(m[2]) } : undefined;
+/** Owner of a temporary name made by `tempName` with extension `ext`, or undefined for any other name. */
+export function tempOwner(name: string, ext = 'tmp'): { host: string; pid: number } | undefined {
+  const m = OWNER_RE.exec(name);
+  return m && m[3] === ext ? { host: m[1]!, pid: Number(m[2]) } : undefined;
 }
 
 /** Deletes the temporaries in `dir` left by dead processes of this host; returns what it deleted. */
@@ -91,10 +95,10 @@ export function createExclusiveFile(path: string, mode = 0o644): number {
   }
 }
 
-/** Creates an empty temporary directory in `dir` and registers it. */
-export function createTempDir(dir: string, base: string): string {
+/** Creates an empty temporary directory in `dir` and registers it (`ext` as for `tempName`). */
+export function createTempDir(dir: string, base: string, ext = 'tmp'): string {
   sweepStaleTemps(dir);
-  const path = tempName(dir, base);
+  const path = tempName(dir, base, ext);
   try {
     mkdirSync(path, { mode: 0o755 });
   } catch (error) {
