@@ -78,7 +78,13 @@ export function sweepStaleTemps(dir: string): string[] {
 export function createTempFile(dir: string, base: string, mode = 0o644): { path: string; fd: number } {
   sweepStaleTemps(dir);
   const path = tempName(dir, base);
-  const fd = createExclusiveFile(path, mode);
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  } catch (error) {
+    // Named by its directory: the random name means nothing to the user, the directory does.
+    throw fsError(error, dir, `cannot create a temporary file for ${base} in`);
+  }
   live().add(path);
   return { path, fd };
 }
@@ -102,7 +108,7 @@ export function createTempDir(dir: string, base: string, ext = 'tmp'): string {
   try {
     mkdirSync(path, { mode: 0o755 });
   } catch (error) {
-    throw fsError(error, path, 'cannot create temporary directory');
+    throw fsError(error, dir, `cannot create a staging directory for ${base} in`);
   }
   live().add(path);
   return path;
