@@ -90,6 +90,16 @@ function lockFor(finalDir: string, flag: string, outDir: string): FileLock {
   } catch (error) {
     // The lock is the first file written beside --out: its failure is --out's (read-only, full, ...).
     if (!isNinodesError(error)) throw error;
+    // ENOENT while creating in a directory that exists: a pseudo file system (/proc, /sys) that
+    // takes no new files. Say so instead of "not found".
+    if (error.code === 'FILE_NOT_FOUND') {
+      throw new NinodesError('OUT_DIR_UNWRITABLE', `cannot create files in ${dirname(finalDir)} (it exists but takes no new files)`, {
+        value: outDir,
+        where: flag,
+        hint: 'choose a directory on a writable file system',
+        cause: error,
+      });
+    }
     throw new NinodesError(error.code, `cannot write beside ${finalDir}: ${error.message}`, { value: outDir, where: flag, hint: error.hint, cause: error });
   }
   if (isFileLock(got)) return got;
