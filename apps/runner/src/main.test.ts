@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
+import { tmpdir } from 'node:os';
 import { buildInfo } from '@ninodes/kernels';
+import { z } from 'zod';
+import { defineCommand } from './command.js';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from './commands.js';
 import { EXIT_USAGE, main } from './main.js';
@@ -90,5 +93,28 @@ describe('ninodes main', () => {
     expect(await main(['run', '--steps', '-1'], COMMANDS, neg.io)).toBe(EXIT_USAGE);
     expect(neg.text.stderr).toContain("CLI_OUT_OF_RANGE: --steps must be greater than 0, got '-1'");
     for (const t of [text.stderr, neg.text.stderr]) expect(t).not.toMatch(/parseArgs|ERR_PARSE_ARGS|Option '/);
+  });
+
+  it('an OS error or a failed allocation escaping a command is coded, never INTERNAL', async () => {
+    const throwing = (name: string, fail: () => void) =>
+      defineCommand({ name, summary: 's', usage: name, options: {}, positionals: [0, 0], examples: [], schema: z.object({ positionals: z.array(z.string()) }), async run() {
+        fail();
+        return 0;
+      } });
+    const commands = [
+      throwing('eisdir', () => readFileSync(tmpdir())),
+      throwing('alloc', () => new Float32Array(2 ** 40)),
+      throwing('bug', () => {
+        throw new TypeError('x is not a function');
+      }),
+    ];
+    const codes: string[] = [];
+    for (const name of ['eisdir', 'alloc', 'bug']) {
+      const { io, text } = capture();
+      expect(await main([name], commands, io)).toBe(1);
+      codes.push(/^error ([A-Z_]+):/.exec(text.stderr)![1]!);
+    }
+    // A real bug stays INTERNAL: only what the user or the machine caused is recoded.
+    expect(codes).toEqual(['PATH_IS_DIRECTORY', 'OUT_OF_MEMORY', 'INTERNAL']);
   });
 });
