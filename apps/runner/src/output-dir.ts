@@ -54,6 +54,8 @@ const COMMITTED = 'committed';
 // In-place staging is a journal (it may hold the only copy of the old files): its own extension
 // keeps kernels' generic sweep of dead temporaries away from it; recoverStale rolls it back instead.
 const JOURNAL = 'txn';
+/** The lock inside --out, used only when the parent cannot be written (see lockFor). */
+const INNER_LOCK = '.ninodes-lock';
 
 /** Moves the journal of an interrupted in-place commit back (or finishes it), then removes it. */
 function recoverJournal(finalDir: string, staging: string): void {
@@ -83,27 +85,49 @@ function lockPathOf(finalDir: string): string {
   return join(dirname(finalDir), `.${basename(finalDir)}.ninodes-lock`);
 }
 
+/** Errors creating a lock beside --out, said in terms of --out. */
+function lockError(error: unknown, finalDir: string, flag: string, outDir: string): unknown {
+  if (!isNinodesError(error)) return error;
+  // ENOENT while creating in a directory that exists: a pseudo file system (/proc, /sys) that
+  // takes no new files. Say so instead of "not found".
+  if (error.code === 'FILE_NOT_FOUND') {
+    return new NinodesError('OUT_DIR_UNWRITABLE', `cannot create files in ${dirname(finalDir)} (it exists but takes no new files)`, {
+      value: outDir,
+      where: flag,
+      hint: 'choose a directory on a writable file system',
+      cause: error,
+    });
+  }
+  return new NinodesError(error.code, `cannot write beside ${finalDir}: ${error.message}`, { value: outDir, where: flag, hint: error.hint, cause: error });
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 function lockFor(finalDir: string, flag: string, outDir: string): FileLock {
+  let lockPath = lockPathOf(finalDir);
   let got: ReturnType<typeof tryLock>;
   try {
-    got = tryLock(lockPathOf(finalDir));
+    got = tryLock(lockPath);
   } catch (error) {
-    // The lock is the first file written beside --out: its failure is --out's (read-only, full, ...).
-    if (!isNinodesError(error)) throw error;
-    // ENOENT while creating in a directory that exists: a pseudo file system (/proc, /sys) that
-    // takes no new files. Say so instead of "not found".
-    if (error.code === 'FILE_NOT_FOUND') {
-      throw new NinodesError('OUT_DIR_UNWRITABLE', `cannot create files in ${dirname(finalDir)} (it exists but takes no new files)`, {
-        value: outDir,
-        where: flag,
-        hint: 'choose a directory on a writable file system',
-        cause: error,
-      });
+    const mapped = lockError(error, finalDir, flag, outDir);
+    // A volume mounted at --out under a parent this process cannot write (a container's read-only
+    // root): the lock goes inside --out. A new --out needs a writable parent anyway, so every writer
+    // that could create it uses the lock beside it.
+    if (!isNinodesError(mapped) || !['READ_ONLY_FILESYSTEM', 'PERMISSION_DENIED', 'OUT_DIR_UNWRITABLE'].includes(mapped.code) || !isDirectory(finalDir)) throw mapped;
+    lockPath = join(finalDir, INNER_LOCK);
+    try {
+      got = tryLock(lockPath);
+    } catch (inner) {
+      throw lockError(inner, finalDir, flag, outDir);
     }
-    throw new NinodesError(error.code, `cannot write beside ${finalDir}: ${error.message}`, { value: outDir, where: flag, hint: error.hint, cause: error });
   }
   if (isFileLock(got)) return got;
-  const lockPath = lockPathOf(finalDir);
   throw new NinodesError('OUT_DIR_BUSY', `another ninodes process (pid ${got.pid}) is writing ${finalDir}`, {
     value: outDir,
     where: flag,
@@ -142,7 +166,7 @@ export function stageOutput(outDir: string, options: StageOptions): StagedOutput
     if (exists) {
       recoverStale(finalDir);
       const entries = readdirSync(finalDir, { withFileTypes: true });
-      const foreign = entries.filter((e) => !(e.isFile() && options.ownFiles.includes(e.name)));
+      const foreign = entries.filter((e) => e.name !== INNER_LOCK && !(e.isFile() && options.ownFiles.includes(e.name)));
       if (foreign.length > 0) {
         throw new NinodesError('OUT_DIR_NOT_EMPTY', `${finalDir} holds files ninodes did not write (${foreign.slice(0, 3).map((e) => e.name).join(', ')})`, {
           value: outDir,
@@ -150,7 +174,7 @@ export function stageOutput(outDir: string, options: StageOptions): StagedOutput
           hint: 'choose a new or empty directory; ninodes replaces only a directory of its own outputs',
         });
       }
-      if (entries.length > 0 && !options.force) {
+      if (entries.some((e) => e.name !== INNER_LOCK) && !options.force) {
         throw new NinodesError('OUTPUT_EXISTS', `${finalDir} holds the output of an earlier run`, {
           value: outDir,
           where: flag,

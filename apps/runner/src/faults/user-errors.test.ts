@@ -166,6 +166,27 @@ describe('file systems that refuse (root and tmpfs mounts where the machine allo
     checkRunOutput(inner);
   });
 
+  it('a volume mounted at --out under a read-only parent (a container with a read-only root) takes runs', async (ctx) => {
+    const root = join(dir, 'roroot');
+    const m = mountTmpfs(root, 'size=1m');
+    if (!m.ok) return ctx.skip(m.why);
+    mounts.push(root);
+    const vol = join(root, 'vol');
+    mkdirSync(vol);
+    const ro = spawnSync('mount', ['-o', 'remount,ro', root]);
+    if (ro.status !== 0) return ctx.skip('remounting a tmpfs read-only failed');
+    const v = mountTmpfs(vol, 'size=4m');
+    if (!v.ok) return ctx.skip(v.why);
+    mounts.unshift(vol);
+    for (const [seed, extra] of [['1', []], ['2', ['--force']]] as const) {
+      const r = await cli('run', '--model', ckpt, ...tiny, '--seed', seed, '--out', vol, ...extra);
+      expect(r.stderr).not.toContain('error');
+      expect(r.status).toBe(0);
+      checkRunOutput(vol);
+    }
+    expect(leftovers(vol)).toEqual([]);
+  });
+
   it('an immutable report.json: the rerun fails coded and the previous output is intact', async (ctx) => {
     const out = join(dir, 'immutable');
     const first = await cli('run', '--model', ckpt, ...tiny, '--seed', '1', '--out', out);
