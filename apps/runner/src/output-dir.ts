@@ -13,7 +13,7 @@
 //   signal handler runs in its middle; a crash (SIGKILL, power) in its middle is rolled back (or
 //   finished, after the marker) by the next writer of that --out.
 // - Staging directories are registered temporaries: SIGINT/SIGTERM remove them (the CLI's handlers).
-import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import {
   NinodesError,
@@ -99,6 +99,19 @@ function lockError(error: unknown, finalDir: string, flag: string, outDir: strin
     });
   }
   return new NinodesError(error.code, `cannot write beside ${finalDir}: ${error.message}`, { value: outDir, where: flag, hint: error.hint, cause: error });
+}
+
+/** Makes the renames in `dir` durable; a file system without directory fsync just skips it. */
+function fsyncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    // EINVAL on file systems that do not sync directories: the rename itself has still happened
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 function isDirectory(path: string): boolean {
@@ -203,6 +216,7 @@ export function stageOutput(outDir: string, options: StageOptions): StagedOutput
             throw fsError(error, finalDir, 'cannot commit the output to', flag);
           }
           releaseTemp(dir);
+          fsyncDir(parent);
           finish();
           return names.map((n) => join(finalDir, n));
         }
@@ -240,6 +254,7 @@ export function stageOutput(outDir: string, options: StageOptions): StagedOutput
           if (keepJournal) releaseTemp(dir);
           throw fsError(error, finalDir, 'cannot commit the output to', flag);
         }
+        fsyncDir(finalDir);
         removeTemp(dir);
         finish();
         return names.map((n) => join(finalDir, n));
