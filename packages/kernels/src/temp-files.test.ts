@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -79,6 +79,35 @@ describe('file locks', () => {
     // A lock of another host is never judged by pid.
     writeFileSync(path, `ffffff ${deadPid()}\n`);
     expect(isFileLock(tryLock(path))).toBe(false);
+  });
+});
+
+describe('file locks across processes', () => {
+  it('six processes racing for one stale lock: exactly one takes it over', async () => {
+    const path = join(dir, 'race.lock');
+    writeFileSync(path, `${HOST_TAG} ${deadPid()}\n`);
+    // Each child loads, waits for a common instant (so the attempts really overlap), tries once,
+    // holds what it got for a moment, and says what happened.
+    const at = Date.now() + 1500;
+    const script = `import('@ninodes/kernels').then(async (k) => {
+      while (Date.now() < ${at});
+      const got = k.tryLock(${JSON.stringify(path)});
+      process.stdout.write(k.isFileLock(got) ? 'won' : 'busy');
+      await new Promise((r) => setTimeout(r, 1500));
+      if (k.isFileLock(got)) got.release();
+    })`;
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => new Promise<string>((resolve) => {
+        const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.on('data', (d) => (out += String(d)));
+        child.on('exit', () => resolve(out));
+      })),
+    );
+    expect(results.filter((r) => r === 'won')).toHaveLength(1);
+    expect(results.filter((r) => r === 'busy')).toHaveLength(5);
+    expect(existsSync(path)).toBe(false);
+    expect(readdirSync(dir).filter((n) => n.startsWith('race.lock') || n.startsWith('.race.lock'))).toEqual([]);
   });
 });
 
