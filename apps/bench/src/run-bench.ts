@@ -1,7 +1,9 @@
 /** A whole bench run: environment, every selected suite, the three outputs. */
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { closeSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { createTempFile, releaseTemp, removeTemp } from '@ninodes/kernels';
 import { buildCharts, defaultCharts, renderCharts, type RenderedChart } from './charts.js';
 import { applyBaseline, loadBaseline } from './compare.js';
 import { captureEnv } from './env.js';
@@ -93,7 +95,17 @@ export async function runBench(options: BenchOptions): Promise<BenchOutcome> {
 }
 
 async function writeAtomic(file: string, text: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, text);
-  await rename(tmp, file);
+  // A random O_EXCL|O_NOFOLLOW temporary (kernels' createTempFile), removed if the write fails.
+  const tmp = createTempFile(dirname(file), basename(file));
+  let fd: number | undefined = tmp.fd;
+  try {
+    writeFileSync(fd, text);
+    closeSync(fd);
+    fd = undefined;
+    await rename(tmp.path, file);
+    releaseTemp(tmp.path);
+  } catch (error) {
+    removeTemp(tmp.path, fd);
+    throw error;
+  }
 }

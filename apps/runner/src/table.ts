@@ -1,6 +1,13 @@
+/** Left-aligned text columns separated by two spaces; the last column is not padded. */
+export function formatRows(rows: readonly (readonly string[])[]): string {
+  // A loop, not Math.max(...column): spreading 120k rows into one call overflows the stack.
+  const widths: number[] = [];
+  for (const r of rows) for (let i = 0; i < r.length; i++) widths[i] = Math.max(widths[i] ?? 0, (r[i] ?? '').length);
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  return rows.map(line).join('\n');
+}
+
 /** Left-aligned text columns separated by two spaces; header first. */
 export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
-  return [line(header), ...rows.map(line)].join('\n');
+  return formatRows([header, ...rows]);
 }

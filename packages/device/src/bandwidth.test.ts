@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { hostBandwidth, machineKey, measureHostMemcpy, type MeasureOptions } from './bandwidth.js';
+import { defaultCacheDir, hostBandwidth, machineKey, measureHostMemcpy, type MeasureOptions } from './bandwidth.js';
 
 describe('measureHostMemcpy', () => {
   it('returns a positive finite rate for the bytes it was asked to copy', () => {
@@ -69,5 +69,14 @@ describe('hostBandwidth cache', () => {
     expect(machineKey('A', 1)).toBe(machineKey('A', 1));
     expect(machineKey('A', 1)).not.toBe(machineKey('B', 1));
     expect(machineKey('A', 1)).not.toBe(machineKey('A', 2));
+  });
+});
+
+describe('defaultCacheDir', () => {
+  it('NINODES_CACHE moves the whole cache (bandwidth.json with it), then XDG_CACHE_HOME, then ~/.cache', () => {
+    expect(defaultCacheDir({ NINODES_CACHE: '/srv/nc', XDG_CACHE_HOME: '/x' })).toBe('/srv/nc');
+    expect(defaultCacheDir({ XDG_CACHE_HOME: '/x' })).toBe('/x/ninodes');
+    // A relative XDG_CACHE_HOME is invalid by the XDG spec and ignored.
+    expect(defaultCacheDir({ XDG_CACHE_HOME: 'rel' }).endsWith('/.cache/ninodes')).toBe(true);
   });
 });

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, renameSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { createTempFile, releaseTemp, removeTemp } from '@ninodes/kernels';
 import { z } from 'zod';
 import { readText } from './fs-read.js';
 
@@ -52,9 +53,13 @@ export function machineKey(cpuModel: string, memTotalBytes: number | null): stri
   return createHash('sha256').update(`${cpuModel}\n${memTotalBytes ?? 'unknown'}`).digest('hex').slice(0, 16);
 }
 
-/** `$XDG_CACHE_HOME/ninodes`, else `~/.cache/ninodes`. */
-export function defaultCacheDir(): string {
-  const xdg = process.env.XDG_CACHE_HOME;
+/**
+ * The per-user cache of ninodes (measurements, generated checkpoints): `$NINODES_CACHE`, else
+ * `$XDG_CACHE_HOME/ninodes`, else `~/.cache/ninodes`. The one place this rule lives.
+ */
+export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.NINODES_CACHE) return env.NINODES_CACHE;
+  const xdg = env.XDG_CACHE_HOME;
   return join(xdg !== undefined && xdg.startsWith('/') ? xdg : join(homedir(), '.cache'), 'ninodes');
 }
 
@@ -121,19 +126,20 @@ export function hostBandwidth(options: HostBandwidthOptions): HostBandwidth {
   let cacheError: string | null = null;
   if (file !== null && dir !== null) {
     // Write to a temp file and rename so a crash never leaves a half-written cache.
-    const tmp = `${file}.${process.pid}.tmp`;
+    // A random O_EXCL|O_NOFOLLOW temporary (kernels' createTempFile), removed on failure.
+    let tmp: { path: string; fd: number | undefined } | undefined;
     try {
       mkdirSync(dir, { recursive: true });
-      writeFileSync(tmp, `${JSON.stringify(cache, null, 2)}\n`);
-      renameSync(tmp, file);
+      tmp = createTempFile(dir, 'bandwidth.json');
+      writeSync(tmp.fd!, `${JSON.stringify(cache, null, 2)}\n`);
+      closeSync(tmp.fd!);
+      tmp.fd = undefined;
+      renameSync(tmp.path, file);
+      releaseTemp(tmp.path);
       written = file;
     } catch (error) {
       cacheError = `cannot write ${file}: ${(error as Error).message}`;
-      try {
-        unlinkSync(tmp);
-      } catch {
-        // nothing was written
-      }
+      if (tmp !== undefined) removeTemp(tmp.path, tmp.fd);
     }
   }
   return { gbPerSecond: m.gbPerSecond, cached: false, measuredAt, key, cacheFile: written, cacheError };

@@ -14,6 +14,23 @@ export {
   type ElementDType,
 } from './dtype.js';
 export { NinodesError, fromNativeError, isNinodesError, type NinodesErrorDetails } from './errors.js';
+export { fsError, isSystemError, openRegularFile, rethrowFs } from './fs-errors.js';
+export {
+  HOST_TAG,
+  createExclusiveFile,
+  createTempDir,
+  createTempFile,
+  liveTemps,
+  processAlive,
+  registerTemp,
+  releaseTemp,
+  removeLiveTemps,
+  removeTemp,
+  sweepStaleTemps,
+  tempName,
+  tempOwner,
+} from './temp-files.js';
+export { isFileLock, tryLock, waitLock, type FileLock, type LockOwner } from './file-lock.js';
 export { Tensor, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
 export {
   hipProbe,

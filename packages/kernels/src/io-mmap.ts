@@ -5,6 +5,7 @@
 // mapping never kills the process with SIGBUS: the missing pages read as zeros and every user of
 // them (kernels, sumBytes, touch, verify) fails with FILE_TRUNCATED naming the file.
 import { closeSync, fstatSync, openSync } from 'node:fs';
+import { openRegularFile } from './fs-errors.js';
 import { NinodesError, fromNativeError } from './errors.js';
 import { nativeAddon } from './native-addon.js';
 import type { StorageOwner } from './tensor.js';
@@ -74,13 +75,8 @@ export class MappedFile implements StorageOwner {
 
   /** Maps the whole file. Throws FILE_NOT_FOUND / FILE_OPEN_FAILED / MMAP_* with the path. */
   static open(path: string, options: MapFileOptions = {}): MappedFile {
-    let fd: number;
-    try {
-      fd = openSync(path, 'r');
-    } catch (error) {
-      const code = (error as { code?: string }).code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_OPEN_FAILED';
-      throw new NinodesError(code, `cannot open ${path}: ${(error as Error).message}`, { where: path, value: path, cause: error });
-    }
+    // A FIFO or device is refused before anything reads from it (opening one would block or fault).
+    const fd = openRegularFile(path);
     try {
       const identity = fileIdentity(fd);
       const size = Number(identity.size);

@@ -2,10 +2,9 @@
 // alone, then each tensor's bytes are requested and written one at a time. Everything goes to a
 // temporary file beside the target, fsynced and renamed over it, so a failure never leaves a
 // partial file under the real name.
-import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { type DType, NinodesError, Tensor, byteSizeOf } from '@ninodes/kernels';
+import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { type DType, NinodesError, Tensor, byteSizeOf, createTempFile, releaseTemp, rethrowFs, removeTemp } from '@ninodes/kernels';
 import { safetensorsDTypeOf } from './safetensors-dtype.js';
 
 /** One tensor to write: its layout up front, its bytes only when the writer reaches it. */
@@ -68,11 +67,15 @@ function writeAll(fd: number, bytes: Uint8Array): void {
   while (done < bytes.byteLength) done += writeSync(fd, bytes, done, bytes.byteLength - done);
 }
 
-/** Writes a safetensors file atomically; tensors are requested one at a time. */
+/**
+ * Writes a safetensors file atomically; tensors are requested one at a time. The temporary is made
+ * by kernels' `createTempFile` (random name, O_EXCL|O_NOFOLLOW, removed on SIGINT/SIGTERM by the CLI
+ * and on error here); file-system failures (full disk, read-only, permissions) come out coded.
+ */
 export async function writeSafetensors(path: string, tensors: readonly TensorSource[], options: WriteSafetensorsOptions = {}): Promise<WriteSafetensorsResult> {
   const { json, sizes } = buildHeader(tensors, options.metadata, path);
-  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  let fd: number | undefined = openSync(temp, 'wx', 0o644);
+  const temp = createTempFile(dirname(path), basename(path));
+  let fd: number | undefined = temp.fd;
   try {
     const length = new Uint8Array(8);
     new DataView(length.buffer).setBigUint64(0, BigInt(json.byteLength), true);
@@ -92,7 +95,8 @@ export async function writeSafetensors(path: string, tensors: readonly TensorSou
     fsyncSync(fd);
     closeSync(fd);
     fd = undefined;
-    renameSync(temp, path);
+    renameSync(temp.path, path);
+    releaseTemp(temp.path);
     // The rename itself must reach the disk too.
     const dirFd = openSync(dirname(path), 'r');
     try {
@@ -102,12 +106,8 @@ export async function writeSafetensors(path: string, tensors: readonly TensorSou
     }
     return { path, bytes: 8 + json.byteLength + sizes.reduce((a, b) => a + b, 0), headerBytes: json.byteLength };
   } catch (error) {
-    if (fd !== undefined) closeSync(fd);
-    try {
-      unlinkSync(temp);
-    } catch {
-      // already renamed or never created: nothing partial remains under either name
-    }
-    throw error;
+    // Nothing partial remains under either name.
+    removeTemp(temp.path, fd);
+    rethrowFs(error, path, 'cannot write');
   }
 }

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
-import { NinodesError, type Tensor } from '@ninodes/kernels';
+import { NinodesError, type Tensor, fsError, openRegularFile } from '@ninodes/kernels';
 import type { CheckpointSource, TensorEntry } from './checkpoint-source.js';
 import { type OpenSafetensorsOptions, SafetensorsFile } from './safetensors-file.js';
 
@@ -27,11 +27,20 @@ export class ShardedSafetensors implements CheckpointSource {
 
   static open(path: string, options: OpenSafetensorsOptions = {}): ShardedSafetensors {
     let parsed: unknown;
+    // A directory, FIFO or unreadable index is a coded file-system error, refused before reading.
+    const fd = openRegularFile(path);
+    let text: string;
     try {
-      parsed = JSON.parse(readFileSync(path, 'utf8'));
+      text = readFileSync(fd, 'utf8');
     } catch (error) {
-      const code = (error as { code?: string }).code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'SAFETENSORS_INDEX_INVALID';
-      bad(code, path, `cannot read the index: ${(error as Error).message}`);
+      throw fsError(error, path, 'cannot read the index');
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      bad('SAFETENSORS_INDEX_INVALID', path, `cannot read the index: ${(error as Error).message}`);
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) bad('SAFETENSORS_INDEX_INVALID', path, 'the index is not a JSON object');
     const { weight_map: map, metadata: meta } = parsed as { weight_map?: unknown; metadata?: unknown };

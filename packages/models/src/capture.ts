@@ -1,6 +1,6 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
-import { NinodesError, Tensor } from '@ninodes/kernels';
+import { closeSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { NinodesError, Tensor, createTempFile, releaseTemp, removeTemp, rethrowFs } from '@ninodes/kernels';
 
 /**
  * Regression capture: with `NINODES_CAPTURE=<dir>` a model writes each block's inputs and outputs of
@@ -52,15 +52,20 @@ function writeF32Safetensors(path: string, tensors: Readonly<Record<string, Tens
   const head = Buffer.alloc(8 + json.length);
   head.writeBigUInt64LE(BigInt(json.length), 0);
   head.write(json, 8, 'utf8');
-  const tmp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(tmp, 'w');
+  // A random O_EXCL|O_NOFOLLOW temporary, never a predictable name a planted link could redirect.
+  const tmp = createTempFile(dirname(path), basename(path));
+  let fd: number | undefined = tmp.fd;
   try {
     writeSync(fd, head);
     for (const n of names) writeSync(fd, (tensors[n] as Tensor<'f32'>).bytes());
-  } finally {
     closeSync(fd);
+    fd = undefined;
+    renameSync(tmp.path, path);
+    releaseTemp(tmp.path);
+  } catch (error) {
+    removeTemp(tmp.path, fd);
+    rethrowFs(error, path, 'cannot write capture');
   }
-  renameSync(tmp, path);
 }
 
 function readF32Safetensors(path: string): Map<string, Float32Array> {

@@ -47,6 +47,14 @@ describe('runSampler (flow-matching Euler)', () => {
   it('rejects bad inputs and honours abort', async () => {
     await expect(runSampler(linearModel(1, []), { latent: Tensor.zeros('f32', [1, 4, 1, 2, 2]) })).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
     await expect(runSampler(linearModel(1, []), { frames: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      const latent = gaussianNoise([1, 24, 1, 2, 2], 3);
+      latent.data[17] = bad;
+      const calls: number[] = [];
+      await expect(runSampler(linearModel(1, calls), { latent })).rejects.toMatchObject({ code: 'LATENT_NOT_FINITE', where: 'latent[17]' });
+      // Refused before the model ran at all.
+      expect(calls).toEqual([]);
+    }
     const ac = new AbortController();
     ac.abort();
     await expect(runSampler(linearModel(1, []), { frames: 1, height: 2, width: 2, signal: ac.signal })).rejects.toMatchObject({ code: 'ABORTED' });

@@ -60,6 +60,17 @@ export async function runSampler(model: VelocityModel, options: SamplerOptions =
     latentDims(options.latent, model.latentChannels);
     if (options.latent.dtype !== 'f32') throw new NinodesError('DTYPE_MISMATCH', `the starting latent must be f32, got ${options.latent.dtype}`, { value: options.latent.dtype, where: 'latent' });
     x = Tensor.fromArray('f32', options.latent.shape, Float32Array.from(options.latent.data));
+    // NaN or Inf in the starting latent would run every step and write NaN or noise without a word.
+    const xs = x.data;
+    for (let i = 0; i < xs.length; i++) {
+      if (!Number.isFinite(xs[i] as number)) {
+        throw new NinodesError('LATENT_NOT_FINITE', `the starting latent holds ${String(xs[i])} at element ${i}`, {
+          value: xs[i],
+          where: `latent[${i}]`,
+          hint: 'the starting noise must be finite numbers',
+        });
+      }
+    }
   } else {
     seed = options.seed ?? SAMPLER_DEFAULTS.seed;
     const frames = options.frames ?? SAMPLER_DEFAULTS.frames;

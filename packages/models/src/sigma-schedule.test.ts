@@ -29,4 +29,16 @@ describe('flowSigmas', () => {
     expect(() => flowSigmas(0, 12)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(() => flowSigmas(8, Number.NaN)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
+
+  it('refuses a shift that collapses the schedule: 1e308 would be pure noise, 1e-308 one jump', () => {
+    expect(() => flowSigmas(8, 1e308)).toThrow(expect.objectContaining({ code: 'SHIFT_OUT_OF_RANGE' }));
+    expect(() => flowSigmas(8, 1e-308)).toThrow(expect.objectContaining({ code: 'SHIFT_OUT_OF_RANGE' }));
+    // At the limit the first interior sigma is exactly 0.999 (computed here, not by flowSigmas).
+    const n = 8;
+    const max = 999 * (n - 1);
+    const u = 1 / n;
+    expect((max * u) / (1 + (max - 1) * u)).toBeCloseTo(0.999, 12);
+    expect(() => flowSigmas(n, max)).not.toThrow();
+    expect(() => flowSigmas(n, max * 1.01)).toThrow(expect.objectContaining({ code: 'SHIFT_OUT_OF_RANGE' }));
+  });
 });

@@ -11,6 +11,20 @@ export function flowSigmas(steps: number, shift: number): Float64Array {
   if (!Number.isFinite(shift) || shift <= 0) {
     throw new NinodesError('INVALID_ARGUMENT', `shift must be a positive number, got ${String(shift)}`, { value: shift, where: 'shift', hint: 'H3 uses shift 12' });
   }
+  // A shift so large (or small) that every step but one sits at sigma ~1 (or ~0) gives pure noise
+  // (or one jump) without any error: refuse it. The limit is where the first interior sigma passes
+  // 0.999 (the last one drops below 0.001): shift in [1/(999(N-1)), 999(N-1)] for N steps.
+  if (steps >= 2) {
+    const max = 999 * (steps - 1);
+    const min = 1 / max;
+    if (shift > max || shift < min) {
+      throw new NinodesError('SHIFT_OUT_OF_RANGE', `shift ${String(shift)} collapses the ${steps}-step schedule (every step at one noise level)`, {
+        value: shift,
+        where: 'shift',
+        hint: `for ${steps} steps use a shift between ${min.toPrecision(3)} and ${max}; H3 uses 12`,
+      });
+    }
+  }
   const out = new Float64Array(steps + 1);
   for (let i = 0; i <= steps; i++) {
     const s = 1 - i / steps;

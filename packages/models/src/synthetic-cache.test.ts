@@ -1,10 +1,12 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { detectArchitecture } from './detect-architecture.js';
 import { H3_PRESETS } from './presets.js';
 import { ensureSyntheticCheckpoint } from './synthetic-cache.js';
+import { HOST_TAG } from '@ninodes/kernels';
 import { openSafetensors } from '@ninodes/memory';
 import { gaussianNoise } from './noise.js';
 import { openH3Model } from './open-h3-model.js';
@@ -40,5 +42,28 @@ describe('ensureSyntheticCheckpoint', () => {
     const third = await ensureSyntheticCheckpoint({ dir, preset: 'h3-tiny' });
     expect(third).toMatchObject({ reused: false, sha256: first.sha256 });
     expect(statSync(third.path).size).toBe(first.bytes);
+  });
+
+  it('two concurrent generations of a fresh cache: one writes, the other waits and reuses it', async () => {
+    const fresh = mkdtempSync(join(tmpdir(), 'ninodes-cache-race-'));
+    try {
+      const waited: number[] = [];
+      const [a, b] = await Promise.all([
+        ensureSyntheticCheckpoint({ dir: fresh, preset: 'h3-tiny' }),
+        ensureSyntheticCheckpoint({ dir: fresh, preset: 'h3-tiny', onWait: (o) => waited.push(o.pid) }),
+      ]);
+      expect([a.reused, b.reused].sort()).toEqual([false, true]);
+      expect(a.sha256).toBe(b.sha256);
+      expect(waited).toEqual([process.pid]);
+      // Only the checkpoint and its sidecar remain: no lock, no temporary.
+      expect(readdirSync(fresh).sort()).toEqual(['h3-tiny-seed145.safetensors', 'h3-tiny-seed145.safetensors.sha256']);
+      // A generation killed earlier left its temporary: the next start removes it even on reuse.
+      const dead = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
+      writeFileSync(join(fresh, `.h3-tiny-seed145.safetensors.ninodes-${HOST_TAG}-${dead}-0123456789abcdef.tmp`), Buffer.alloc(4096));
+      expect((await ensureSyntheticCheckpoint({ dir: fresh, preset: 'h3-tiny' })).reused).toBe(true);
+      expect(readdirSync(fresh).sort()).toEqual(['h3-tiny-seed145.safetensors', 'h3-tiny-seed145.safetensors.sha256']);
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, existsSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { NinodesError } from '@ninodes/kernels';
+import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { type LockOwner, NinodesError, createTempFile, fsError, releaseTemp, removeTemp, rethrowFs, sweepStaleTemps, waitLock } from '@ninodes/kernels';
 import { type H3PresetName, h3Preset } from './presets.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 
@@ -32,16 +32,47 @@ function headerBytes(path: string): number {
   }
 }
 
+function readSidecar(sidecar: string): { sha256: string; bytes: number } | undefined {
+  try {
+    const [sha256, size] = readFileSync(sidecar, 'utf8').trim().split(/\s+/);
+    return sha256 === undefined || size === undefined ? undefined : { sha256, bytes: Number(size) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes `text` to `path` through a random O_EXCL|O_NOFOLLOW temporary and a rename. */
+function writeTextAtomic(path: string, text: string): void {
+  const tmp = createTempFile(dirname(path), basename(path));
+  let fd: number | undefined = tmp.fd;
+  try {
+    writeSync(fd, text);
+    closeSync(fd);
+    fd = undefined;
+    renameSync(tmp.path, path);
+    releaseTemp(tmp.path);
+  } catch (error) {
+    removeTemp(tmp.path, fd);
+    rethrowFs(error, path, 'cannot write');
+  }
+}
+
 /**
  * A synthetic preset checkpoint in `dir`, generated once and verified by hash on reuse
  * (`<preset>-seed<seed>.safetensors` plus a `.sha256` sidecar). A file that fails verification is
  * regenerated; a sparse preset (h3-full) is verified by size and header hash only.
+ *
+ * Generation runs under `<file>.lock`: a second process waits, then finds the file verified and
+ * reuses it, so nothing is ever renamed over a checkpoint another process has just written and
+ * mapped. The lock is released on error; a lock left by a killed process is taken over.
  */
 export async function ensureSyntheticCheckpoint(options: {
   readonly dir: string;
   readonly preset: H3PresetName;
   readonly seed?: number;
   readonly onProgress?: (done: number, total: number, name: string) => void;
+  /** Called once when another process holds the generation lock and this one waits for it. */
+  readonly onWait?: (owner: LockOwner) => void;
 }): Promise<CachedCheckpoint> {
   const preset = h3Preset(options.preset);
   const seed = options.seed ?? 145;
@@ -49,17 +80,31 @@ export async function ensureSyntheticCheckpoint(options: {
   const sidecar = `${path}.sha256`;
   const sparse = preset.name === 'h3-full';
   const digest = async (): Promise<string> => (sparse ? sha256File(path, headerBytes(path)) : sha256File(path));
-  if (existsSync(path) && existsSync(sidecar)) {
-    const [want, size] = readFileSync(sidecar, 'utf8').trim().split(/\s+/);
-    if (want !== undefined && Number(size) === statSync(path).size && (await digest()) === want) {
-      return { path, sha256: want, reused: true, bytes: Number(size) };
-    }
+  const verified = async (): Promise<CachedCheckpoint | undefined> => {
+    const want = readSidecar(sidecar);
+    if (want === undefined || !existsSync(path) || statSync(path).size !== want.bytes) return undefined;
+    return (await digest()) === want.sha256 ? { path, sha256: want.sha256, reused: true, bytes: want.bytes } : undefined;
+  };
+  // Temporaries of generations killed earlier (pid gone) go now, even when nothing is generated.
+  sweepStaleTemps(options.dir);
+  const ready = await verified();
+  if (ready) return ready;
+  try {
+    mkdirSync(options.dir, { recursive: true });
+  } catch (error) {
+    throw fsError(error, options.dir, 'cannot create the cache directory', 'NINODES_CACHE');
   }
-  const written = await writeSyntheticH3Checkpoint(path, { preset: preset.name, seed, sparse, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
-  const sha256 = await digest();
-  const tmp = `${sidecar}.partial-${process.pid}`;
-  writeFileSync(tmp, `${sha256} ${written.bytes}\n`);
-  renameSync(tmp, sidecar);
-  if (statSync(path).size !== written.bytes) throw new NinodesError('WRITE_FAILED', `${path} has the wrong size after writing`, { where: path });
-  return { path, sha256, reused: false, bytes: written.bytes };
+  const lock = await waitLock(`${path}.lock`, options.onWait ? { onWait: options.onWait } : {});
+  try {
+    // Another process may have generated it while this one waited.
+    const again = await verified();
+    if (again) return again;
+    const written = await writeSyntheticH3Checkpoint(path, { preset: preset.name, seed, sparse, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
+    const sha256 = await digest();
+    writeTextAtomic(sidecar, `${sha256} ${written.bytes}\n`);
+    if (statSync(path).size !== written.bytes) throw new NinodesError('WRITE_FAILED', `${path} has the wrong size after writing`, { where: path });
+    return { path, sha256, reused: false, bytes: written.bytes };
+  } finally {
+    lock.release();
+  }
 }

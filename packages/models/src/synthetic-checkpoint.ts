@@ -1,6 +1,6 @@
-import { closeSync, ftruncateSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { NinodesError } from '@ninodes/kernels';
+import { closeSync, ftruncateSync, mkdirSync, renameSync, writeSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { NinodesError, createTempFile, fsError, releaseTemp, removeTemp, rethrowFs } from '@ninodes/kernels';
 import { type TensorSource, buildHeader, writeSafetensors } from '@ninodes/memory';
 import { type H3Config, validateH3Config } from './h3-config.js';
 import { h3Linears, h3Parameters } from './h3-tensors.js';
@@ -147,7 +147,11 @@ export async function writeSyntheticH3Checkpoint(path: string, options: Syntheti
       return bytes;
     },
   }));
-  mkdirSync(dirname(path), { recursive: true });
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+  } catch (error) {
+    throw fsError(error, dirname(path), 'cannot create directory');
+  }
   try {
     if (!sparse) {
       const r = await writeSafetensors(path, sources, { metadata });
@@ -155,7 +159,8 @@ export async function writeSyntheticH3Checkpoint(path: string, options: Syntheti
     }
     return { path, config, seed, sparse, bytes: writeSparse(path, sources, tensors, metadata), tensors: tensors.length };
   } catch (error) {
-    throw new NinodesError('WRITE_FAILED', `could not write synthetic checkpoint ${path}: ${(error as Error).message}`, { where: path, cause: error, hint: 'check free disk space and permissions' });
+    // A full disk or read-only directory keeps its own code (NO_SPACE, READ_ONLY_FILESYSTEM, ...).
+    rethrowFs(error, path, 'could not write synthetic checkpoint');
   }
 }
 
@@ -167,8 +172,10 @@ function writeSparse(path: string, sources: readonly TensorSource[], tensors: re
   const { json, sizes } = buildHeader(sources, metadata, path);
   const base = 8 + json.byteLength;
   const total = base + sizes.reduce((a, b) => a + b, 0);
-  const tmp = `${path}.partial-${process.pid}`;
-  const fd = openSync(tmp, 'w');
+  // Random O_EXCL|O_NOFOLLOW temporary (kernels' createTempFile): a link planted at a predictable
+  // name cannot redirect the write; removed on error here and on SIGINT/SIGTERM by the CLI.
+  const tmp = createTempFile(dirname(path), basename(path));
+  let fd: number | undefined = tmp.fd;
   try {
     const len = Buffer.alloc(8);
     len.writeBigUInt64LE(BigInt(json.byteLength), 0);
@@ -184,15 +191,12 @@ function writeSparse(path: string, sources: readonly TensorSource[], tensors: re
     }
     ftruncateSync(fd, total);
     closeSync(fd);
-    renameSync(tmp, path);
+    fd = undefined;
+    renameSync(tmp.path, path);
+    releaseTemp(tmp.path);
     return total;
   } catch (error) {
-    try {
-      closeSync(fd);
-    } catch {
-      // already closed
-    }
-    rmSync(tmp, { force: true });
+    removeTemp(tmp.path, fd);
     throw error;
   }
 }

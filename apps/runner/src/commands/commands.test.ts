@@ -105,7 +105,8 @@ describe('ninodes run', () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('LATENT_SHAPE');
     expect(existsSync(out)).toBe(false);
-    expect(readdirSync(dir).filter((f) => f.includes('staging'))).toEqual([]);
+    // No staging directory, temporary or lock of ours is left beside it.
+    expect(readdirSync(dir).filter((f) => f.includes('.ninodes-'))).toEqual([]);
   });
 
   it('rejects an unknown --quant with the valid choices', async () => {

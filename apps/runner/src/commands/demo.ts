@@ -37,8 +37,13 @@ export const demo = defineCommand({
   name: 'demo',
   summary: 'run the embedded h3-tiny model fp32 and int8 convrot side by side',
   usage: 'ninodes demo [--out <dir>] [--steps N] [--threads N]',
-  options: { out: { type: 'string' }, steps: { type: 'string' }, threads: { type: 'string' } },
+  options: {
+    out: { type: 'string', value: '<dir>', description: 'directory for the two runs (<dir>/fp32, <dir>/int8_convrot; the demo replaces its own earlier runs there)' },
+    steps: { type: 'string', value: 'N', description: 'denoising steps, 1 to 100' },
+    threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
+  },
   positionals: [0, 0],
+  examples: ['ninodes demo', 'ninodes demo --steps 4 --out /tmp/demo'],
   schema: z.object({
     out: z.string().min(1).default('ninodes-demo'),
     steps: z.coerce.number().int().positive().max(100).default(8),
@@ -51,7 +56,7 @@ export const demo = defineCommand({
     for (const quant of configs) {
       context.stderr.write(`\n== h3-tiny ${quant}\n`);
       const dir = resolve(args.out, quant);
-      await runChild(['--preset', 'h3-tiny', '--quant', quant, '--steps', String(args.steps), '--threads', String(args.threads), '--out', dir], context.env);
+      await runChild(['--preset', 'h3-tiny', '--quant', quant, '--steps', String(args.steps), '--threads', String(args.threads), '--out', dir, '--force'], context.env);
       reports.set(quant, runReportSchema.parse(JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'))));
     }
     const fp32 = reports.get('fp32')!;

@@ -92,8 +92,10 @@ export const inspect = defineCommand({
   name: 'inspect',
   summary: 'show a checkpoint: format, architecture, dtypes, quant formats, size per block',
   usage: 'ninodes inspect <ckpt> [--json]',
-  options: { json: { type: 'boolean' } },
+  arguments: [{ name: 'ckpt', description: 'a .safetensors, .safetensors.index.json or .gguf file' }],
+  options: { json: { type: 'boolean', description: 'print the result as JSON on stdout' } },
   positionals: [1, 1],
+  examples: ['ninodes inspect model.safetensors', 'ninodes inspect model.gguf --json'],
   schema: z.object({ json: z.boolean().default(false), positionals: z.tuple([z.string().min(1)]) }),
   async run(args, context) {
     const result = inspectCheckpoint(args.positionals[0]);

@@ -1,6 +1,6 @@
-import { existsSync } from 'node:fs';
+import { type Stats, lstatSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { NinodesError } from '@ninodes/kernels';
+import { NinodesError, fsError } from '@ninodes/kernels';
 import { formatByteSize } from '@ninodes/memory';
 import { openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
@@ -10,8 +10,21 @@ export const quantize = defineCommand({
   name: 'quantize',
   summary: 'convert a checkpoint to int8 convrot or fp8, in the layout ComfyUI loads',
   usage: 'ninodes quantize <in> <out> --format int8_convrot|int8_rowwise|fp8_e4m3fn|fp8_e5m2 [--skip <layer>]... [--force] [--json]',
-  options: { format: { type: 'string' }, skip: { type: 'string', multiple: true }, force: { type: 'boolean' }, json: { type: 'boolean' } },
+  arguments: [
+    { name: 'in', description: 'checkpoint to convert (.safetensors, .safetensors.index.json or .gguf)' },
+    { name: 'out', description: 'the new .safetensors file, written through a temporary and renamed only on success' },
+  ],
+  options: {
+    format: { type: 'string', value: '<format>', description: 'required: int8_convrot, int8_rowwise, fp8_e4m3fn or fp8_e5m2' },
+    skip: { type: 'string', multiple: true, value: '<layer>', description: 'keep this layer (or name prefix) as it is' },
+    force: { type: 'boolean', description: 'replace <out> if it exists' },
+    json: { type: 'boolean', description: 'print the conversion report as JSON on stdout' },
+  },
   positionals: [2, 2],
+  examples: [
+    'ninodes quantize model.safetensors model-int8.safetensors --format int8_convrot',
+    'ninodes quantize model.safetensors model-fp8.safetensors --format fp8_e4m3fn --skip final_layer --force',
+  ],
   schema: z.object({
     format: z.enum(['int8_convrot', 'int8_rowwise', 'fp8_e4m3fn', 'fp8_e5m2'], { message: 'required: int8_convrot, int8_rowwise, fp8_e4m3fn or fp8_e5m2' }),
     skip: z.array(z.string()).default([]),
@@ -24,7 +37,16 @@ export const quantize = defineCommand({
     if (resolve(input) === resolve(output)) {
       throw new NinodesError('QUANTIZE_SAME_FILE', 'input and output are the same file', { value: output, hint: 'write the quantized checkpoint to a new path' });
     }
-    if (existsSync(output) && !args.force) {
+    let existing: Stats | undefined;
+    try {
+      existing = lstatSync(output);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw fsError(error, output, 'cannot use', '<out>');
+    }
+    if (existing?.isDirectory()) {
+      throw new NinodesError('PATH_IS_DIRECTORY', `${output} is a directory`, { value: output, where: '<out>', hint: 'name the new .safetensors file, e.g. <dir>/model-int8.safetensors' });
+    }
+    if (existing !== undefined && !args.force) {
       throw new NinodesError('OUTPUT_EXISTS', `${output} exists`, { value: output, where: '<out>', hint: 'pass --force to replace it (it is replaced atomically, only on success)' });
     }
     const source = openCheckpoint(input);

@@ -1,17 +1,17 @@
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { enumerateDevices } from '@ninodes/device';
+import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
 import { StreamingExecutor, computeAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
 import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
-import { type LinearOp, type OpenedH3Model, ensureSyntheticCheckpoint, layoutOf, openH3Model, runSampler } from '@ninodes/models';
+import { type LinearOp, type OpenedH3Model, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler } from '@ninodes/models';
 import { type ComputeMode, floatPrecision, openCheckpoint } from '@ninodes/quant';
 import { shardPlan } from '@ninodes/tp';
 import { cpus } from 'node:os';
 import { z } from 'zod';
-import { cacheDir } from '../cache-dir.js';
 import { type CommandContext, defineCommand } from '../command.js';
+import { writeNewFile } from '../write-new-file.js';
+import { checkRunFits } from '../run-size.js';
 import { readLatentFile } from '../latent-file.js';
 import { stageOutput } from '../output-dir.js';
 import { samplePeakMemory } from '../peak-memory.js';
@@ -30,6 +30,9 @@ export const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode>
 
 const positiveInt = z.coerce.number().int().positive();
 
+/** Everything `run` writes into --out; an existing --out holding anything else is never replaced. */
+export const RUN_FILES = ['latent.safetensors', 'preview.png', 'report.json'] as const;
+
 export const runSchema = z
   .object({
     model: z.string().min(1).optional(),
@@ -39,7 +42,7 @@ export const runSchema = z
     height: positiveInt.default(32),
     width: positiveInt.default(32),
     steps: positiveInt.max(1000).default(8),
-    shift: z.coerce.number().positive().default(12),
+    shift: z.coerce.number().positive().max(1e6).default(12),
     seed: z.coerce.number().int().nonnegative().max(2 ** 32 - 1).default(145),
     quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']).default('fp32'),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
@@ -50,6 +53,7 @@ export const runSchema = z
     tp: positiveInt.max(256).default(1),
     'tp-timeout': positiveInt.max(86_400_000).default(DEFAULT_TP_TIMEOUT_MS),
     'tp-pin': z.boolean().default(false),
+    force: z.boolean().default(false),
     json: z.boolean().default(false),
     positionals: z.array(z.string()).length(0),
   })
@@ -100,28 +104,34 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--json]',
+    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json]',
   options: {
-    model: { type: 'string' },
-    preset: { type: 'string' },
-    latent: { type: 'string' },
-    frames: { type: 'string' },
-    height: { type: 'string' },
-    width: { type: 'string' },
-    steps: { type: 'string' },
-    shift: { type: 'string' },
-    seed: { type: 'string' },
-    quant: { type: 'string' },
-    threads: { type: 'string' },
-    alloc: { type: 'string' },
-    budget: { type: 'string' },
-    prefetch: { type: 'string' },
-    out: { type: 'string' },
-    tp: { type: 'string' },
-    'tp-timeout': { type: 'string' },
-    'tp-pin': { type: 'boolean' },
-    json: { type: 'boolean' },
+    model: { type: 'string', value: '<ckpt>', description: 'checkpoint: .safetensors, .safetensors.index.json or .gguf (exclusive with --preset)' },
+    preset: { type: 'string', value: '<name>', description: 'generate (once, cached in $NINODES_CACHE) a synthetic model: h3-tiny or h3-small; used when --model is absent [default: h3-tiny]' },
+    latent: { type: 'string', value: '<file>', description: "safetensors file with the starting noise as 'latent' [1, C, T, H, W] (else seeded noise)" },
+    frames: { type: 'string', value: 'N', description: 'latent frames' },
+    height: { type: 'string', value: 'N', description: 'latent height (even)' },
+    width: { type: 'string', value: 'N', description: 'latent width (even)' },
+    steps: { type: 'string', value: 'N', description: 'denoising steps, 1 to 1000' },
+    shift: { type: 'string', value: 'S', description: 'flow-matching time shift (refused if it collapses the schedule)' },
+    seed: { type: 'string', value: 'N', description: 'seed of the starting noise, 0 to 2^32-1' },
+    quant: { type: 'string', value: '<mode>', description: 'compute mode: fp32, bf16, int8_convrot or fp8' },
+    threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
+    alloc: { type: 'string', value: '<alloc>', description: 'DisTorch-style placement, e.g. "cpu,2gb;disk,*": groups past the budget stream from the mapped file' },
+    budget: { type: 'string', value: '<bytes>', description: 'shorthand for --alloc "cpu,<bytes>;disk,*" (exclusive with --alloc)' },
+    prefetch: { type: 'string', value: 'N', description: 'streamed groups read ahead of the one computing' },
+    tp: { type: 'string', value: 'N', description: 'split the model over N tensor-parallel rank processes on this machine (Gloo)' },
+    'tp-timeout': { type: 'string', value: 'ms', description: 'deadline of the rendezvous and of each collective' },
+    'tp-pin': { type: 'boolean', description: 'pin each rank to its own cores (taskset)' },
+    out: { type: 'string', value: '<dir>', description: 'directory for latent.safetensors, preview.png and report.json, written as a whole' },
+    force: { type: 'boolean', description: 'replace the outputs of an earlier run in --out' },
+    json: { type: 'boolean', description: 'print the report as JSON on stdout' },
   },
+  examples: [
+    'ninodes run --preset h3-tiny --steps 8 --out runs/tiny',
+    'ninodes run --model model.safetensors --quant int8_convrot --frames 3 --height 32 --width 32 --out runs/int8 --force',
+    'ninodes run --model model.gguf --latent noise.safetensors --json',
+  ],
   positionals: [0, 0],
   schema: runSchema,
   async run(args, context) {
@@ -136,10 +146,11 @@ export const run = defineCommand({
     }
     const started = performance.now();
     const threads = setThreads(args.threads);
-    const memory = samplePeakMemory();
-    // Rank 0 writes the run's files; the other ranks only report their latent hash to it.
+    // Rank 0 writes the run's files; the other ranks only report their latent hash to it. Taken
+    // before any work: a busy or unusable --out fails now, not after the run.
     const writes = rank === undefined || rank.rank === 0;
-    const stage = writes ? stageOutput(args.out) : undefined;
+    const stage = writes ? stageOutput(args.out, { force: args.force, ownFiles: RUN_FILES }) : undefined;
+    const memory = samplePeakMemory();
     // A rank stopped by the launcher leaves no staging directory behind.
     const onSignal = (signal: NodeJS.Signals): void => {
       stage?.discard();
@@ -173,6 +184,9 @@ export const run = defineCommand({
         pressure = new MemoryPressureMonitor({ onPressure: (bytes) => (executor.executor.shrink(bytes) > 0 ? mallocTrim() : undefined) });
         pressure.start();
       }
+      checkRunFits(model.config, latentIn?.shape ?? [1, model.latentChannels, args.frames, args.height, args.width]);
+      // The schedule is checked before the first step (a collapsing --shift is refused up front).
+      flowSigmas(args.steps, args.shift);
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
 
@@ -202,7 +216,7 @@ export const run = defineCommand({
       await writeSafetensors(latentPath, tensorSources({ latent: result.latent }), {
         metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(args.steps) },
       });
-      writeFileSync(join(stage.dir, 'preview.png'), latentPreviewPng(result.latent));
+      writeNewFile(join(stage.dir, 'preview.png'), latentPreviewPng(result.latent));
       const peak = memory.stop();
       const info = buildInfo();
       const report: RunReport = runReportSchema.parse({
@@ -230,12 +244,12 @@ export const run = defineCommand({
         ...(executor === undefined ? {} : { offload: { allocation: executor.allocation, streamingBudgetBytes: executor.budgetBytes, steps: executor.executor.stats() } }),
         output: {
           latentSha256,
-          files: ['latent.safetensors', 'preview.png', 'report.json'],
+          files: [...RUN_FILES],
         },
         env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), computePrecision: floatPrecision(QUANT_TO_COMPUTE[args.quant]), cpu: cpus()[0]?.model ?? 'unknown' },
         ...(tpReport === undefined ? {} : { tp: tpReport }),
       });
-      writeFileSync(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+      writeNewFile(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
       await executor?.executor.close();
       const files = stage.commit();
       if (context.json) {
@@ -262,13 +276,14 @@ export const run = defineCommand({
       }
       return 0;
     } catch (error) {
-      stage?.discard();
       memory.stop();
       throw error;
     } finally {
       pressure?.stop();
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      // After a commit this only releases the lock; otherwise it removes the staging directory.
+      stage?.discard();
       if (tp !== undefined) await tp.close();
       else opened?.close();
     }
@@ -281,7 +296,8 @@ async function syntheticModel(preset: 'h3-tiny' | 'h3-small', context: CommandCo
   const gen = context.progress.task(`generating ${preset}`, 10);
   let last = 0;
   const cached = await ensureSyntheticCheckpoint({
-    dir: cacheDir(context.env),
+    dir: defaultCacheDir(context.env),
+    onWait: (owner) => context.stderr.write(`waiting for process ${owner.pid}, which is generating ${preset}\n`),
     preset,
     onProgress: (done, total) => {
       const pct = total > 0 ? Math.floor((done / total) * 100) : 100;
@@ -310,6 +326,7 @@ async function launch(args: RunArgs, context: CommandContext): Promise<number> {
   if (args.latent !== undefined) argv.push('--latent', args.latent);
   for (const key of ['frames', 'height', 'width', 'steps', 'shift', 'seed', 'quant', 'out'] as const) argv.push(`--${key}`, String(args[key]));
   if (args.json) argv.push('--json');
+  if (args.force) argv.push('--force');
   // Threads split evenly: --threads T over N ranks, or every core when T is 0.
   const total = args.threads > 0 ? args.threads : cpus().length;
   return launchTensorParallel({ size: args.tp, argv, threadsPerRank: Math.max(1, Math.floor(total / args.tp)), timeoutMs: args['tp-timeout'], pin: args['tp-pin'], context });

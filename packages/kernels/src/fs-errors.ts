@@ -1,0 +1,100 @@
+// File-system failures a user can cause (a directory where a file belongs, a full disk, a read-only
+// mount, a FIFO) become coded NinodesErrors with a hint, never an INTERNAL "this is a bug". Every
+// layer that touches the file system maps its errors through here, so one errno has one code.
+import { closeSync, constants, fstatSync, openSync, type Stats } from 'node:fs';
+import { NinodesError } from './errors.js';
+
+/** errno -> [code, what happened, what to do]. */
+const ERRNO: Readonly<Record<string, readonly [string, string, string]>> = {
+  ENOENT: ['FILE_NOT_FOUND', 'no such file or directory', 'check the path'],
+  EISDIR: ['PATH_IS_DIRECTORY', 'is a directory', 'pass a file, not a directory'],
+  ENOTDIR: ['PATH_NOT_DIRECTORY', 'a part of the path is not a directory', 'a file stands where a directory is needed: choose another path'],
+  EACCES: ['PERMISSION_DENIED', 'permission denied', 'check the permissions of the file and of its directory'],
+  EPERM: ['PERMISSION_DENIED', 'operation not permitted', 'check the permissions, and whether the file is immutable (lsattr)'],
+  EROFS: ['READ_ONLY_FILESYSTEM', 'the file system is read-only', 'write to a writable location'],
+  ENOSPC: ['NO_SPACE', 'no space left on the device', 'free disk space or write elsewhere'],
+  EDQUOT: ['NO_SPACE', 'disk quota exceeded', 'free space within your quota or write elsewhere'],
+  EFBIG: ['FILE_TOO_LARGE', 'file too large for this file system', 'write to a file system that allows larger files'],
+  EXDEV: ['CROSS_DEVICE', 'cannot move a file between file systems', 'keep the path on one file system'],
+  EEXIST: ['PATH_EXISTS', 'already exists', 'choose another path or remove the existing one'],
+  ELOOP: ['SYMLINK_REFUSED', 'a symbolic link stands at a path that must be a real file', 'remove the link; ninodes does not write through links at its own temporary names'],
+  ENAMETOOLONG: ['PATH_TOO_LONG', 'path too long', 'use a shorter path'],
+  EMFILE: ['TOO_MANY_OPEN_FILES', 'too many open files', 'raise the open-file limit (ulimit -n)'],
+  ENFILE: ['TOO_MANY_OPEN_FILES', 'too many open files in the system', 'close other programs or raise fs.file-max'],
+  EBUSY: ['PATH_BUSY', 'device or resource busy', 'the path is a mount point or in use: choose another path'],
+  ETXTBSY: ['PATH_BUSY', 'file is busy', 'stop the program that uses the file'],
+  ENOTEMPTY: ['DIRECTORY_NOT_EMPTY', 'directory not empty', 'choose an empty or new directory'],
+  EIO: ['IO_ERROR', 'input/output error', 'the disk or network file system failed: check it (dmesg)'],
+  ENOMEM: ['OUT_OF_MEMORY', 'not enough memory', 'close other programs or use a smaller model or size'],
+  ENXIO: ['NOT_A_REGULAR_FILE', 'no such device or address', 'pass a regular file'],
+};
+
+/** A Node.js system error (it has an errno code such as 'ENOENT' and the syscall that failed). */
+export function isSystemError(error: unknown): error is NodeJS.ErrnoException & { code: string } {
+  const e = error as { code?: unknown; syscall?: unknown };
+  return typeof e === 'object' && e !== null && typeof e.code === 'string' && /^E[A-Z0-9]+$/.test(e.code) && typeof e.syscall === 'string';
+}
+
+/**
+ * The NinodesError for a failed file-system call on `path`: `action` says what was being done
+ * ("cannot open", "cannot write"), `where` which input named the path (a flag, an argument).
+ * Errors that are already NinodesErrors pass through unchanged.
+ */
+export function fsError(error: unknown, path: string, action: string, where?: string): NinodesError {
+  if (error instanceof NinodesError) return error;
+  const errno = isSystemError(error) ? error.code : undefined;
+  const known = errno === undefined ? undefined : ERRNO[errno];
+  const [code, what, hint] = known ?? ['FS_ERROR', errno ?? (error instanceof Error ? error.message : String(error)), 'check the path, its permissions and the file system'];
+  return new NinodesError(code, `${action} ${path}: ${what}${errno !== undefined ? ` (${errno})` : ''}`, {
+    value: path,
+    where: where ?? path,
+    hint,
+    cause: error,
+  });
+}
+
+/** Throws `fsError(...)` for a system error (ENOSPC, EACCES, ...), and any other error unchanged. */
+export function rethrowFs(error: unknown, path: string, action: string, where?: string): never {
+  throw isSystemError(error) ? fsError(error, path, action, where) : error;
+}
+
+function kindOf(st: Stats): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  return 'not a regular file';
+}
+
+/**
+ * Opens `path` read-only and makes sure it is a regular file before anything reads from it.
+ * O_NONBLOCK makes opening a FIFO return at once instead of waiting for a writer (for a regular
+ * file it changes nothing), and the check runs on the opened descriptor, so a path swapped between
+ * a check and the open cannot slip through. Returns the descriptor; the caller closes it.
+ */
+export function openRegularFile(path: string, where?: string): number {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    throw fsError(error, path, 'cannot open', where);
+  }
+  let st: Stats;
+  try {
+    st = fstatSync(fd);
+  } catch (error) {
+    closeSync(fd);
+    throw fsError(error, path, 'cannot stat', where);
+  }
+  if (!st.isFile()) {
+    closeSync(fd);
+    const code = st.isDirectory() ? 'PATH_IS_DIRECTORY' : 'NOT_A_REGULAR_FILE';
+    throw new NinodesError(code, `${path} is ${kindOf(st)}, not a regular file`, {
+      value: path,
+      where: where ?? path,
+      hint: st.isDirectory() ? 'pass a file inside the directory, not the directory' : 'pass a regular file; ninodes does not read from pipes or devices',
+    });
+  }
+  return fd;
+}

@@ -1,0 +1,29 @@
+import { NinodesError } from '@ninodes/kernels';
+import { type H3Config, H3_PATCH } from './h3-config.js';
+
+export interface H3ActivationBytes {
+  /** Video tokens S = T · H/2 · W/2. */
+  readonly tokens: number;
+  /** The f32 activations alive at once in one block's forward (the MLP half is the peak), plus the latent. */
+  readonly peakBytes: number;
+  /** The largest single activation, `mlp.fc1`'s output [S, 2F] in f32. */
+  readonly largestTensorBytes: number;
+}
+
+/**
+ * An upper estimate of what a forward at this latent size holds, before anything is allocated, so
+ * a size that cannot fit is refused up front instead of failing deep inside with a RangeError.
+ * Attention is tiled (O(S·D)), so everything is linear in S: the residual stream and its norms
+ * (about 6 × [S, hidden]), q/k/v and the attention output (4 × [S, heads·headDim]), fc1's output
+ * [S, 2F] and its SwiGLU [S, F], and the latent with the sampler's copy and velocity.
+ */
+export function h3ActivationBytes(config: H3Config, frames: number, height: number, width: number): H3ActivationBytes {
+  for (const [name, v] of [['frames', frames], ['height', height], ['width', width]] as const) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new NinodesError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${String(v)}`, { value: v, where: name });
+  }
+  const tokens = (frames / H3_PATCH[0]) * Math.ceil(height / H3_PATCH[1]) * Math.ceil(width / H3_PATCH[2]);
+  const inner = config.heads * config.headDim;
+  const perToken = 6 * config.hidden + 4 * inner + 3 * config.ffn;
+  const latent = config.latentChannels * frames * height * width;
+  return { tokens, peakBytes: 4 * (tokens * perToken + 3 * latent), largestTensorBytes: 4 * tokens * 2 * config.ffn };
+}
