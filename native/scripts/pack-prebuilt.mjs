@@ -60,13 +60,28 @@ const needed = ldd(localBinding, { ...process.env, LD_LIBRARY_PATH: '' });
 const missing = [...needed].filter(([, path]) => path === 'not found').map(([soname]) => soname);
 if (missing.length) fail(`the local build needs libraries this machine lacks: ${missing.join(', ')}`);
 
+// dpkg records a file under the path its package shipped it at: with merged /usr a library that
+// ldd finds in /usr/lib may be registered under /lib (or the other way round), and its real path
+// may differ from the soname link ldd printed.
+function debianPackageOf(paths) {
+  const candidates = paths.flatMap((p) => [p, p.startsWith('/usr/lib/') ? p.slice(4) : p.startsWith('/lib/') ? `/usr${p}` : p]);
+  for (const candidate of new Set(candidates)) {
+    try {
+      return execFileSync('dpkg', ['-S', candidate], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split(':')[0];
+    } catch {
+      // not registered under this name; try the next
+    }
+  }
+  fail(`no Debian package owns ${paths.join(' or ')}: cannot bundle its license`);
+}
+
 copyFileSync(localBinding, join(out, 'ninodes.node'));
 const bundled = [];
 for (const [soname, path] of needed) {
   if (SYSTEM.test(soname)) continue;
   const real = realpathSync(path);
   copyFileSync(real, join(out, soname));
-  const debianPackage = execFileSync('dpkg', ['-S', real], { encoding: 'utf8' }).split(':')[0];
+  const debianPackage = debianPackageOf([real, path]);
   copyFileSync(join('/usr/share/doc', debianPackage, 'copyright'), join(out, 'licenses', `${debianPackage}.copyright`));
   bundled.push({ soname, from: real, debianPackage });
 }

@@ -7,7 +7,13 @@ import { removeLiveTemps } from '@ninodes/kernels';
 
 export function removeTempsOnSignals(stderr: Writable): void {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => {
+    const onSignal = (): void => {
+      // A command that took charge of this signal (the tensor-parallel launcher stops its ranks and
+      // removes the rendezvous first; a rank discards its staging) ends the process itself.
+      if (process.listenerCount(signal) > 0) {
+        process.once(signal, onSignal);
+        return;
+      }
       const removed = removeLiveTemps();
       stderr.write(`\ninterrupted by ${signal}${removed.length > 0 ? `; removed ${removed.length} temporary file(s)` : ''}\n`);
       // `once` has removed our listener, so this raise takes the default action. The signal may land
@@ -16,7 +22,8 @@ export function removeTempsOnSignals(stderr: Writable): void {
       process.kill(process.pid, signal);
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2000);
       process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGTERM' ? 15 : 1));
-    });
+    };
+    process.once(signal, onSignal);
   }
   // A safety net for paths that end the process without unwinding (process.exit in a dependency).
   process.once('exit', () => removeLiveTemps());

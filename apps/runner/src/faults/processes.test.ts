@@ -110,7 +110,8 @@ describe('interrupted at random points, nothing is left behind', () => {
 describe('concurrent use', () => {
   it('a second run into a busy --out gets OUT_DIR_BUSY; the first commits a whole output', async () => {
     const out = join(dir, 'busy');
-    const first = startCli(['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '12', '--threads', '1', '--out', out], { timeoutMs: 90_000 });
+    // Long enough that the first is still running while the second starts (a CLI start takes seconds under load).
+    const first = startCli(['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '120', '--threads', '1', '--out', out], { timeoutMs: 180_000 });
     await first.waitFor(/steps: 1\//);
     const second = await runCli(['run', '--model', ckpt, ...small, '--steps', '1', '--out', out], { timeoutMs: 60_000 });
     expect(second.stderr).toContain('OUT_DIR_BUSY');
