@@ -56,11 +56,50 @@ struct KeyHash {
   }
 };
 
+// Per-worker scratch reused across calls, so large temporaries do not page-fault fresh memory on
+// every call; anything above 64 MiB is returned to the system after the call.
+class Scratch {
+ public:
+  ~Scratch() { std::free(data_); }
+  void* get(size_t bytes) {
+    bytes = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    if (bytes > size_) {
+      std::free(data_);
+      data_ = std::aligned_alloc(64, bytes);
+      size_ = data_ != nullptr ? bytes : 0;
+      if (data_ == nullptr) throw std::bad_alloc();
+    }
+    return data_;
+  }
+  void trim() {
+    if (size_ > (size_t(64) << 20)) {
+      std::free(data_);
+      data_ = nullptr;
+      size_ = 0;
+    }
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // Primitive creation costs milliseconds; DiT layers repeat a handful of shapes.
 struct Prim {
   dnnl::matmul matmul;
   memory::desc src, wei, dst, bias;
+  // Scratchpad supplied per call (see user_scratchpad): one primitive may run on several threads.
+  memory::desc scratch;
 };
+
+// oneDNN's library-owned scratchpad belongs to the primitive, so two threads executing one cached
+// primitive (two concurrent linears of one shape) overwrote each other's temporaries and returned
+// wrong outputs. With a user scratchpad every call brings its own (a per-worker Scratch).
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
 
 // Shared pointers: a cache flush never frees a primitive another thread is executing.
 std::shared_ptr<Prim> cached_matmul(const Key& key) {
@@ -78,10 +117,10 @@ std::shared_ptr<Prim> cached_matmul(const Key& key) {
   const auto ldc = static_cast<memory::dim>(key.ldc != 0 ? key.ldc : key.n);
   memory::desc dst({M, N}, key.kind == MatKind::kS8 ? memory::data_type::s32 : memory::data_type::f32, memory::dims{ldc, 1});
   memory::desc bias({1, N}, memory::data_type::f32, memory::format_tag::ab);
-  auto prim = std::make_shared<Prim>(Prim{
-      key.bias ? dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, bias, dst), onednn_engine()))
-               : dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), onednn_engine())),
-      src, wei, dst, bias});
+  const dnnl::primitive_attr attr = user_scratchpad();
+  const dnnl::matmul::primitive_desc pd = key.bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, bias, dst), attr, onednn_engine())
+                                                   : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, onednn_engine());
+  auto prim = std::make_shared<Prim>(Prim{dnnl::matmul(pd), src, wei, dst, bias, pd.scratchpad_desc()});
   return cache.emplace(key, std::move(prim)).first->second;
 }
 
@@ -97,6 +136,8 @@ void run_matmul(const Key& key, const void* a, const void* b, const float* bias,
       {DNNL_ARG_DST, memory(prim.dst, eng, c)},
   };
   if (key.bias) mem.emplace(DNNL_ARG_BIAS, memory(prim.bias, eng, const_cast<float*>(bias)));
+  thread_local Scratch spad;
+  mem.emplace(DNNL_ARG_SCRATCHPAD, memory(prim.scratch, eng, spad.get(prim.scratch.get_size())));
   prim.matmul.execute(stream, mem);
   stream.wait();
 }
@@ -110,6 +151,7 @@ struct PanelPrim {
   dnnl::reorder weight_reorder;
   memory::desc src, wei_user, wei_blocked, dst;
   bool fast_reorder;
+  memory::desc matmul_scratch, reorder_scratch;
 };
 
 // W [N, K] row-major into oneDNN's BA16a64b4a view of the K x N operand: 64 x 64 blocks ordered
@@ -177,43 +219,16 @@ std::shared_ptr<PanelPrim> cached_panel(size_t p, size_t k, size_t n) {
   memory::desc wei_any({K, N}, memory::data_type::s8, memory::format_tag::any);
   memory::desc wei_user({K, N}, memory::data_type::s8, memory::format_tag::ba);
   memory::desc dst({P, N}, memory::data_type::s32, memory::format_tag::ab);
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei_any, dst), eng);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei_any, dst), user_scratchpad(), eng);
   const memory::desc blocked = pd.weights_desc();
-  dnnl::reorder::primitive_desc rpd(eng, wei_user, eng, blocked);
+  dnnl::reorder::primitive_desc rpd(eng, wei_user, eng, blocked, user_scratchpad());
   // oneDNN 2.6's generic jit:uni reorder into this layout costs more than the whole matmul at small M;
   // when the layout is the plain AMX one (no compensation, no padding) a 32-bit transpose does it.
   const bool fast = k % 64 == 0 && n % 64 == 0 && blocked == memory::desc({K, N}, memory::data_type::s8, memory::format_tag::BA16a64b4a);
-  auto prim = std::make_shared<PanelPrim>(PanelPrim{dnnl::matmul(pd), dnnl::reorder(rpd), src, wei_user, blocked, dst, fast});
+  auto prim = std::make_shared<PanelPrim>(PanelPrim{dnnl::matmul(pd), dnnl::reorder(rpd), src, wei_user, blocked, dst, fast, pd.scratchpad_desc(), rpd.scratchpad_desc()});
   return cache.emplace(key, std::move(prim)).first->second;
 }
 
-// Per-worker scratch reused across calls, so large temporaries do not page-fault fresh memory on
-// every call; anything above 64 MiB is returned to the system after the call.
-class Scratch {
- public:
-  ~Scratch() { std::free(data_); }
-  void* get(size_t bytes) {
-    bytes = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-    if (bytes > size_) {
-      std::free(data_);
-      data_ = std::aligned_alloc(64, bytes);
-      size_ = data_ != nullptr ? bytes : 0;
-      if (data_ == nullptr) throw std::bad_alloc();
-    }
-    return data_;
-  }
-  void trim() {
-    if (size_ > (size_t(64) << 20)) {
-      std::free(data_);
-      data_ = nullptr;
-      size_ = 0;
-    }
-  }
-
- private:
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 size_t panel_rows() {
   static const size_t rows = [] {
@@ -514,13 +529,15 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
         const std::shared_ptr<PanelPrim> pp = cached_panel(P, d.k, d.n);
         dnnl::engine& eng = onednn_engine();
         dnnl::stream stream(eng);
-        thread_local Scratch wbuf, qbuf, abuf;
+        thread_local Scratch wbuf, qbuf, abuf, mspad, rspad;
+        const memory mscratch(pp->matmul_scratch, eng, mspad.get(pp->matmul_scratch.get_size()));
         memory wuser(pp->wei_user, eng, const_cast<int8_t*>(w));
         memory wblk(pp->wei_blocked, eng, wbuf.get(pp->wei_blocked.get_size()));
         if (pp->fast_reorder) {
           reorder_ba16a64b4a(w, static_cast<int8_t*>(wblk.get_data_handle()), d.k, d.n);
         } else {
-          pp->weight_reorder.execute(stream, wuser, wblk);
+          const memory rscratch(pp->reorder_scratch, eng, rspad.get(pp->reorder_scratch.get_size()));
+          pp->weight_reorder.execute(stream, {{DNNL_ARG_FROM, wuser}, {DNNL_ARG_TO, wblk}, {DNNL_ARG_SCRATCHPAD, rscratch}});
         }
         auto* qp = static_cast<int8_t*>(qbuf.get(P * d.k));
         auto* ap = static_cast<int32_t*>(abuf.get(P * d.n * sizeof(int32_t)));
@@ -531,7 +548,7 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
           if (rows < P) std::memset(qp + rows * d.k, 0, (P - rows) * d.k);
           int32_t* acc = acc_out != nullptr && rows == P ? acc_out + m0 * d.n : ap;
           memory dst(pp->dst, eng, acc);
-          pp->matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wblk}, {DNNL_ARG_DST, dst}});
+          pp->matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wblk}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, mscratch}});
           stream.wait();
           if (acc_out != nullptr && rows < P) std::memcpy(acc_out + m0 * d.n, acc, rows * d.n * sizeof(int32_t));
           dequant(acc, xs + m0, ws, bias, y + m0 * d.n, rows, d.n, pfor);

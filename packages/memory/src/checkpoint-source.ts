@@ -30,6 +30,17 @@ export interface CheckpointSource {
   entry(name: string): TensorEntry;
   /** Zero-copy view; validates the file is still the one that was opened (size, inode, mtime). */
   tensor(name: string): Tensor;
+  /**
+   * Rows [start, end) of the outermost dimension as a zero-copy view (a tensor-parallel rank's output
+   * rows). GGUF block tensors: rows must be whole blocks (RANGE_NOT_BLOCK_ALIGNED otherwise).
+   */
+  tensorRows(name: string, start: number, end: number): Tensor;
+  /**
+   * Columns [start, end) of the innermost dimension, copied: only those bytes are read (pread for
+   * files: nothing is mapped). GGUF block tensors: block-aligned ranges only, kept encoded
+   * (RANGE_NOT_BLOCK_ALIGNED otherwise).
+   */
+  tensorColumns(name: string, start: number, end: number): Tensor;
   /** Unmaps; views taken earlier become empty rather than dangling. */
   close(): void;
   /** Optional page-cache hint for one tensor: prefetch (`willneed`) or drop after use (`dontneed`). */

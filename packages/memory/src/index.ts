@@ -1,4 +1,5 @@
 export type { CheckpointSource, TensorEntry } from './checkpoint-source.js';
+export { copyColumnRange, readColumnRange, rowRangeSpan, viewRowRange } from './tensor-ranges.js';
 export { formatByteSize, parseByteSize } from './byte-size.js';
 export {
   parseKbTable,

@@ -2,6 +2,7 @@ import { readSync } from 'node:fs';
 import { type MadviseAdvice, MappedFile, NinodesError, Tensor } from '@ninodes/kernels';
 import type { CheckpointSource, TensorEntry } from './checkpoint-source.js';
 import { type SafetensorsHeader, parseHeader, readHeaderLength } from './safetensors-header.js';
+import { readColumnRange, rowRangeSpan } from './tensor-ranges.js';
 
 export interface OpenSafetensorsOptions {
   /** `shared` (default) read-only mapping; `private` copy-on-write (writes through views stay local). */
@@ -85,6 +86,21 @@ export class SafetensorsFile implements CheckpointSource {
     if (this.verifyOnUse) this.file.verify();
     const buffer = this.file.view(e.byteOffset, e.byteLength);
     return new Tensor(e.dtype, e.shape, buffer, { owner: this.file.viewOwner(buffer) });
+  }
+
+  tensorRows(name: string, start: number, end: number): Tensor {
+    const e = this.entry(name);
+    const span = rowRangeSpan(e, start, end);
+    if (this.verifyOnUse) this.file.verify();
+    const buffer = this.file.view(e.byteOffset + span.byteOffset, span.byteLength);
+    return new Tensor(e.dtype, span.shape, buffer, { owner: this.file.viewOwner(buffer) });
+  }
+
+  tensorColumns(name: string, start: number, end: number): Tensor {
+    const e = this.entry(name);
+    if (this.file.released) throw new NinodesError('CHECKPOINT_CLOSED', `${this.path} was closed`, { where: name, hint: 'open the checkpoint again' });
+    if (this.verifyOnUse) this.file.verify();
+    return readColumnRange(this.file.descriptor, e, start, end);
   }
 
   /** madvise a tensor's pages: `willneed` prefetches, `dontneed` drops them after use. */

@@ -93,6 +93,14 @@ export class ShardedSafetensors implements CheckpointSource {
     return this.shardOf(name).tensor(name);
   }
 
+  tensorRows(name: string, start: number, end: number): Tensor {
+    return this.shardOf(name).tensorRows(name, start, end);
+  }
+
+  tensorColumns(name: string, start: number, end: number): Tensor {
+    return this.shardOf(name).tensorColumns(name, start, end);
+  }
+
   advise(name: string, advice: 'willneed' | 'dontneed'): void {
     this.shardOf(name).advise(name, advice);
   }

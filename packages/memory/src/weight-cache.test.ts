@@ -318,3 +318,21 @@ describe('WeightCache async invariants (property)', () => {
     );
   });
 });
+
+describe('invalidate', () => {
+  it('drops and disposes an unpinned weight so the next acquire materializes again; a pinned one is CACHE_PINNED', () => {
+    const disposed: string[] = [];
+    const cache = new WeightCache<string>({ budgets: { cpu: 1000 }, dispose: (v) => disposed.push(v) });
+    cache.registerModel('m', [{ key: 'a', bytes: 100 }]);
+    cache.acquire('cpu', 'm', 'a', () => 'a1').release();
+    expect(cache.invalidate('m', 'a')).toBe(100);
+    expect(disposed).toEqual(['a1']);
+    expect(cache.stats('cpu').residentBytes).toBe(0);
+    const again = cache.acquire('cpu', 'm', 'a', () => 'a2');
+    expect(again.kind).toBe('materialized');
+    expect(again.value).toBe('a2');
+    expect(() => cache.invalidate('m', 'a')).toThrow(expect.objectContaining({ code: 'CACHE_PINNED' }));
+    again.release();
+    expect(cache.invalidate('m', 'nothing-there')).toBe(0);
+  });
+});

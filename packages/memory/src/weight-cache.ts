@@ -244,6 +244,24 @@ export class WeightCache<T> {
     return freed;
   }
 
+  /**
+   * Drops a weight's materialized value on every device (disposed like an eviction), so the next
+   * acquire materializes it again: for a weight whose source changed (a LoRA patch). A weight in use
+   * (pinned or being materialized) is CACHE_PINNED. Returns the bytes freed.
+   */
+  invalidate(model: string, key: string): number {
+    let freed = 0;
+    for (const [device, state] of this.devices) {
+      const entry = state.entries.get(id(model, key));
+      if (entry === undefined) continue;
+      if (entry.pins > 0 || entry.pending !== undefined) {
+        throw new NinodesError('CACHE_PINNED', `weight '${key}' of model '${model}' is in use on ${device} and cannot be invalidated`, { value: key, where: model, hint: 'wait for the forward that holds it to finish' });
+      }
+      freed += this.evict(device, state, entry);
+    }
+    return freed;
+  }
+
   stats(device: string): CacheStats {
     return { ...this.state(device).stats };
   }

@@ -1,5 +1,7 @@
 import { NinodesError, Tensor } from '@ninodes/kernels';
 import { type H3Config, rotDim } from './h3-config.js';
+import type { Shard } from '@ninodes/quant';
+import { checkH3Shard, h3LinearSpec } from './h3-layout.js';
 import { h3BlockLinears } from './h3-tensors.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { type OpProfiler, timed, timedAsync } from './op-profile.js';
@@ -41,6 +43,22 @@ function mergeHeads(x: Tensor<'f32'>): Tensor<'f32'> {
   return Tensor.fromArray('f32', [s, h * d], out);
 }
 
+/**
+ * An op's output must be [rows, N] for the N its spec declares: a narrower op (a shard built for
+ * other widths) would otherwise leave part of the block's buffers unread or misaligned.
+ */
+function checkWidth(op: LinearOp, y: Tensor<'f32'>, rows: number): Tensor<'f32'> {
+  const n = op.spec.outFeatures;
+  if (y.shape.length !== 2 || y.shape[0] !== rows || y.shape[1] !== n || y.numel !== rows * n) {
+    throw new NinodesError('LINEAR_WIDTH_MISMATCH', `linear '${op.spec.name}' returned [${y.shape.join(', ')}], the block needs [${rows}, ${n}]`, {
+      value: y.shape,
+      where: op.spec.name,
+      hint: 'the provider built an op for other widths (a shard of another size, or a wrong layer)',
+    });
+  }
+  return y;
+}
+
 /** Chunk c of width d from row 0 of an adaLN output (zero-copy view). */
 function chunk(mod: Tensor<'f32'>, c: number, d: number): Tensor<'f32'> {
   return mod.view('f32', [d], mod.byteOffset + c * d * 4);
@@ -61,26 +79,34 @@ export interface BlockTrace {
 export class H3Block {
   readonly index: number;
   readonly linears: { readonly adaln: LinearOp; readonly qkv: LinearOp; readonly out: LinearOp; readonly fc1: LinearOp; readonly fc2: LinearOp };
+  /** Heads this rank attends over (all of them unless sharded). */
+  readonly localHeads: number;
   private readonly config: H3Config;
   private readonly params: ParameterReader;
   /** Receives per-op wall times when set (bench); undefined costs nothing. */
   profiler: OpProfiler | undefined;
 
-  constructor(config: H3Config, index: number, provider: LinearProvider, params: ParameterReader, prefix = '', profiler?: OpProfiler) {
+  /**
+   * With a `shard`, the block is one tensor-parallel rank's part: its heads (heads / size) and its
+   * slice of the MLP (ffn / size); out_proj and fc2 give partial sums, which the provider's ops
+   * reduce inside their forward (the block just calls it).
+   */
+  constructor(config: H3Config, index: number, provider: LinearProvider, params: ParameterReader, prefix = '', profiler?: OpProfiler, shard?: Shard) {
     this.config = config;
     this.profiler = profiler;
     this.index = index;
     this.params = params;
-    const ops = h3BlockLinears(config, index).map((l) =>
-      provider.linear({ name: `${prefix}${l.name}`, inFeatures: l.inFeatures, outFeatures: l.outFeatures, bias: l.bias }),
-    );
+    const local = shard === undefined || shard.size === 1 ? undefined : checkH3Shard(config, shard);
+    this.localHeads = local === undefined ? config.heads : config.heads / local.size;
+    const ops = h3BlockLinears(config, index).map((l) => provider.linear(h3LinearSpec(config, l, prefix, local)));
     const [adaln, qkv, out, fc1, fc2] = ops as [LinearOp, LinearOp, LinearOp, LinearOp, LinearOp];
     this.linears = { adaln, qkv, out, fc1, fc2 };
   }
 
   /** x [S, hidden], tEmb [1, tDim] (before SiLU), angles [S, ≥ rot] -> new x [S, hidden]. */
   async forward(x: Tensor<'f32'>, tEmb: Tensor<'f32'>, angles: Tensor<'f32'>, trace?: (t: BlockTrace) => void): Promise<Tensor<'f32'>> {
-    const { hidden: d, heads, headDim: hd, eps, qkEps } = this.config;
+    const { hidden: d, headDim: hd, eps, qkEps } = this.config;
+    const heads = this.localHeads;
     const s = x.shape[0] as number;
     if (x.rank !== 2 || x.shape[1] !== d) {
       throw new NinodesError('SHAPE_MISMATCH', `block ${this.index}: x must be [S, ${d}], got [${x.shape.join(', ')}]`, { value: x.shape, where: `blocks.${this.index}` });
@@ -88,7 +114,7 @@ export class H3Block {
     const p = `blocks.${this.index}`;
     const inner = heads * hd;
     const prof = this.profiler;
-    const lin = (op: LinearOp, v: Tensor<'f32'>): Promise<Tensor<'f32'>> => timedAsync(prof, 'linear', () => op.forward(v));
+    const lin = async (op: LinearOp, v: Tensor<'f32'>): Promise<Tensor<'f32'>> => checkWidth(op, await timedAsync(prof, 'linear', () => op.forward(v)), v.shape[0] as number);
     const mod = await lin(this.linears.adaln, timed(prof, 'elementwise', () => silu(tEmb.reshape([1, -1]))));
     const [shiftA, scaleA, gateA, shiftM, scaleM, gateM] = [0, 1, 2, 3, 4, 5].map((c) => chunk(mod, c, d)) as Tensor<'f32'>[];
 

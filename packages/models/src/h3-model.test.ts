@@ -144,6 +144,8 @@ describe('H3 video model, whole forward and sampler', () => {
       has: (n) => n !== gone && source.has(n),
       entry: (n) => source.entry(n),
       tensor: (n) => source.tensor(n),
+      tensorRows: (n, a, b) => source.tensorRows(n, a, b),
+      tensorColumns: (n, a, b) => source.tensorColumns(n, a, b),
       close: () => source.close(),
     };
     expect(() => H3VideoModel.create(partial, testLinearProvider(source), { config, prefix: 'model.diffusion_model.' })).toThrow(

@@ -4,6 +4,8 @@ import { type CaptureSink, captureFromEnv } from './capture.js';
 import { detectArchitecture } from './detect-architecture.js';
 import { type H3Block as H3BlockType, H3Block } from './h3-block.js';
 import { type H3Config, patchDim, validateH3Config } from './h3-config.js';
+import type { GroupHooks, Shard } from '@ninodes/quant';
+import { H3_POST_GROUPS, H3_PRE_GROUPS, h3LinearSpec } from './h3-layout.js';
 import { h3Linears, h3Parameters, h3UnusedKeys } from './h3-tensors.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { type OpProfiler, timed, timedAsync } from './op-profile.js';
@@ -21,6 +23,14 @@ export interface H3ModelOptions {
   readonly capture?: CaptureSink | false;
   /** Per-op wall times (bench); settable later with `setProfiler`. */
   readonly profiler?: OpProfiler;
+  /**
+   * This process's rank of a tensor-parallel world: blocks are built from local heads and a local
+   * MLP slice, their linears asked for with `LinearSpec.shard` set (see h3LinearSpec). The
+   * provider's row-parallel ops must reduce their partial outputs inside forward.
+   */
+  readonly shard?: Shard;
+  /** Awaited around every execution group, in ModelLayout order (see h3Layout). */
+  readonly hooks?: GroupHooks;
 }
 
 /** Anything the sampler can drive: a velocity for a latent at a noise level. */
@@ -46,20 +56,37 @@ export class H3VideoModel implements VelocityModel {
   private readonly paramCache = new Map<string, Tensor<'f32'>>();
   private anglesCache: { key: string; angles: Tensor<'f32'> } | undefined;
   private profiler: OpProfiler | undefined;
+  /** Settable later with `setHooks` (an executor attaches after the model is built). */
+  private hooks: GroupHooks | undefined;
 
-  private constructor(source: CheckpointSource, provider: LinearProvider, config: H3Config, prefix: string, capture: CaptureSink | undefined) {
+  private constructor(source: CheckpointSource, provider: LinearProvider, config: H3Config, prefix: string, capture: CaptureSink | undefined, shard: Shard | undefined) {
     this.source = source;
     this.config = config;
     this.prefix = prefix;
     this.capture = capture;
     const params = (name: string): Tensor<'f32'> => this.param(name);
-    this.blocks = Array.from({ length: config.layers }, (_, i) => new H3Block(config, i, provider, params, prefix));
+    this.blocks = Array.from({ length: config.layers }, (_, i) => new H3Block(config, i, provider, params, prefix, undefined, shard));
     const linears = new Map<string, LinearOp>();
     for (const l of h3Linears(config)) {
       if (l.block !== undefined) continue;
-      linears.set(l.name, provider.linear({ name: `${prefix}${l.name}`, inFeatures: l.inFeatures, outFeatures: l.outFeatures, bias: l.bias }));
+      // Embedders and the final layer are replicated: every rank runs them whole.
+      linears.set(l.name, provider.linear(h3LinearSpec(config, l, prefix)));
     }
     this.linears = linears;
+  }
+
+  /** Hooks awaited around every execution group (undefined: none). */
+  setHooks(hooks: GroupHooks | undefined): void {
+    this.hooks = hooks;
+  }
+
+  /** Runs `body` between the hooks of group `name`. */
+  private async group<R>(name: string, body: () => Promise<R> | R): Promise<R> {
+    const hooks = this.hooks;
+    if (hooks?.beforeGroup) await hooks.beforeGroup(name);
+    const r = await body();
+    if (hooks?.afterGroup) await hooks.afterGroup(name);
+    return r;
   }
 
   /**
@@ -96,8 +123,9 @@ export class H3VideoModel implements VelocityModel {
       if (e.shape.length !== p.shape.length || e.shape.some((d, i) => d !== p.shape[i])) throw wrongShape(source, name, e.shape, p.shape);
     }
     const capture = options.capture === false ? undefined : (options.capture ?? captureFromEnv());
-    const model = new H3VideoModel(source, provider, config, prefix, capture);
+    const model = new H3VideoModel(source, provider, config, prefix, capture, options.shard);
     model.setProfiler(options.profiler);
+    model.setHooks(options.hooks);
     return model;
   }
 
@@ -165,22 +193,27 @@ export class H3VideoModel implements VelocityModel {
     if (cap) cap.beginCall();
     const prof = this.profiler;
     const rows = timed(prof, 'layout', () => patchify(latent));
-    const tEmb = await timedAsync(prof, 'linear', () => this.timeEmbedding(sigma));
-    const angles = timed(prof, 'rope', () => this.ropeAngles(dims.frames, dims.height + (dims.height % 2), dims.width + (dims.width % 2)));
-    let x = await timedAsync(prof, 'linear', () => this.linear('video_patch_proj').forward(rows));
+    const [timeGroup, ropeGroup, patchGroup] = H3_PRE_GROUPS;
+    const tEmb = await this.group(timeGroup, () => timedAsync(prof, 'linear', () => this.timeEmbedding(sigma)));
+    const angles = await this.group(ropeGroup, () => timed(prof, 'rope', () => this.ropeAngles(dims.frames, dims.height + (dims.height % 2), dims.width + (dims.width % 2))));
+    let x = await this.group(patchGroup, () => timedAsync(prof, 'linear', () => this.linear('video_patch_proj').forward(rows)));
     if (cap) cap.write('embed', { patches: rows, 'out.x': x, 't_emb': tEmb, rope_angles: angles, sigma: Tensor.f32([1], [sigma]) });
     for (const block of this.blocks) {
       const input = x;
-      x = await block.forward(x, tEmb, angles);
+      x = await this.group(`blocks.${block.index}`, () => block.forward(input, tEmb, angles));
       if (cap) cap.write(`block-${String(block.index).padStart(3, '0')}`, { 'in.x': input, 'out.x': x });
     }
-    const d = this.config.hidden;
-    const mod = await timedAsync(prof, 'linear', () => this.linear('final_layer.adaln_proj.linear').forward(silu(tEmb)));
-    const shift = mod.view('f32', [d], mod.byteOffset);
-    const scale = mod.view('f32', [d], mod.byteOffset + d * 4);
-    const xn = timed(prof, 'norm', () => rmsNorm(x, this.param('final_layer.norm.weight'), this.config.finalEps));
-    const normed = timed(prof, 'elementwise', () => modulate(xn, shift, scale));
-    const head = await timedAsync(prof, 'linear', () => this.linear('final_layer.video_out').forward(normed));
+    const [finalGroup] = H3_POST_GROUPS;
+    const xs = x;
+    const head = await this.group(finalGroup, async () => {
+      const d = this.config.hidden;
+      const mod = await timedAsync(prof, 'linear', () => this.linear('final_layer.adaln_proj.linear').forward(silu(tEmb)));
+      const shift = mod.view('f32', [d], mod.byteOffset);
+      const scale = mod.view('f32', [d], mod.byteOffset + d * 4);
+      const xn = timed(prof, 'norm', () => rmsNorm(xs, this.param('final_layer.norm.weight'), this.config.finalEps));
+      const normed = timed(prof, 'elementwise', () => modulate(xn, shift, scale));
+      return timedAsync(prof, 'linear', () => this.linear('final_layer.video_out').forward(normed));
+    });
     if (head.shape[1] !== patchDim(this.config)) throw new NinodesError('SHAPE_MISMATCH', `video_out gave [${head.shape.join(', ')}]`, { value: head.shape });
     const out = timed(prof, 'layout', () => unpatchify(head, dims, true));
     if (cap) cap.write('final', { 'in.x': x, head, velocity: out.reshape([out.numel]) });

@@ -64,7 +64,7 @@ export function h3Parameters(config: H3Config): H3Parameter[] {
 }
 
 /** Suffixes a quantized linear stores beside its weight (int8/fp8 scales, ComfyUI's quant marker). */
-const LINEAR_SIDECARS = ['weight', 'bias', 'weight_scale', 'scale_weight', 'input_scale', 'scale_input', 'comfy_quant'] as const;
+export const H3_LINEAR_SIDECARS = ['weight', 'bias', 'weight_scale', 'scale_weight', 'input_scale', 'scale_input', 'comfy_quant'] as const;
 
 /**
  * Checkpoint keys the H3 video forward does not read: a real H3 file's text refiner, audio and
@@ -73,7 +73,7 @@ const LINEAR_SIDECARS = ['weight', 'bias', 'weight_scale', 'scale_weight', 'inpu
  */
 export function h3UnusedKeys(names: Iterable<string>, config: H3Config, prefix = ''): string[] {
   const used = new Set<string>();
-  for (const l of h3Linears(config)) for (const s of LINEAR_SIDECARS) used.add(`${prefix}${l.name}.${s}`);
+  for (const l of h3Linears(config)) for (const s of H3_LINEAR_SIDECARS) used.add(`${prefix}${l.name}.${s}`);
   for (const p of h3Parameters(config)) used.add(`${prefix}${p.name}`);
   const unused: string[] = [];
   for (const n of names) if (!used.has(n)) unused.push(n);

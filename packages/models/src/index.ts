@@ -1,6 +1,6 @@
 export { H3_DEFAULTS, H3_PATCH, type H3Config, patchDim, rotDim, validateH3Config } from './h3-config.js';
 export { H3_PRESETS, type H3Preset, type H3PresetName, h3Preset } from './presets.js';
-export { type H3LinearLayer, type H3Parameter, h3BlockLinears, h3Linears, h3Parameters, h3UnusedKeys } from './h3-tensors.js';
+export { H3_LINEAR_SIDECARS, type H3LinearLayer, type H3Parameter, h3BlockLinears, h3Linears, h3Parameters, h3UnusedKeys } from './h3-tensors.js';
 export {
   type DetectedArchitecture,
   type KnownArchitecture,
@@ -30,3 +30,15 @@ export { type CachedCheckpoint, ensureSyntheticCheckpoint } from './synthetic-ca
 export { OP_FAMILIES, type OpFamily, type OpProfiler, createOpProfiler } from './op-profile.js';
 export { bytesByGroup, tensorGroup } from './tensor-group.js';
 export { type OpenH3ModelOptions, type OpenedH3Model, islandAwareProvider, openH3Model } from './open-h3-model.js';
+export {
+  H3_ARCHITECTURE,
+  H3_POST_GROUPS,
+  H3_PRE_GROUPS,
+  type H3Layout,
+  type H3LayoutOptions,
+  checkH3Shard,
+  h3Layout,
+  h3LinearSpec,
+  h3ParallelRole,
+  layoutOf,
+} from './h3-layout.js';

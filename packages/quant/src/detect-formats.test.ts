@@ -33,7 +33,7 @@ describe('detectFormats', () => {
 
   it('reads GGUF block types per tensor', () => {
     const g = GgufCheckpoint.open(fixturePath('gguf', 'quants.gguf'));
-    const src = { ...g, format: g.format, path: g.path, metadata: g.metadata, entries: () => g.entries().map((e) => ({ ...e, name: `${e.name}.weight` })), has: g.has.bind(g), entry: g.entry.bind(g), tensor: g.tensor.bind(g), close: g.close.bind(g) };
+    const src = { ...g, format: g.format, path: g.path, metadata: g.metadata, entries: () => g.entries().map((e) => ({ ...e, name: `${e.name}.weight` })), has: g.has.bind(g), entry: g.entry.bind(g), tensor: g.tensor.bind(g), tensorRows: g.tensorRows.bind(g), tensorColumns: g.tensorColumns.bind(g), close: g.close.bind(g) };
     const d = detectFormats(src);
     expect(d.layers.get('t.q4_k')).toMatchObject({ format: 'q4_k', source: 'gguf' });
     expect(d.layers.get('t.iq4_xs')?.format).toBe('iq4_xs');

@@ -1,6 +1,6 @@
 import { readSync } from 'node:fs';
 import { type MadviseAdvice, MappedFile, NinodesError, Tensor, byteSizeOf } from '@ninodes/kernels';
-import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
+import { type CheckpointSource, type TensorEntry, readColumnRange, rowRangeSpan } from '@ninodes/memory';
 import { type GgufHeader, type GgufTensorInfo, GgufNeedMoreBytes, parseGguf } from './gguf-parser.js';
 import { ggufValueToString } from './gguf-types.js';
 
@@ -114,10 +114,7 @@ export class GgufCheckpoint implements CheckpointSource {
    */
   tensor(name: string): Tensor {
     const t = this.info(name);
-    if (this.file.released) {
-      throw new NinodesError('CHECKPOINT_CLOSED', `${this.path} was closed`, { where: name, hint: 'open the checkpoint again' });
-    }
-    if (this.verifyOnUse) this.file.verify();
+    this.checkOpen(name);
     let shape = t.shape;
     try {
       byteSizeOf(t.dtype, shape);
@@ -126,6 +123,27 @@ export class GgufCheckpoint implements CheckpointSource {
     }
     const buffer = this.file.view(t.byteOffset, t.byteLength);
     return new Tensor(t.dtype, shape, buffer, { owner: this.file.viewOwner(buffer) });
+  }
+
+  /**
+   * Rows [start, end) as a zero-copy view: a block tensor's rows are whole blocks when its torch shape
+   * keeps whole blocks on the last dimension (else RANGE_NOT_BLOCK_ALIGNED).
+   */
+  tensorRows(name: string, start: number, end: number): Tensor {
+    const t = this.info(name);
+    const span = rowRangeSpan({ name, dtype: t.dtype, shape: t.shape }, start, end);
+    this.checkOpen(name);
+    const buffer = this.file.view(t.byteOffset + span.byteOffset, span.byteLength);
+    return new Tensor(t.dtype, span.shape, buffer, { owner: this.file.viewOwner(buffer) });
+  }
+
+  /**
+   * Columns [start, end) copied with pread. Block tensors take block-aligned ranges only and stay
+   * encoded (RANGE_NOT_BLOCK_ALIGNED otherwise: decode the whole tensor and slice instead).
+   */
+  tensorColumns(name: string, start: number, end: number): Tensor {
+    this.checkOpen(name);
+    return readColumnRange(this.file.descriptor, this.entry(name), start, end);
   }
 
   /** madvise a tensor's pages (`dontneed` after use, `willneed` to prefetch). */
@@ -143,6 +161,13 @@ export class GgufCheckpoint implements CheckpointSource {
 
   close(): void {
     this.file.release();
+  }
+
+  private checkOpen(name: string): void {
+    if (this.file.released) {
+      throw new NinodesError('CHECKPOINT_CLOSED', `${this.path} was closed`, { where: name, hint: 'open the checkpoint again' });
+    }
+    if (this.verifyOnUse) this.file.verify();
   }
 
   private notFound(name: string): NinodesError {

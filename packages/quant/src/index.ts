@@ -21,6 +21,7 @@ export {
   WEIGHT_FORMAT_INFO,
   bytesPerParameter,
   isWeightFormat,
+  scaleBytes,
   weightBytes,
   weightFormatInfo,
   type FloatFormat,
@@ -49,9 +50,21 @@ export {
   type FormatConflict,
   type FormatDetection,
 } from './detect-formats.js';
-export type { LinearOp, LinearProvider, LinearSpec } from './linear-op.js';
-export { createLinearProvider, floatPrecision, type ComputeMode, type LinearCacheOptions, type LinearProviderOptions, type QuantLinearOp, type QuantLinearProvider } from './linear-provider.js';
-export { dequantizeInt8, materializeF32, readF32, readScalar, rowScales, toF32, weight2d } from './materialize.js';
+export type { LinearOp, LinearProvider, LinearShard, LinearSpec } from './linear-op.js';
+export { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';
+export {
+  preparedKindOf,
+  preparedWeight,
+  residentBytes,
+  runFormatOf,
+  transientBytes,
+  type PreparedData,
+  type PreparedKind,
+  type PreparedWeight,
+  type RunFormatOptions,
+} from './memory-account.js';
+export { createLinearProvider, createPreparedWeightCache, floatPrecision, type ComputeMode, type LinearCacheOptions, type LinearProviderOptions, type QuantLinearOp, type QuantLinearProvider } from './linear-provider.js';
+export { biasF32, concatRows, dequantizeInt8, materializeF32, readF32, readScalar, rowScales, toF32, weight2d } from './materialize.js';
 export { FP8_MAX, absMax, fp8Scale, relativeError } from './quant-math.js';
 export {
   quantize,

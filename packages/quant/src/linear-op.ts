@@ -1,4 +1,7 @@
 import type { Tensor } from '@ninodes/kernels';
+import type { LinearShard } from './parallel-shard.js';
+
+export type { LinearShard } from './parallel-shard.js';
 
 /** What a model declares for one linear layer. */
 export interface LinearSpec {
@@ -7,6 +10,11 @@ export interface LinearSpec {
   readonly inFeatures: number; // K
   readonly outFeatures: number; // N
   readonly bias: boolean;
+  /**
+   * Set for a tensor-parallel rank's part of the layer: `inFeatures`/`outFeatures` are then the local
+   * widths (column: N / size rows; row: K / size columns). Absent: the whole layer.
+   */
+  readonly shard?: LinearShard;
 }
 
 /**
@@ -21,6 +29,11 @@ export interface LinearOp {
   forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>>;
   /** The weight as the kernel uses it, dequantized to f32 [N, K] (LoRA patching, error reports); a tensor the caller owns. */
   materializedWeight(): Promise<Tensor<'f32'>>;
+  /**
+   * A row-parallel op's bias [N], which its forward does not add: the caller adds it once, after the
+   * partial outputs are reduced. Undefined when the op adds its own bias or has none.
+   */
+  deferredBias?(): Tensor<'f32'> | undefined;
 }
 
 export interface LinearProvider {

@@ -2,10 +2,10 @@ import { Tensor, buildInfo, cast, encodeFp8, isNinodesError, linear } from '@nin
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SafetensorsFile, WeightCache, tensorSources, writeSafetensors } from '@ninodes/memory';
+import { SafetensorsFile, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { describe, expect, it } from 'vitest';
 import { GgufCheckpoint } from './gguf-checkpoint.js';
-import { createLinearProvider } from './linear-provider.js';
+import { createLinearProvider, createPreparedWeightCache } from './linear-provider.js';
 import { fixturePath, readSafetensorsFixture } from './testing/fixtures.js';
 import { checkInt8ConvrotAgainstFixture } from './testing/int8-check.js';
 import { memoryCheckpoint } from './testing/memory-checkpoint.js';
@@ -218,7 +218,7 @@ describe('weight cache integration', () => {
     const x = Tensor.fromArray('f32', [2, 512], Float32Array.from({ length: 1024 }, (_, i) => Math.cos(i * 0.11)));
     const plain = createLinearProvider(src);
     // Room for one decoded layer (3 × 512 f32) at a time: every use after the first evicts.
-    const weights = new WeightCache<unknown>({ budgets: { cpu: 3 * 512 * 4 } });
+    const weights = createPreparedWeightCache({ cpu: 3 * 512 * 4 });
     const cached = createLinearProvider(src, { cache: { weights, model: 'm' } });
     const ops = names.map((t) => cached.linear({ name: t, outFeatures: 3, inFeatures: 512, bias: false }));
     weights.registerModel('m', ops.map((o) => o.weightDescriptor()));

@@ -1,12 +1,15 @@
 import { type LinearPrecision, NinodesError, Tensor, buildInfo, cast, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8 } from '@ninodes/kernels';
-import type { CheckpointSource, WeightCache, WeightDescriptor } from '@ninodes/memory';
+import { type CheckpointSource, WeightCache, type WeightDescriptor, copyColumnRange } from '@ninodes/memory';
 import { type DetectedLayer, type FormatDetection, detectFormats } from './detect-formats.js';
 import type { LinearOp, LinearProvider, LinearSpec } from './linear-op.js';
-import { dequantizeInt8, materializeF32, rowScales, toF32, weight2d } from './materialize.js';
-import { CONVROT_GROUP, type WeightFormat, weightFormatInfo } from './weight-format.js';
+import { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';
+import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, weight2d } from './materialize.js';
+import { type ComputeMode, type PreparedData, type PreparedWeight, preparedWeight, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
+import { type WeightFormat, weightFormatInfo } from './weight-format.js';
 import { fp8Scale, relativeError } from './quant-math.js';
 
-export type ComputeMode = 'auto' | 'f32' | 'bf16' | 'int8_convrot' | 'f8_e4m3fn';
+export type { ComputeMode } from './memory-account.js';
+
 
 /**
  * Materialized weights live in @ninodes/memory's weight cache instead of inside each op: every
@@ -15,8 +18,8 @@ export type ComputeMode = 'auto' | 'f32' | 'bf16' | 'int8_convrot' | 'f8_e4m3fn'
  * with `weights.registerModel` before the first forward.
  */
 export interface LinearCacheOptions {
-  // The cache holds this package's prepared weights; their type is internal.
-  readonly weights: WeightCache<any>;
+  /** Create it with `createPreparedWeightCache` (its dispose frees evicted weights). */
+  readonly weights: WeightCache<PreparedWeight>;
   readonly model: string;
   /** Device whose budget the weights count against (default 'cpu'). */
   readonly device?: string;
@@ -48,13 +51,23 @@ export interface QuantLinearOp extends LinearOp {
   conversionError(): Promise<number>;
   /** Replaces the weight (e.g. LoRA-patched f32 [N, K]); it is converted to the op's run format. */
   replaceWeight(w: Tensor<'f32'>): Promise<void>;
-  /** Drops materialized state; the next forward reloads from the source. */
+  /** Drops materialized state (disposing what it held) and any replacement; the next forward reloads from the source. */
   release(): void;
+  /** What the memory account says this op holds while prepared (its cache size) and allocates per call. */
+  readonly residentBytes: number;
+  readonly transientBytes: number;
+  /** Bytes the op's own prepared weight holds now (0 when nothing is loaded, or when a cache holds it). */
+  heldBytes(): number;
+  /** A row-parallel op's bias (its forward leaves it out), see LinearOp.deferredBias. */
+  deferredBias(): Tensor<'f32'> | undefined;
   /** Cache key and materialized bytes of this op's weight (register it with the weight cache). */
   weightDescriptor(): WeightDescriptor;
   /**
    * The int8 operands when the op runs W8A8 (else undefined), for callers that drive the kernels
-   * themselves, e.g. row-parallel int8 with a shared activation scale and int32 accumulators.
+   * themselves, e.g. row-parallel int8 with a shared activation scale and int32 accumulators
+   * (kernels `int8Linear(x, q, scale, { convrot, xScale, returnAccumulators: true })`). A shard's
+   * operands are its local q [N_local, K_local] and its rows' scales (row-parallel: every row's).
+   * Valid until `release()` or, with a cache, until the entry is evicted (which disposes them).
    */
   int8Weight(): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false } | undefined>;
 }
@@ -65,15 +78,9 @@ export interface QuantLinearProvider extends LinearProvider {
   linear(spec: LinearSpec): QuantLinearOp;
 }
 
-type Prepared =
-  | { kind: 'f32'; w: Tensor<'f32'> }
-  | { kind: 'bf16'; w: Tensor<'bf16'> }
-  | { kind: 'int8'; q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false }
-  | { kind: 'fp8'; w: Tensor<'f8_e4m3fn' | 'f8_e5m2'>; scale: number };
-
-function preparedBytes(p: Prepared): number {
-  if (p.kind === 'int8') return p.q.byteLength + p.scale.byteLength;
-  return p.w.byteLength;
+/** A weight cache for prepared linear weights: evicted weights are disposed. */
+export function createPreparedWeightCache(budgets: Readonly<Record<string, number>>): WeightCache<PreparedWeight> {
+  return new WeightCache<PreparedWeight>({ budgets, dispose: (p) => p.dispose() });
 }
 
 /**
@@ -85,30 +92,55 @@ export function floatPrecision(compute: ComputeMode): LinearPrecision {
   return compute === 'bf16' && buildInfo().bf16Units ? 'bf16' : 'f32';
 }
 
-function runFormatOf(layer: DetectedLayer, mode: ComputeMode, requantizeGguf: boolean): string {
-  if (mode !== 'auto') return mode === 'int8_convrot' && (layer.shape[1] ?? 0) % CONVROT_GROUP !== 0 ? 'int8_rowwise' : mode;
-  if (requantizeGguf && (layer.format === 'q8_0' || layer.format === 'q6_k')) return 'int8_rowwise';
-  return layer.format;
-}
+type Prepared = PreparedWeight;
 
 class QuantLinear implements QuantLinearOp {
   readonly format: string;
   readonly storedFormat: WeightFormat;
   readonly precision: LinearPrecision;
+  readonly residentBytes: number;
+  readonly transientBytes: number;
+  private readonly runFormat: WeightFormat;
+  private readonly slice: LayerSlice | undefined;
   private prepared: Promise<Prepared> | undefined;
+  /** The memoized prepared weight once loaded (no cache), for heldBytes and dispose. */
+  private held: Prepared | undefined;
   private bias: Tensor<'f32'> | undefined;
   private error: Promise<number> | undefined;
-  private patched = false;
+  /** A replacement weight (LoRA-patched f32 [N, K]): the source of every later materialization. */
+  private patch: Tensor<'f32'> | undefined;
 
   constructor(
     readonly spec: LinearSpec,
     private readonly source: CheckpointSource,
     private readonly layer: DetectedLayer,
     private readonly options: LinearProviderOptions,
+    geometry: ShardGeometry,
+    globalK: number,
   ) {
     this.storedFormat = layer.format;
-    this.format = runFormatOf(layer, options.compute ?? 'auto', options.requantizeGguf ?? false);
     this.precision = floatPrecision(options.compute ?? 'auto');
+    this.slice = geometry.slice;
+    const compute = options.compute ?? 'auto';
+    const requantizeGguf = { requantizeGguf: options.requantizeGguf ?? false };
+    // The run format follows the whole layer's K: a row-parallel slice must rotate with the same groups.
+    this.runFormat = runFormatOf(layer.format, compute, globalK, requantizeGguf);
+    this.format = this.runFormat;
+    const local = [geometry.n, geometry.k] as const;
+    this.residentBytes = residentBytes(layer.format, compute, local, requantizeGguf);
+    this.transientBytes = transientBytes(layer.format, compute, local, requantizeGguf);
+    const group = weightFormatInfo(this.runFormat).convrot;
+    if (this.slice?.columns !== undefined && group !== false && geometry.k % group !== 0) {
+      throw new NinodesError('SHARD_NOT_GROUP_ALIGNED', `layer '${spec.name}': a row-parallel slice of ${geometry.k} input columns splits the ${group}-column convrot groups`, {
+        value: { columns: this.slice.columns, group },
+        where: spec.name,
+        hint: `each rank's input slice (K / tensor-parallel size) must be a multiple of ${group}`,
+      });
+    }
+  }
+
+  private get rowParallel(): boolean {
+    return this.slice?.columns !== undefined;
   }
 
   async forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>> {
@@ -119,7 +151,8 @@ class QuantLinear implements QuantLinearOp {
         where: this.spec.name,
       });
     }
-    const bias = this.biasTensor();
+    // Row-parallel partial outputs are summed by the caller, who adds the bias once (deferredBias).
+    const bias = this.rowParallel ? undefined : this.biasTensor();
     return this.withPrepared(async (p) => {
       switch (p.kind) {
         case 'f32':
@@ -131,10 +164,14 @@ class QuantLinear implements QuantLinearOp {
           return r.y;
         }
         case 'fp8':
-          // No fp8 gemm on the CPU: decode per call so only the fp8 bytes stay resident.
+          // No fp8 gemm on the CPU: decode per call so only the fp8 bytes stay resident (transientBytes).
           return linear(x, decodeFp8(p.w, { scale: p.scale }), bias);
       }
     });
+  }
+
+  deferredBias(): Tensor<'f32'> | undefined {
+    return this.rowParallel ? this.biasTensor() : undefined;
   }
 
   async materializedWeight(): Promise<Tensor<'f32'>> {
@@ -157,14 +194,18 @@ class QuantLinear implements QuantLinearOp {
     return this.withPrepared(async (p) => (p.kind === 'int8' ? { q: p.q, scale: p.scale, convrot: p.convrot } : undefined));
   }
 
+  heldBytes(): number {
+    return this.held?.bytes ?? 0;
+  }
+
   weightDescriptor(): WeightDescriptor {
-    return { key: this.cacheKey(), bytes: this.estimateBytes() };
+    return { key: this.cacheKey(), bytes: this.residentBytes };
   }
 
   conversionError(): Promise<number> {
     this.error ??= (async () => {
       if (this.format === this.storedFormat) return 0;
-      const original = await materializeF32(this.source, this.layer);
+      const original = await materializeF32(this.source, this.layer, this.slice);
       return relativeError(await this.materializedWeight(), original);
     })();
     return this.error;
@@ -175,35 +216,48 @@ class QuantLinear implements QuantLinearOp {
     if (w.dtype !== 'f32' || w.shape.length !== 2 || w.shape[0] !== n || w.shape[1] !== k) {
       throw new NinodesError('SHAPE_MISMATCH', `replacement weight for '${this.spec.name}' must be f32 [${n}, ${k}]`, { value: w.shape, where: this.spec.name });
     }
-    // A patched weight is this op's own: it bypasses the shared cache.
-    this.prepared = Promise.resolve(this.convert(w));
-    this.patched = true;
+    // The patch becomes the op's source: a cached weight is dropped and rebuilt from it (still
+    // counted and evictable); an eviction later rebuilds it from the patch again, not from the file.
+    const cache = this.options.cache;
+    if (cache !== undefined) cache.weights.invalidate(cache.model, this.cacheKey());
+    this.dropHeld();
+    this.patch = w;
     this.error = undefined;
   }
 
   release(): void {
-    this.prepared = undefined;
-    this.patched = false;
+    this.dropHeld();
+    this.patch = undefined;
     this.bias = undefined;
+  }
+
+  private dropHeld(): void {
+    const held = this.held;
+    this.prepared = undefined;
+    this.held = undefined;
+    held?.dispose();
   }
 
   private biasTensor(): Tensor<'f32'> | undefined {
     if (!this.spec.bias) return undefined;
-    this.bias ??= toF32(this.source.tensor(this.layer.tensors.bias as string)).reshape([this.spec.outFeatures]);
+    // A row-parallel slice keeps every output row, so its (deferred) bias is the whole bias.
+    this.bias ??= biasF32(this.source, this.layer, this.rowParallel ? undefined : this.slice);
     return this.bias;
   }
 
   private cacheKey(): string {
-    return `${this.spec.name}@${this.format}`;
+    const shard = this.spec.shard;
+    const part = this.slice === undefined || shard === undefined ? '' : `#${shard.role}${shard.rank}/${shard.size}`;
+    return `${this.spec.name}@${this.format}${part}`;
   }
 
   /** Runs `use` with the prepared weight: from the cache under a lease, or memoized in the op. */
   private async withPrepared<R>(use: (p: Prepared) => Promise<R>): Promise<R> {
     const cache = this.options.cache;
-    if (cache === undefined || this.patched) return use(await this.prepare());
+    if (cache === undefined) return use(await this.prepare());
     const lease = await cache.weights.acquireAsync(cache.device ?? 'cpu', cache.model, this.cacheKey(), () => this.load());
     try {
-      return await use(lease.value as Prepared);
+      return await use(lease.value);
     } finally {
       lease.release();
     }
@@ -211,72 +265,88 @@ class QuantLinear implements QuantLinearOp {
 
   private prepare(): Promise<Prepared> {
     if (this.prepared === undefined) {
-      this.prepared = this.load();
-      // A failed load is not kept: the next call retries and reports again.
-      this.prepared.catch(() => {
-        this.prepared = undefined;
-      });
+      const loading = this.load();
+      this.prepared = loading;
+      loading.then(
+        (p) => {
+          if (this.prepared === loading) this.held = p;
+        },
+        // A failed load is not kept: the next call retries and reports again.
+        () => {
+          if (this.prepared === loading) this.prepared = undefined;
+        },
+      );
     }
     return this.prepared;
   }
 
-  private estimateBytes(): number {
-    const { outFeatures: n, inFeatures: k } = this.spec;
-    if (this.format === 'f32' || weightFormatInfo(this.storedFormat).family === 'gguf') return 4 * n * k;
-    if (this.format === 'bf16' || this.format === 'f16') return 2 * n * k;
-    return n * k + 4 * n;
-  }
-
   private async load(): Promise<Prepared> {
+    if (this.patch !== undefined) return this.convert(this.patch, true);
     const layer = this.layer;
+    const slice = this.slice;
     if (this.format === layer.format) {
       const info = weightFormatInfo(layer.format);
-      const w = weight2d(this.source, layer);
+      const w = weight2d(this.source, layer, slice);
       switch (info.family) {
         case 'float':
-          if (w.dtype === 'bf16') return { kind: 'bf16', w: w as Tensor<'bf16'> };
-          return { kind: 'f32', w: toF32(w) };
+          if (w.dtype === 'bf16') return preparedWeight({ kind: 'bf16', w: w as Tensor<'bf16'> });
+          return preparedWeight({ kind: 'f32', w: toF32(w) });
         case 'int8':
-          return { kind: 'int8', q: w as Tensor<'i8'>, scale: rowScales(this.source, layer), convrot: info.convrot };
+          return preparedWeight({ kind: 'int8', q: w as Tensor<'i8'>, scale: rowScales(this.source, layer, slice), convrot: info.convrot });
         case 'fp8': {
           const s = layer.tensors.weightScale;
           const scale = s === undefined ? 1 : (toF32(this.source.tensor(s)).copy().data as Float32Array)[0] as number;
-          return { kind: 'fp8', w: w as Tensor<'f8_e4m3fn' | 'f8_e5m2'>, scale };
+          return preparedWeight({ kind: 'fp8', w: w as Tensor<'f8_e4m3fn' | 'f8_e5m2'>, scale });
         }
         case 'gguf':
-          return { kind: 'f32', w: await materializeF32(this.source, layer) };
+          return preparedWeight({ kind: 'f32', w: await materializeF32(this.source, layer, slice) });
       }
     }
-    return this.convert(await materializeF32(this.source, layer));
+    if (slice?.columns !== undefined && weightFormatInfo(this.format).family === 'int8') {
+      // Row-parallel int8: every rank must hold the whole row's weight scale (their int32
+      // accumulators are summed), so the whole layer is quantized once and the columns kept.
+      const whole = this.convert(await materializeF32(this.source, layer), false);
+      if (whole.kind !== 'int8') throw new NinodesError('INTERNAL', `layer '${this.spec.name}' did not quantize to int8`, { where: this.spec.name });
+      const [a, b] = slice.columns;
+      const q = copyColumnRange(whole.q, `${this.spec.name}.weight`, a, b) as Tensor<'i8'>;
+      const scale = whole.scale;
+      return preparedWeight({ kind: 'int8', q, scale, convrot: whole.convrot });
+    }
+    return this.convert(await materializeF32(this.source, layer, slice), false);
   }
 
-  private convert(w: Tensor<'f32'>): Prepared {
-    switch (this.format) {
-      case 'f32':
-        return { kind: 'f32', w };
-      case 'bf16':
-        return { kind: 'bf16', w: cast(w, 'bf16') as Tensor<'bf16'> };
-      case 'int8_convrot':
-      case 'int8_rowwise':
-      case 'int8_tensorwise_convrot':
-      case 'int8_tensorwise': {
-        // Re-quantized weights always get per-row scales (never less accurate than one scale).
-        const convrot = weightFormatInfo(this.format).convrot;
-        const { q, scale } = quantizeWeightInt8(w, { convrot });
-        return { kind: 'int8', q, scale, convrot };
+  /** `w` converted to the run format; `borrowed`: w is the caller's and is never disposed. */
+  private convert(w: Tensor<'f32'>, borrowed: boolean): Prepared {
+    const data = ((): PreparedData => {
+      switch (this.format) {
+        case 'f32':
+          return { kind: 'f32', w };
+        case 'bf16':
+          return { kind: 'bf16', w: cast(w, 'bf16') as Tensor<'bf16'> };
+        case 'int8_convrot':
+        case 'int8_rowwise':
+        case 'int8_tensorwise_convrot':
+        case 'int8_tensorwise': {
+          // Re-quantized weights always get per-row scales (never less accurate than one scale).
+          const convrot = weightFormatInfo(this.format).convrot;
+          const { q, scale } = quantizeWeightInt8(w, { convrot });
+          return { kind: 'int8', q, scale, convrot };
+        }
+        case 'f8_e4m3fn':
+        case 'f8_e5m2': {
+          const scale = fp8Scale(w, this.format);
+          return { kind: 'fp8', w: encodeFp8(w, this.format, { scale, mode: 'clamp' }), scale };
+        }
+        default: {
+          // Run as stored: keep whatever materialized form the stored format uses (GGUF: f32).
+          const info = weightFormatInfo(this.format);
+          if (info.family === 'gguf' || info.family === 'float') return { kind: 'f32', w };
+          throw new NinodesError('UNSUPPORTED_COMPUTE', `layer '${this.spec.name}' cannot run as ${this.format}`, { value: this.format, where: this.spec.name });
+        }
       }
-      case 'f8_e4m3fn':
-      case 'f8_e5m2': {
-        const scale = fp8Scale(w, this.format);
-        return { kind: 'fp8', w: encodeFp8(w, this.format, { scale, mode: 'clamp' }), scale };
-      }
-      default: {
-        // Run as stored: keep whatever materialized form the stored format uses (GGUF: f32).
-        const info = weightFormatInfo(this.format);
-        if (info.family === 'gguf' || info.family === 'float') return { kind: 'f32', w };
-        throw new NinodesError('UNSUPPORTED_COMPUTE', `layer '${this.spec.name}' cannot run as ${this.format}`, { value: this.format, where: this.spec.name });
-      }
-    }
+    })();
+    // Only an f32 result is `w` itself; every other kind is a new tensor the prepared weight owns.
+    return preparedWeight(data, { borrowed: borrowed && data.kind === 'f32' });
   }
 }
 
@@ -294,10 +364,12 @@ export function createLinearProvider(source: CheckpointSource, options: LinearPr
       if (layer === undefined) {
         throw new NinodesError('LAYER_NOT_FOUND', `no weight '${spec.name}.weight' in ${source.path}`, { value: spec.name, where: source.path, hint: 'check the model\'s key names against the checkpoint' });
       }
-      const n = layer.shape[0];
+      const n = layer.shape[0] as number;
       const k = layer.shape.slice(1).reduce((a, b) => a * b, 1);
-      if (n !== spec.outFeatures || k !== spec.inFeatures) {
-        throw new NinodesError('SHAPE_MISMATCH', `layer '${spec.name}' is [${layer.shape.join(', ')}] in the file, the model expects [${spec.outFeatures}, ${spec.inFeatures}]`, {
+      const geometry = shardGeometry(spec.name, n, k, spec.shard);
+      if (geometry.n !== spec.outFeatures || geometry.k !== spec.inFeatures) {
+        const part = geometry.slice === undefined ? '' : ` (rank ${spec.shard?.rank} of ${spec.shard?.size}, ${spec.shard?.role}: [${geometry.n}, ${geometry.k}])`;
+        throw new NinodesError('SHAPE_MISMATCH', `layer '${spec.name}' is [${layer.shape.join(', ')}] in the file${part}, the model expects [${spec.outFeatures}, ${spec.inFeatures}]`, {
           value: layer.shape,
           where: spec.name,
         });
@@ -305,7 +377,7 @@ export function createLinearProvider(source: CheckpointSource, options: LinearPr
       if (spec.bias !== (layer.tensors.bias !== undefined)) {
         throw new NinodesError('BIAS_MISMATCH', `layer '${spec.name}' ${spec.bias ? 'needs a bias the file lacks' : 'has a bias the model does not use'}`, { where: spec.name });
       }
-      return new QuantLinear(spec, source, layer, options);
+      return new QuantLinear(spec, source, layer, options, geometry, k);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { NinodesError, Tensor, cast, decodeFp8, dequantize, hadamard, isBlockDType } from '@ninodes/kernels';
 import type { CheckpointSource } from '@ninodes/memory';
 import type { DetectedLayer } from './detect-formats.js';
+import type { LayerSlice } from './linear-shard.js';
 import { weightFormatInfo } from './weight-format.js';
 
 /** A float tensor (f32/f16/bf16, or i8/u8/f8 decoded plainly) as f32; f32 stays a zero-copy view. */
@@ -18,25 +19,83 @@ export function readScalar(source: CheckpointSource, name: string): number {
   return (t.copy().data as Float32Array)[0] as number;
 }
 
-/** The per-row [N, 1] f32 scale of an int8 layer; a tensorwise scalar is repeated on every row. */
-export function rowScales(source: CheckpointSource, layer: DetectedLayer): Tensor<'f32'> {
+/** Rows of segments `rows` of `t` (outermost dimension), concatenated into a new tensor (one segment: a view). */
+export function concatRows(t: Tensor, rows: readonly (readonly [number, number])[]): Tensor {
+  if (rows.length === 1) {
+    const [a, b] = rows[0] as readonly [number, number];
+    return t.rows(a, b);
+  }
+  return joinRows(rows.map(([a, b]) => t.rows(a, b)));
+}
+
+function joinRows(parts: readonly Tensor[]): Tensor {
+  const first = parts[0] as Tensor;
+  const rest = first.shape.slice(1);
+  const total = parts.reduce((a, p) => a + (p.shape[0] as number), 0);
+  const out = new Uint8Array(parts.reduce((a, p) => a + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p.bytes(), at);
+    at += p.byteLength;
+  }
+  return new Tensor(first.dtype, [total, ...rest], out.buffer);
+}
+
+/**
+ * The per-row [N, 1] f32 scale of an int8 layer; a tensorwise scalar is repeated on every row. With a
+ * slice, the scales of its output rows (a row-parallel slice keeps every row).
+ */
+export function rowScales(source: CheckpointSource, layer: DetectedLayer, slice?: LayerSlice): Tensor<'f32'> {
   const n = layer.shape[0] as number;
   const name = layer.tensors.weightScale;
   if (name === undefined) throw new NinodesError('MISSING_QUANT_TENSOR', `layer '${layer.name}' has no weight_scale`, { where: layer.name });
   const s = toF32(source.tensor(name));
-  if (s.numel === n && n !== 1) return s.reshape([n, 1]);
-  if (s.numel === 1) {
+  let full: Tensor<'f32'>;
+  if (s.numel === n && n !== 1) full = s.reshape([n, 1]);
+  else if (s.numel === 1) {
     const v = (s.copy().data as Float32Array)[0] as number;
-    return Tensor.fromArray('f32', [n, 1], new Float32Array(n).fill(v));
-  }
-  throw new NinodesError('SHAPE_MISMATCH', `weight_scale of '${layer.name}' has ${s.numel} values for ${n} rows`, { value: s.shape, where: name });
+    full = Tensor.fromArray('f32', [n, 1], new Float32Array(n).fill(v));
+  } else throw new NinodesError('SHAPE_MISMATCH', `weight_scale of '${layer.name}' has ${s.numel} values for ${n} rows`, { value: s.shape, where: name });
+  return slice?.rows === undefined ? full : (concatRows(full, slice.rows) as Tensor<'f32'>);
 }
 
-/** The stored weight as a 2-D [N, K] tensor (GGUF orig_shape / conv shapes folded to rows). */
-export function weight2d(source: CheckpointSource, layer: DetectedLayer): Tensor {
-  const t = source.tensor(layer.tensors.weight);
+/** The bias [N] as f32 (a slice's output rows of it); undefined when the layer has none. */
+export function biasF32(source: CheckpointSource, layer: DetectedLayer, slice?: LayerSlice): Tensor<'f32'> | undefined {
+  const name = layer.tensors.bias;
+  if (name === undefined) return undefined;
+  const b = toF32(source.tensor(name)).reshape([layer.shape[0] as number]);
+  return slice?.rows === undefined ? b : (toF32(concatRows(b, slice.rows)) as Tensor<'f32'>).reshape([-1]);
+}
+
+/**
+ * The stored weight as a 2-D [N, K] tensor (GGUF orig_shape / conv shapes folded to rows). With a
+ * slice, only the slice is read: output-row segments as zero-copy views of the file (several
+ * segments are joined into one copy and the mapped pages dropped again), or input columns copied by
+ * `tensorColumns` (2-D weights only).
+ */
+export function weight2d(source: CheckpointSource, layer: DetectedLayer, slice?: LayerSlice): Tensor {
+  const name = layer.tensors.weight;
   const n = layer.shape[0] as number;
   const k = layer.shape.slice(1).reduce((a, b) => a * b, 1);
+  if (slice?.columns !== undefined) {
+    if (layer.shape.length !== 2) {
+      throw new NinodesError('UNSUPPORTED_SHARD', `layer '${layer.name}' is [${layer.shape.join(', ')}]; column ranges need a 2-D weight`, { value: layer.shape, where: layer.name });
+    }
+    const [a, b] = slice.columns;
+    return source.tensorColumns(name, a, b).reshape([n, b - a]);
+  }
+  if (slice?.rows !== undefined) {
+    const parts = slice.rows.map(([a, b]) => {
+      const t = source.tensorRows(name, a, b);
+      return isBlockDType(t.dtype) ? t : t.reshape([b - a, k]);
+    });
+    if (parts.length === 1) return parts[0] as Tensor;
+    const joined = joinRows(parts);
+    // The copy faulted the segments' pages into this process: drop them, the copy is what stays.
+    source.advise?.(name, 'dontneed');
+    return joined;
+  }
+  const t = source.tensor(name);
   if (isBlockDType(t.dtype)) return t.shape.length === 2 && t.shape[0] === n ? t : t.reshape([n, k]);
   return t.reshape([n, k]);
 }
@@ -46,9 +105,9 @@ export function weight2d(source: CheckpointSource, layer: DetectedLayer): Tensor
  * rotated back for convrot, so it is comparable with the original), fp8 × weight_scale, GGUF blocks
  * decoded with ggml's arithmetic, floats cast.
  */
-export async function materializeF32(source: CheckpointSource, layer: DetectedLayer): Promise<Tensor<'f32'>> {
+export async function materializeF32(source: CheckpointSource, layer: DetectedLayer, slice?: LayerSlice): Promise<Tensor<'f32'>> {
   const f = weightFormatInfo(layer.format);
-  const w = weight2d(source, layer);
+  const w = weight2d(source, layer, slice);
   const [n, k] = w.shape as [number, number];
   switch (f.family) {
     case 'float':
@@ -62,7 +121,7 @@ export async function materializeF32(source: CheckpointSource, layer: DetectedLa
       return d.shape.length === 2 ? d : d.reshape([n, k]);
     }
     case 'int8':
-      return dequantizeInt8(w as Tensor<'i8'>, rowScales(source, layer), f.convrot);
+      return dequantizeInt8(w as Tensor<'i8'>, rowScales(source, layer, slice), f.convrot);
   }
 }
 

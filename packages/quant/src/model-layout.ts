@@ -1,6 +1,9 @@
 import type { DType } from '@ninodes/kernels';
 import type { LinearSpec } from './linear-op.js';
+import type { FusedLayout, ParallelRole } from './parallel-shard.js';
 import type { WeightFormat } from './weight-format.js';
+
+export type { FusedLayout, LinearShard, ParallelRole, Shard } from './parallel-shard.js';
 
 /*
  * The seam between the rank-4 siblings. models builds a ModelLayout from a checkpoint; distorch
@@ -8,22 +11,6 @@ import type { WeightFormat } from './weight-format.js';
  * read this description, and the apps hand the result back to models as a LinearProvider and
  * GroupHooks.
  */
-
-/** How a linear splits across tensor-parallel ranks (Megatron's column/row parallelism). */
-export type ParallelRole =
-  | 'column' // output rows split: each rank computes its slice of y; no reduction
-  | 'row' // input columns split: each rank computes a partial y; partial sums are reduced
-  | 'replicated'; // every rank holds the whole layer
-
-/**
- * How the output rows of a fused linear are laid out, so a column split keeps each segment's
- * meaning: a rank of a `qkv` layer takes its heads' rows from each of q, k and v; a rank of a
- * `halves` layer (fc1 = [gate | up]) takes its slice of each half.
- */
-export type FusedLayout =
-  | { readonly kind: 'none' }
-  | { readonly kind: 'qkv'; readonly heads: number; readonly headDim: number }
-  | { readonly kind: 'halves' };
 
 /** One tensor a group reads, as stored in the file. */
 export interface LayoutTensor {
@@ -65,12 +52,6 @@ export interface ModelLayout {
   /** Key prefix of the checkpoint (e.g. 'model.diffusion_model.'), '' when none. */
   readonly prefix: string;
   readonly groups: readonly LayoutGroup[];
-}
-
-/** This process's part of a tensor-parallel world. */
-export interface Shard {
-  readonly rank: number;
-  readonly size: number;
 }
 
 /**

@@ -119,9 +119,7 @@ export function bytesPerParameter(format: WeightFormat, shape?: readonly [number
   const [n, k] = shape;
   const params = n * k;
   if (params === 0) return f.storageBytesPerParameter;
-  let scaleBytes = f.scale === 'row' ? 4 * n : f.scale === 'tensor' ? 4 : 0;
-  if (f.family === 'fp8' && options.inputScale) scaleBytes += 4;
-  return f.storageBytesPerParameter + scaleBytes / params;
+  return f.storageBytesPerParameter + scaleBytes(format, shape, options) / params;
 }
 
 /** Total bytes a [N, K] weight takes in `format`, scales included. */
@@ -129,6 +127,18 @@ export function weightBytes(format: WeightFormat, shape: readonly [number, numbe
   const [n, k] = shape;
   const f = weightFormatInfo(format);
   const storage = f.family === 'gguf' ? (n * k * BLOCK_DTYPES[format as BlockDType].blockBytes) / BLOCK_DTYPES[format as BlockDType].blockElements : n * k * f.storageBytesPerParameter;
-  const scale = f.scale === 'row' ? 4 * n : f.scale === 'tensor' ? 4 : 0;
-  return storage + scale + (f.family === 'fp8' && options.inputScale ? 4 : 0);
+  return storage + scaleBytes(format, shape, options);
+}
+
+/**
+ * Bytes of a weight's scales: as stored in the file (`weight_scale`: one f32 per row or per tensor;
+ * an fp8 `input_scale` adds one more), or as a prepared int8 layer holds them (always one f32 per
+ * row: a tensorwise scale is repeated on every row for the kernel). The one place this is computed.
+ */
+export function scaleBytes(format: WeightFormat, shape: readonly [number, number], options: { inputScale?: boolean; prepared?: boolean } = {}): number {
+  const f = weightFormatInfo(format);
+  const [n] = shape;
+  if (options.prepared === true) return f.family === 'int8' ? 4 * n : 0;
+  const weight = f.scale === 'row' ? 4 * n : f.scale === 'tensor' ? 4 : 0;
+  return weight + (f.family === 'fp8' && options.inputScale === true ? 4 : 0);
 }

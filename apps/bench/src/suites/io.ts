@@ -98,6 +98,8 @@ function droppingMaterializer(src: SafetensorsFile): { source: CheckpointSource;
       last = n;
       return src.tensor(n);
     },
+    tensorRows: (n, a, b) => src.tensorRows(n, a, b),
+    tensorColumns: (n, a, b) => src.tensorColumns(n, a, b),
     close: () => src.close(),
   };
   const materialize = (t: Tensor): Tensor => {

@@ -1,6 +1,6 @@
 // Test-only CheckpointSource over tensors in memory (stand-in for safetensors files in unit tests).
 import { NinodesError, type Tensor } from '@ninodes/kernels';
-import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
+import { type CheckpointSource, type TensorEntry, copyColumnRange, viewRowRange } from '@ninodes/memory';
 import { readSafetensorsFixture } from './fixtures.js';
 
 export function memoryCheckpoint(path: string, tensors: Record<string, Tensor>, metadata: Record<string, string> = {}): CheckpointSource {
@@ -26,6 +26,12 @@ export function memoryCheckpoint(path: string, tensors: Record<string, Tensor>, 
       const t = tensors[name];
       if (!t) throw new NinodesError('TENSOR_NOT_FOUND', `${name} not in ${path}`, { value: name, where: path });
       return t;
+    },
+    tensorRows(name, start, end) {
+      return viewRowRange(this.tensor(name), name, start, end);
+    },
+    tensorColumns(name, start, end) {
+      return copyColumnRange(this.tensor(name), name, start, end);
     },
     close() {},
   };

@@ -1,0 +1,114 @@
+import { NinodesError, type Tensor } from '@ninodes/kernels';
+import { CONVROT_GROUP, type WeightFormat, scaleBytes, weightFormatInfo } from './weight-format.js';
+
+/**
+ * How a linear runs: 'auto' runs each layer in the format stored in the file, the others convert
+ * the stored weight when it is first materialized.
+ */
+export type ComputeMode = 'auto' | 'f32' | 'bf16' | 'int8_convrot' | 'f8_e4m3fn';
+
+export interface RunFormatOptions {
+  /** GGUF Q8_0/Q6_K layers run as int8 rowwise (see LinearProviderOptions). */
+  readonly requantizeGguf?: boolean;
+}
+
+/**
+ * The format a layer stored as `stored` runs in under `compute` ('int8_convrot' on a K that is not a
+ * multiple of the convrot group falls back to per-row int8 without rotation).
+ */
+export function runFormatOf(stored: WeightFormat, compute: ComputeMode, k: number, options: RunFormatOptions = {}): WeightFormat {
+  if (compute !== 'auto') return compute === 'int8_convrot' && k % CONVROT_GROUP !== 0 ? 'int8_rowwise' : compute;
+  if (options.requantizeGguf === true && (stored === 'q8_0' || stored === 'q6_k')) return 'int8_rowwise';
+  return stored;
+}
+
+/** What a prepared layer keeps between calls, by kind (see PreparedWeight). */
+export type PreparedKind = 'f32' | 'bf16' | 'int8' | 'fp8';
+
+/** The prepared kind a layer holds when it runs as `run`. */
+export function preparedKindOf(run: WeightFormat): PreparedKind {
+  const f = weightFormatInfo(run);
+  switch (f.family) {
+    case 'int8':
+      return 'int8';
+    case 'fp8':
+      return 'fp8';
+    case 'gguf':
+      return 'f32';
+    case 'float':
+      // bf16 stays bf16 (the bf16 gemm runs it); f16 and f32 run as f32.
+      return run === 'bf16' ? 'bf16' : 'f32';
+  }
+}
+
+function checkShape(shape: readonly number[], where: string): [number, number] {
+  const [n, k] = shape;
+  if (shape.length !== 2 || !Number.isSafeInteger(n) || !Number.isSafeInteger(k) || (n as number) < 0 || (k as number) < 0) {
+    throw new NinodesError('INVALID_ARGUMENT', `${where}: shape must be [N, K] of non-negative integers, got [${shape.join(', ')}]`, { value: shape, where });
+  }
+  return [n as number, k as number];
+}
+
+/**
+ * Bytes a linear of `shape` [N, K] stored as `stored` holds while prepared for compute under
+ * `compute`: f32 4 B/param (a GGUF layer run as stored is decoded to f32, so Q4_K costs 4 B, not
+ * 0.56), bf16 2 B, int8 1 B + 4 B per row of scales, fp8 1 B (its scale is a number). The ops
+ * report it as their cache size; the planner sums it.
+ */
+export function residentBytes(stored: WeightFormat, compute: ComputeMode, shape: readonly number[], options: RunFormatOptions = {}): number {
+  const [n, k] = checkShape(shape, 'residentBytes');
+  const run = runFormatOf(stored, compute, k, options);
+  switch (preparedKindOf(run)) {
+    case 'f32':
+      return 4 * n * k;
+    case 'bf16':
+      return 2 * n * k;
+    case 'int8':
+      return n * k + scaleBytes(run, [n, k], { prepared: true });
+    case 'fp8':
+      return n * k;
+  }
+}
+
+/**
+ * Bytes a linear allocates for its weight on every call and frees after it: fp8 decodes the weight
+ * to f32 (N·K·4) per forward, since the CPU has no fp8 gemm; the other kinds use the prepared weight
+ * as it is. Activation-sized temporaries (M rows) are not included.
+ */
+export function transientBytes(stored: WeightFormat, compute: ComputeMode, shape: readonly number[], options: RunFormatOptions = {}): number {
+  const [n, k] = checkShape(shape, 'transientBytes');
+  return preparedKindOf(runFormatOf(stored, compute, k, options)) === 'fp8' ? 4 * n * k : 0;
+}
+
+/** The data of a prepared weight, by kind. */
+export type PreparedData =
+  | { readonly kind: 'f32'; readonly w: Tensor<'f32'> }
+  | { readonly kind: 'bf16'; readonly w: Tensor<'bf16'> }
+  | { readonly kind: 'int8'; readonly q: Tensor<'i8'>; readonly scale: Tensor<'f32'>; readonly convrot: number | false }
+  | { readonly kind: 'fp8'; readonly w: Tensor<'f8_e4m3fn' | 'f8_e5m2'>; readonly scale: number };
+
+/**
+ * A linear's weight as its kernel uses it. It owns its tensors: `dispose()` frees those with native or
+ * mapped storage at once (the weight cache calls it on eviction); `bytes` is what it holds, which
+ * `residentBytes` predicts.
+ */
+export type PreparedWeight = PreparedData & {
+  readonly bytes: number;
+  dispose(): void;
+};
+
+/** Wraps prepared data; `borrowed` tensors (the caller's, e.g. a LoRA-patched weight) are not disposed. */
+export function preparedWeight(data: PreparedData, options: { borrowed?: boolean } = {}): PreparedWeight {
+  const tensors: Tensor[] = data.kind === 'int8' ? [data.q, data.scale] : [data.w];
+  const bytes = tensors.reduce((a, t) => a + t.byteLength, 0);
+  let disposed = false;
+  return {
+    ...data,
+    bytes,
+    dispose() {
+      if (disposed || options.borrowed === true) return;
+      disposed = true;
+      for (const t of tensors) t.dispose();
+    },
+  };
+}

@@ -1,0 +1,35 @@
+// Tensor-parallel vocabulary shared by ModelLayout (model-layout.ts) and LinearSpec (linear-op.ts).
+
+/** How a linear splits across tensor-parallel ranks (Megatron's column/row parallelism). */
+export type ParallelRole =
+  | 'column' // output rows split: each rank computes its slice of y; no reduction
+  | 'row' // input columns split: each rank computes a partial y; partial sums are reduced
+  | 'replicated'; // every rank holds the whole layer
+
+/**
+ * How the output rows of a fused linear are laid out, so a column split keeps each segment's
+ * meaning: a rank of a `qkv` layer takes its heads' rows from each of q, k and v; a rank of a
+ * `halves` layer (fc1 = [gate | up]) takes its slice of each half.
+ */
+export type FusedLayout =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'qkv'; readonly heads: number; readonly headDim: number }
+  | { readonly kind: 'halves' };
+
+/** This process's part of a tensor-parallel world. */
+export interface Shard {
+  readonly rank: number;
+  readonly size: number;
+}
+
+/**
+ * The part of a layer one tensor-parallel rank holds: `column` takes the rank's output rows (a `qkv`
+ * layer its heads' rows of each of q, k, v; a `halves` layer its slice of each half), `row` the
+ * rank's input columns (its partial output is reduced by the caller or by a wrapping op),
+ * `replicated` the whole layer.
+ */
+export interface LinearShard extends Shard {
+  readonly role: ParallelRole;
+  readonly fused: FusedLayout;
+}
+
