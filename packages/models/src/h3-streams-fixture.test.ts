@@ -1,0 +1,61 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Tensor } from '@ninodes/kernels';
+import { describe, expect, it } from 'vitest';
+import { openH3Model } from './open-h3-model.js';
+import { maxRelError } from './test-support/compare.js';
+import { readSafetensorsFile } from './test-support/read-safetensors.js';
+
+// Fixtures: a tiny H3 audio+video model computed in float64 by a re-implementation of ComfyUI's
+// model code (fixtures/README.md): one with the time embedder, one pruned curve form with a PDD bank.
+const root = join(process.env.NINODES_FIXTURES ?? '', 'h3av');
+
+function f32(path: string, name: string): Tensor<'f32'> {
+  const t = readSafetensorsFile(path).tensors.get(name);
+  if (t === undefined || t.dtype !== 'F32') throw new Error(`${path}: no F32 ${name}`);
+  const copy = new Float32Array(t.bytes.byteLength / 4);
+  new Uint8Array(copy.buffer).set(t.bytes);
+  return Tensor.fromArray('f32', t.shape, copy);
+}
+
+describe.each(['full', 'curve_pdd'])('H3 audio+video forward against the float64 fixture (%s)', (variant) => {
+  const dir = join(root, variant);
+  const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { sigma0: number; sigma1: number; pdd_heads: number; variant: string };
+  const inputs = join(dir, 'inputs.safetensors');
+  const expect_ = join(dir, 'expect.safetensors');
+
+  it('detects the form, the head bank and both streams', () => {
+    const { model, close } = openH3Model(join(dir, 'model.safetensors'));
+    try {
+      expect(model.config.curveGrid !== undefined).toBe(variant === 'curve_pdd');
+      expect(model.config.pddHeads ?? 1).toBe(config.pdd_heads);
+      expect(model.config.audioChannels).toBe(32);
+      expect(model.config.textDim).toBe(192);
+      expect(model.refiner).toHaveLength(2);
+      expect(model.unusedKeys()).toEqual([]);
+    } finally {
+      close();
+    }
+  });
+
+  it('video and audio velocities at sigma0 within 1e-5 relative', async () => {
+    const { model, close } = openH3Model(join(dir, 'model.safetensors'));
+    try {
+      const out = await model.forwardStreams({
+        video: f32(inputs, 'latent'),
+        audio: f32(inputs, 'audio'),
+        context: f32(inputs, 'context'),
+        sigma: config.sigma0,
+        sigmaNext: config.sigma1,
+      });
+      const wantV = f32(expect_, 'velocity_video');
+      const wantA = f32(expect_, 'velocity_audio');
+      expect(out.video.shape).toEqual(wantV.shape);
+      expect(out.audio?.shape).toEqual(wantA.shape);
+      expect(maxRelError(out.video.data, wantV.data)).toBeLessThan(1e-5);
+      expect(maxRelError((out.audio as Tensor<'f32'>).data, wantA.data)).toBeLessThan(1e-5);
+    } finally {
+      close();
+    }
+  });
+});
