@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tensor } from '@ninodes/kernels';
 import { describe, expect, it } from 'vitest';
+import { openSafetensors } from '@ninodes/memory';
+import { h3Layout } from './h3-layout.js';
 import { openH3Model } from './open-h3-model.js';
 import { maxRelError } from './test-support/compare.js';
 import { readSafetensorsFile } from './test-support/read-safetensors.js';
@@ -54,6 +56,41 @@ describe.each(['full', 'curve_pdd'])('H3 audio+video forward against the float64
       expect(out.audio?.shape).toEqual(wantA.shape);
       expect(maxRelError(out.video.data, wantV.data)).toBeLessThan(1e-5);
       expect(maxRelError((out.audio as Tensor<'f32'>).data, wantA.data)).toBeLessThan(1e-5);
+    } finally {
+      close();
+    }
+  });
+
+  it('layout: text, time and audio groups in forward order; every file tensor read', () => {
+    const source = openSafetensors(join(dir, 'model.safetensors'));
+    try {
+      const layout = h3Layout(source);
+      const names = layout.groups.map((g) => g.name);
+      const time = variant === 'curve_pdd' ? 'adaln_t_table' : 'time_embedder';
+      expect(names).toEqual(['condition_proj', 'token_refiner.blocks.0', 'token_refiner.blocks.1', 'token_refiner', time, 'rope', 'video_patch_proj', 'audio_patch_proj', 'blocks.0', 'blocks.1', 'final_layer']);
+      expect(layout.unusedTensors).toEqual([]);
+      const islands = layout.groups.flatMap((g) => g.linears.filter((l) => l.fp32Island).map((l) => l.name));
+      expect(islands).toEqual(expect.arrayContaining(['video_patch_proj', 'audio_patch_proj', 'final_layer.video_out', 'final_layer.audio_out']));
+      expect(islands).not.toContain('condition_proj');
+    } finally {
+      source.close();
+    }
+  });
+
+  it.each(['int8_convrot', 'f8_e4m3fn'] as const)('compute %s: every new linear converts, islands stay fp32, velocities stay close', async (compute) => {
+    const { model, close } = openH3Model(join(dir, 'model.safetensors'), { compute });
+    try {
+      const out = await model.forwardStreams({ video: f32(inputs, 'latent'), audio: f32(inputs, 'audio'), context: f32(inputs, 'context'), sigma: config.sigma0, sigmaNext: config.sigma1 });
+      const errV = maxRelError(out.video.data, f32(expect_, 'velocity_video').data);
+      const errA = maxRelError((out.audio as Tensor<'f32'>).data, f32(expect_, 'velocity_audio').data);
+      // Quantization error, not exactness: a few percent at most on this tiny random model.
+      expect(errV).toBeGreaterThan(0);
+      expect(errV).toBeLessThan(0.05);
+      expect(errA).toBeLessThan(0.05);
+      const refiner = model.refiner[0]?.linears.qkv as unknown as { format: string };
+      expect(refiner.format).toBe(compute);
+      const island = model.linears.get('final_layer.audio_out') as unknown as { format: string };
+      expect(island.format).toBe('f32');
     } finally {
       close();
     }
