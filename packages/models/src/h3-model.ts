@@ -60,6 +60,10 @@ export interface VelocityModel {
   /** Channels of the latent [1, C, T, H, W] the model takes. */
   readonly latentChannels: number;
   forward(latent: Tensor<'f32'>, sigma: number): Promise<Tensor<'f32'>>;
+  /** Audio latent channels, when the model has an audio stream. */
+  readonly audioChannels?: number | undefined;
+  /** The packed text/audio/video forward with the next sigma (PDD heads); the sampler prefers it. */
+  forwardStreams?(input: H3StreamsInput): Promise<H3StreamsOutput>;
 }
 
 /**
@@ -162,6 +166,10 @@ export class H3VideoModel implements VelocityModel {
 
   get latentChannels(): number {
     return this.config.latentChannels;
+  }
+
+  get audioChannels(): number | undefined {
+    return this.config.audioChannels;
   }
 
   /** Checkpoint keys the video forward never reads (text refiner, audio, conditioning, ...). */

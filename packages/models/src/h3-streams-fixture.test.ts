@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { openSafetensors } from '@ninodes/memory';
 import { h3Layout } from './h3-layout.js';
 import { openH3Model } from './open-h3-model.js';
+import { runSampler } from './sampler.js';
 import { maxRelError } from './test-support/compare.js';
 import { readSafetensorsFile } from './test-support/read-safetensors.js';
 
@@ -91,6 +92,19 @@ describe.each(['full', 'curve_pdd'])('H3 audio+video forward against the float64
       expect(refiner.format).toBe(compute);
       const island = model.linears.get('final_layer.audio_out') as unknown as { format: string };
       expect(island.format).toBe('f32');
+    } finally {
+      close();
+    }
+  });
+
+  it('runSampler steps 1 -> 2 of 8 (shift 12) from the given latent lands within 1e-5 of latent_step1', async () => {
+    const { model, close } = openH3Model(join(dir, 'model.safetensors'));
+    try {
+      const res = await runSampler(model, { latent: f32(inputs, 'latent'), audio: f32(inputs, 'audio'), context: f32(inputs, 'context'), steps: 8, shift: 12, startStep: 1, endStep: 2 });
+      expect(res.sigmas[1]).toBeCloseTo(config.sigma0, 12);
+      expect(res.stepSeconds).toHaveLength(1);
+      expect(maxRelError(res.latent.data, f32(expect_, 'latent_step1').data)).toBeLessThan(1e-5);
+      expect(res.audio?.shape).toEqual([1, 32, 2, 5]);
     } finally {
       close();
     }
