@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
+import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type OpenedH3Model, ensureSyntheticCheckpoint, openH3Model, runSampler } from '@ninodes/models';
 import { type ComputeMode, floatPrecision } from '@ninodes/quant';
@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { cacheDir } from '../cache-dir.js';
 import { defineCommand } from '../command.js';
 import { readLatentFile } from '../latent-file.js';
+import { readAudioFile, readContextFile } from '../stream-inputs.js';
 import { stageOutput } from '../output-dir.js';
 import { samplePeakMemory } from '../peak-memory.js';
 import { latentPreviewPng } from '../preview.js';
@@ -39,9 +40,17 @@ export const runSchema = z
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
     out: z.string().min(1).default('ninodes-run'),
     json: z.boolean().default(false),
+    context: z.string().min(1).optional(),
+    audio: z.string().min(1).optional(),
+    // Flags as typed (kebab-case): parseArgs keys values by the flag's own name.
+    'audio-frames': positiveInt.optional(),
+    'start-step': z.coerce.number().int().nonnegative().optional(),
+    'end-step': z.coerce.number().int().positive().optional(),
     positionals: z.array(z.string()).length(0),
   })
-  .refine((a) => !(a.model && a.preset), { message: '--model and --preset are exclusive', path: ['model'] });
+  .refine((a) => !(a.model && a.preset), { message: '--model and --preset are exclusive', path: ['model'] })
+  .refine((a) => !(a.audio && a['audio-frames']), { message: '--audio and --audio-frames are exclusive', path: ['audio'] })
+  .refine((a) => (a['start-step'] ?? 0) < (a['end-step'] ?? a.steps) && (a['end-step'] ?? a.steps) <= a.steps, { message: 'need 0 ≤ --start-step < --end-step ≤ --steps', path: ['start-step'] });
 
 export type RunArgs = z.infer<typeof runSchema>;
 
@@ -49,7 +58,7 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--out <dir>] [--json]',
+    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--out <dir>] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N]',
   options: {
     model: { type: 'string' },
     preset: { type: 'string' },
@@ -64,6 +73,11 @@ export const run = defineCommand({
     threads: { type: 'string' },
     out: { type: 'string' },
     json: { type: 'boolean' },
+    context: { type: 'string' },
+    audio: { type: 'string' },
+    'audio-frames': { type: 'string' },
+    'start-step': { type: 'string' },
+    'end-step': { type: 'string' },
   },
   positionals: [0, 0],
   schema: runSchema,
@@ -100,12 +114,23 @@ export const run = defineCommand({
       const unused = model.unusedKeys();
       if (unused.length > 0) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
+      const { audioChannels, textDim, hidden } = model.config;
+      if ((args.audio !== undefined || args['audio-frames'] !== undefined) && audioChannels === undefined) {
+        throw new NinodesError('INVALID_ARGUMENT', `${modelPath} has no audio stream (no audio_patch_proj / final_layer.audio_out)`, { value: args.audio ?? args['audio-frames'], where: '--audio', hint: 'run it without --audio / --audio-frames' });
+      }
+      const audioIn = args.audio === undefined ? undefined : readAudioFile(args.audio, audioChannels as number);
+      const contextIn = args.context === undefined ? undefined : readContextFile(args.context, textDim === undefined ? [hidden] : [textDim, hidden]);
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
 
-      const steps = context.progress.task('steps', args.steps);
+      const steps = context.progress.task('steps', (args['end-step'] ?? args.steps) - (args['start-step'] ?? 0));
       const result = await runSampler(model, {
         ...(latentIn === undefined ? {} : { latent: latentIn }),
+        ...(audioIn === undefined ? {} : { audio: audioIn }),
+        ...(args['audio-frames'] === undefined ? {} : { audioFrames: args['audio-frames'] }),
+        ...(contextIn === undefined ? {} : { context: contextIn }),
+        ...(args['start-step'] === undefined ? {} : { startStep: args['start-step'] }),
+        ...(args['end-step'] === undefined ? {} : { endStep: args['end-step'] }),
         seed: args.seed,
         frames: args.frames,
         height: args.height,
@@ -123,6 +148,11 @@ export const run = defineCommand({
       await writeSafetensors(latentPath, tensorSources({ latent: result.latent }), {
         metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(args.steps) },
       });
+      if (result.audio !== undefined) {
+        await writeSafetensors(join(stage.dir, 'audio.safetensors'), tensorSources({ audio: result.audio }), {
+          metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(args.steps) },
+        });
+      }
       writeFileSync(join(stage.dir, 'preview.png'), latentPreviewPng(result.latent));
       const peak = memory.stop();
       const info = buildInfo();
@@ -150,7 +180,7 @@ export const run = defineCommand({
         memory: peak,
         output: {
           latentSha256: createHash('sha256').update(result.latent.bytes()).digest('hex'),
-          files: ['latent.safetensors', 'preview.png', 'report.json'],
+          files: ['latent.safetensors', ...(result.audio === undefined ? [] : ['audio.safetensors']), 'preview.png', 'report.json'],
         },
         env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), computePrecision: floatPrecision(QUANT_TO_COMPUTE[args.quant]), cpu: cpus()[0]?.model ?? 'unknown' },
       });

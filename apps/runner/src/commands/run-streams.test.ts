@@ -1,0 +1,80 @@
+// `ninodes run` on the audio+video fixtures: the issue's Done-when command, one sampler step from
+// step 1 of 8 with text and audio, against the float64 reference step (fixtures/h3av, README there).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { openSafetensors } from '@ninodes/memory';
+import { afterAll, describe, expect, it } from 'vitest';
+import { COMMANDS } from '../commands.js';
+import { main } from '../main.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'ninodes-cli-av-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const fixtures = join(process.env.NINODES_FIXTURES ?? '', 'h3av');
+
+async function cli(...argv: string[]) {
+  const text = { stdout: '', stderr: '' };
+  const sink = (key: 'stdout' | 'stderr') =>
+    new Writable({
+      write(chunk, _e, cb) {
+        text[key] += String(chunk);
+        cb();
+      },
+    });
+  const status = await main(argv, COMMANDS, { stdout: sink('stdout'), stderr: sink('stderr'), env: { NINODES_CACHE: join(dir, 'cache') } });
+  return { status, ...text };
+}
+
+function f32(path: string, name: string): Float32Array {
+  const s = openSafetensors(path);
+  try {
+    return Float32Array.from(s.tensor(name).data as Float32Array);
+  } finally {
+    s.close();
+  }
+}
+
+function maxRel(got: Float32Array, want: Float32Array): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < want.length; i++) {
+    num = Math.max(num, Math.abs((got[i] as number) - (want[i] as number)));
+    den = Math.max(den, Math.abs(want[i] as number));
+  }
+  return num / den;
+}
+
+describe.each(['full', 'curve_pdd'])('ninodes run --context --audio --start-step 1 --end-step 2 (%s)', (variant) => {
+  it('writes a latent within 1e-5 of latent_step1 and audio.safetensors beside it', async () => {
+    const v = join(fixtures, variant);
+    const inputs = join(v, 'inputs.safetensors');
+    const out = join(dir, variant);
+    const r = await cli('run', '--model', join(v, 'model.safetensors'), '--latent', inputs, '--audio', inputs, '--context', inputs, '--steps', '8', '--shift', '12', '--start-step', '1', '--end-step', '2', '--out', out, '--json');
+    expect(r.stderr).not.toContain('Error');
+    expect(r.status).toBe(0);
+    expect(maxRel(f32(join(out, 'latent.safetensors'), 'latent'), f32(join(v, 'expect.safetensors'), 'latent_step1'))).toBeLessThan(1e-5);
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
+    expect(report.output.files).toContain('audio.safetensors');
+    expect(report.timing.stepSeconds).toHaveLength(1);
+    const audio = openSafetensors(join(out, 'audio.safetensors'));
+    try {
+      expect(audio.entry('audio').shape).toEqual([1, 32, 2, 5]);
+    } finally {
+      audio.close();
+    }
+  });
+});
+
+describe('ninodes run stream options', () => {
+  it('rejects --audio with --audio-frames, and an empty step range', async () => {
+    const v = join(fixtures, 'full');
+    const inputs = join(v, 'inputs.safetensors');
+    const both = await cli('run', '--model', join(v, 'model.safetensors'), '--latent', inputs, '--audio', inputs, '--audio-frames', '4', '--out', join(dir, 'x'));
+    expect(both.status).not.toBe(0);
+    expect(both.stderr).toContain('exclusive');
+    const empty = await cli('run', '--model', join(v, 'model.safetensors'), '--latent', inputs, '--steps', '8', '--start-step', '3', '--end-step', '3', '--out', join(dir, 'y'));
+    expect(empty.status).not.toBe(0);
+    expect(empty.stderr).toContain('--start-step');
+  });
+});
