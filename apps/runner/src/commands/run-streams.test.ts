@@ -78,3 +78,19 @@ describe('ninodes run stream options', () => {
     expect(empty.stderr).toContain('--start-step');
   });
 });
+
+describe('ninodes inspect on the audio+video fixtures', () => {
+  it.each([
+    ['full', 'full', 1],
+    ['curve_pdd', 'curve', 4],
+  ] as const)('%s: reports the form, the PDD heads and the streams', async (variant, form, heads) => {
+    const path = join(fixtures, variant, 'model.safetensors');
+    const doc = JSON.parse((await cli('inspect', path, '--json')).stdout);
+    expect(doc.architecture.details).toMatchObject({ form, pddHeads: heads, audio: true, textRefinerLayers: 2 });
+    expect(doc.architecture.h3).toMatchObject({ audioChannels: 32, textDim: 192, refinerLayers: 2 });
+    expect(doc.unusedKeys).toEqual([]);
+    const text = (await cli('inspect', path)).stdout;
+    expect(text).toContain(`h3 form       ${form}`);
+    expect(text).toContain('streams video + audio (32 ch stereo) + text (192 -> refiner x2)');
+  });
+});
