@@ -215,6 +215,9 @@ export async function quantize(source: CheckpointSource, target: string, options
     plan.push({ name: `${layer}.comfy_quant`, dtype: 'u8', shape: [marker.length], data: () => marker });
   }
 
+  // The u8 quant markers (odd lengths) go last, so they cannot push the bf16/f16/f32 tensors after
+  // them to offsets no typed view can read. The rest keeps its order (a scale is computed with its weight).
+  plan.sort((a, b) => Number(a.name.endsWith('.comfy_quant')) - Number(b.name.endsWith('.comfy_quant')));
   const metadata = { ...source.metadata, ...options.metadata };
   const result = await writeSafetensors(target, plan, Object.keys(metadata).length > 0 ? { metadata } : {});
   if (previous !== undefined) dropPages(source, previous);
