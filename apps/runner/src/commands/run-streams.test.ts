@@ -71,6 +71,11 @@ describe('the curve variant quantized by ninodes quantize --format int8_convrot'
     const v = join(fixtures, 'curve_pdd');
     const q = join(dir, 'curve-int8.safetensors');
     expect((await cli('quantize', join(v, 'model.safetensors'), q, '--format', 'int8_convrot')).status).toBe(0);
+    // As ComfyUI's converter: int8 only in the blocks' qkv/out/fc1/fc2; the text stream, the rank-8
+    // adaLN, the table and the fp32 islands as stored.
+    const formats = JSON.parse((await cli('inspect', q, '--json')).stdout).byFormat.map((f: { format: string; layers: number }) => [f.format, f.layers]);
+    expect(formats).toContainEqual(['int8_convrot', 8]);
+    expect(formats.map((f: [string, number]) => f[0])).not.toContain('int8_rowwise');
     // Odd-length u8 markers go last: no f32/f16/bf16 tensor may start at an offset its width does not divide.
     const bytes = readFileSync(q);
     const n = Number(bytes.readBigUInt64LE(0));
