@@ -96,6 +96,20 @@ describe('the curve variant quantized by ninodes quantize --format int8_convrot'
 });
 
 describe('ninodes run stream options', () => {
+  it('--audio-frames samples seeded audio noise beside the video and writes it', async () => {
+    const v = join(fixtures, 'full');
+    const out = join(dir, 'frames');
+    const r = await cli('run', '--model', join(v, 'model.safetensors'), '--context', join(v, 'inputs.safetensors'), '--frames', '1', '--height', '4', '--width', '4', '--audio-frames', '3', '--steps', '2', '--out', out);
+    expect(r.status).toBe(0);
+    const audio = openSafetensors(join(out, 'audio.safetensors'));
+    try {
+      expect(audio.entry('audio').shape).toEqual([1, 32, 2, 3]);
+      expect(Array.from(audio.tensor('audio').data as Float32Array).every(Number.isFinite)).toBe(true);
+    } finally {
+      audio.close();
+    }
+  });
+
   it('rejects --audio with --audio-frames, and an empty step range', async () => {
     const v = join(fixtures, 'full');
     const inputs = join(v, 'inputs.safetensors');
