@@ -117,8 +117,11 @@ function detectH3(book: ShapeBook, prefix: string): KnownArchitecture {
   const inner = book.dim(`${p}blocks.0.attn.qkv_proj.weight`, 0) / 3;
   const ffn = book.dim(`${p}blocks.0.mlp.fc2.weight`, 1);
   const tDim = book.dim(`${p}blocks.0.adaln_proj.linear.weight`, 1);
-  const timeHidden = book.dim(`${p}time_embedder.proj_in.weight`, 0);
-  const freqDim = book.dim(`${p}time_embedder.proj_in.weight`, 1);
+  // The curve form has no time embedder: its widths are placeholders the forward never reads.
+  const curve = book.has(`${p}adaln_t_table`);
+  const curveGrid = curve ? book.dim(`${p}adaln_t_table`, 0) : undefined;
+  const timeHidden = curve ? tDim : book.dim(`${p}time_embedder.proj_in.weight`, 0);
+  const freqDim = curve ? H3_DEFAULTS.freqDim : book.dim(`${p}time_embedder.proj_in.weight`, 1);
   const ropeLen = book.dim(`${p}rope.inv_freq`, 0);
   const latentChannels = book.dim(`${p}video_patch_proj.weight`, 1) / 4;
   const heads = inner / headDim;
@@ -128,9 +131,19 @@ function detectH3(book: ShapeBook, prefix: string): KnownArchitecture {
       hint: 'qkv_proj rows must be 3 × heads × head dim; video_patch_proj input channels × 4',
     });
   }
-  const h3: H3Config = { ...H3_DEFAULTS, layers, hidden, heads, headDim, ffn, tDim, timeHidden, freqDim, ropeLen, latentChannels };
   const audio = book.has(`${p}audio_patch_proj.weight`);
   const refiner = countIndexed(book.names, p, 'token_refiner.blocks', ['attn.qkv_proj.weight']);
+  // Optional parts are keyed only when present, so a video-only file keeps today's config object.
+  const extra: { curveGrid?: number; pddHeads?: number; audioChannels?: number; textDim?: number; refinerLayers?: number } = {};
+  if (curveGrid !== undefined) extra.curveGrid = curveGrid;
+  const heads0 = book.dim(`${p}final_layer.video_out.weight`, 0) / (latentChannels * 4);
+  if (Number.isInteger(heads0) && heads0 > 1) extra.pddHeads = heads0;
+  if (audio && book.has(`${p}final_layer.audio_out.weight`)) extra.audioChannels = book.dim(`${p}audio_patch_proj.weight`, 1);
+  if (book.has(`${p}condition_proj.weight`)) {
+    extra.textDim = book.dim(`${p}condition_proj.weight`, 1);
+    extra.refinerLayers = refiner;
+  }
+  const h3: H3Config = { ...H3_DEFAULTS, layers, hidden, heads, headDim, ffn, tDim, timeHidden, freqDim, ropeLen, latentChannels, ...extra };
   return {
     family: 'h3',
     prefix,
@@ -139,7 +152,7 @@ function detectH3(book: ShapeBook, prefix: string): KnownArchitecture {
     heads,
     headDim,
     ffn,
-    details: { tDim, timeHidden, freqDim, ropeLen, rotDim: 6 * ropeLen, latentChannels, audio, textRefinerLayers: refiner },
+    details: { tDim, timeHidden, freqDim, ropeLen, rotDim: 6 * ropeLen, latentChannels, audio, textRefinerLayers: refiner, form: curve ? 'curve' : 'full', pddHeads: extra.pddHeads ?? 1 },
     evidence: [`${p}blocks.N.adaln_proj.linear + attn.qkv_proj + video_patch_proj (MiniMax-H3 DiT)`, `${layers} blocks`, ...book.evidence],
     h3,
   };

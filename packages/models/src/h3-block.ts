@@ -3,6 +3,7 @@ import { type H3Config, rotDim } from './h3-config.js';
 import type { Shard } from '@ninodes/quant';
 import { checkH3Shard, h3LinearSpec } from './h3-layout.js';
 import { h3BlockLinears } from './h3-tensors.js';
+import type { ModSegment } from './h3-streams.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { type OpProfiler, timed, timedAsync } from './op-profile.js';
 import { attention, gatedResidual, modulate, ropeSplitHalf, rmsNorm, silu, swiglu } from './ops.js';
@@ -11,7 +12,7 @@ import { attention, gatedResidual, modulate, ropeSplitHalf, rmsNorm, silu, swigl
 export type ParameterReader = (name: string) => Tensor<'f32'>;
 
 /** [S, H, D] columns [offset, offset + H·D) of a [S, W] matrix, or its transpose [H, S, D]. */
-function splitHeads(x: Float32Array, s: number, width: number, offset: number, heads: number, hd: number, headsFirst: boolean): Tensor<'f32'> {
+export function splitHeads(x: Float32Array, s: number, width: number, offset: number, heads: number, hd: number, headsFirst: boolean): Tensor<'f32'> {
   const out = new Float32Array(s * heads * hd);
   // One memcpy per head row (TypedArray.set), not a JS loop per element.
   for (let t = 0; t < s; t++) {
@@ -24,13 +25,13 @@ function splitHeads(x: Float32Array, s: number, width: number, offset: number, h
 }
 
 /** [S, H, D] -> [H, S, D] */
-function headsFirst(x: Tensor<'f32'>): Tensor<'f32'> {
+export function headsFirst(x: Tensor<'f32'>): Tensor<'f32'> {
   const [s, h, d] = x.shape as [number, number, number];
   return splitHeads(x.data, s, h * d, 0, h, d, true);
 }
 
 /** [H, S, D] -> [S, H·D] */
-function mergeHeads(x: Tensor<'f32'>): Tensor<'f32'> {
+export function mergeHeads(x: Tensor<'f32'>): Tensor<'f32'> {
   const [h, s, d] = x.shape as [number, number, number];
   const src = x.data;
   const out = new Float32Array(s * h * d);
@@ -47,7 +48,7 @@ function mergeHeads(x: Tensor<'f32'>): Tensor<'f32'> {
  * An op's output must be [rows, N] for the N its spec declares: a narrower op (a shard built for
  * other widths) would otherwise leave part of the block's buffers unread or misaligned.
  */
-function checkWidth(op: LinearOp, y: Tensor<'f32'>, rows: number): Tensor<'f32'> {
+export function checkWidth(op: LinearOp, y: Tensor<'f32'>, rows: number): Tensor<'f32'> {
   const n = op.spec.outFeatures;
   if (y.shape.length !== 2 || y.shape[0] !== rows || y.shape[1] !== n || y.numel !== rows * n) {
     throw new NinodesError('LINEAR_WIDTH_MISMATCH', `linear '${op.spec.name}' returned [${y.shape.join(', ')}], the block needs [${rows}, ${n}]`, {
@@ -103,8 +104,12 @@ export class H3Block {
     this.linears = { adaln, qkv, out, fc1, fc2 };
   }
 
-  /** x [S, hidden], tEmb [1, tDim] (before SiLU), angles [S, ≥ rot] -> new x [S, hidden]. */
-  async forward(x: Tensor<'f32'>, tEmb: Tensor<'f32'>, angles: Tensor<'f32'>, trace?: (t: BlockTrace) => void): Promise<Tensor<'f32'>> {
+  /**
+   * x [S, hidden], tEmb [M, tDim] (before SiLU; the curve form takes it as is), angles [S, ≥ rot]
+   * -> new x [S, hidden]. Without `segments` every row reads adaLN row 0 (video, first timestep);
+   * with them each run of rows reads its own row (timestep row · 3 + modality).
+   */
+  async forward(x: Tensor<'f32'>, tEmb: Tensor<'f32'>, angles: Tensor<'f32'>, trace?: (t: BlockTrace) => void, segments?: readonly ModSegment[]): Promise<Tensor<'f32'>> {
     const { hidden: d, headDim: hd, eps, qkEps } = this.config;
     const heads = this.localHeads;
     const s = x.shape[0] as number;
@@ -115,11 +120,24 @@ export class H3Block {
     const inner = heads * hd;
     const prof = this.profiler;
     const lin = async (op: LinearOp, v: Tensor<'f32'>): Promise<Tensor<'f32'>> => checkWidth(op, await timedAsync(prof, 'linear', () => op.forward(v)), v.shape[0] as number);
-    const mod = await lin(this.linears.adaln, timed(prof, 'elementwise', () => silu(tEmb.reshape([1, -1]))));
-    const [shiftA, scaleA, gateA, shiftM, scaleM, gateM] = [0, 1, 2, 3, 4, 5].map((c) => chunk(mod, c, d)) as Tensor<'f32'>[];
+    const t2 = tEmb.reshape([-1, tEmb.shape[tEmb.rank - 1] as number]);
+    const mod = await lin(this.linears.adaln, this.config.curveGrid === undefined ? timed(prof, 'elementwise', () => silu(t2)) : t2);
+    const segs = segments ?? [{ start: 0, stop: s, row: 0 }];
+    const whole = segs.length === 1 && segs[0]?.start === 0 && segs[0].stop === s;
+    // Row r of the [M·3, 6·hidden] view of the adaLN output: chunk c sits at (6r + c)·hidden.
+    const perRows = (v: Tensor<'f32'>, f: (rows: Tensor<'f32'>, seg: ModSegment) => Tensor<'f32'>): Tensor<'f32'> => {
+      if (whole) return f(v, segs[0] as ModSegment);
+      const w = v.shape[1] as number;
+      const out = new Float32Array(s * w);
+      for (const seg of segs) out.set(f(v.rows(seg.start, seg.stop), seg).data, seg.start * w);
+      return Tensor.fromArray('f32', [s, w], out);
+    };
+    const modulateRows = (v: Tensor<'f32'>, c: number): Tensor<'f32'> => perRows(v, (r, seg) => modulate(r, chunk(mod, 6 * seg.row + c, d), chunk(mod, 6 * seg.row + c + 1, d)));
+    const gateRows = (base: Tensor<'f32'>, out: Tensor<'f32'>, c: number): Tensor<'f32'> =>
+      whole ? gatedResidual(base, out, chunk(mod, 6 * (segs[0] as ModSegment).row + c, d)) : perRows(base, (r, seg) => gatedResidual(r, out.rows(seg.start, seg.stop), chunk(mod, 6 * seg.row + c, d)));
 
     const n1 = timed(prof, 'norm', () => rmsNorm(x, this.params(`${p}.norm1.weight`), eps));
-    const h1 = timed(prof, 'elementwise', () => modulate(n1, shiftA as Tensor<'f32'>, scaleA as Tensor<'f32'>));
+    const h1 = timed(prof, 'elementwise', () => modulateRows(n1, 0));
     const qkv = (await lin(this.linears.qkv, h1)).data;
     const rot = rotDim(this.config);
     const [qs, ks, v] = timed(prof, 'layout', () => [
@@ -134,13 +152,13 @@ export class H3Block {
     const [q, k] = timed(prof, 'layout', () => [headsFirst(qr), headsFirst(kr)]) as [Tensor<'f32'>, Tensor<'f32'>];
     const att = await timedAsync(prof, 'attention', () => attention(q, k, v, { scale: 1 / Math.sqrt(hd) }));
     const attnOut = await lin(this.linears.out, timed(prof, 'layout', () => mergeHeads(att)));
-    const x1 = timed(prof, 'elementwise', () => gatedResidual(x, attnOut, gateA as Tensor<'f32'>));
+    const x1 = timed(prof, 'elementwise', () => gateRows(x, attnOut, 2));
 
     const n2 = timed(prof, 'norm', () => rmsNorm(x1, this.params(`${p}.norm2.weight`), eps));
-    const h2 = timed(prof, 'elementwise', () => modulate(n2, shiftM as Tensor<'f32'>, scaleM as Tensor<'f32'>));
+    const h2 = timed(prof, 'elementwise', () => modulateRows(n2, 3));
     const f1 = await lin(this.linears.fc1, h2);
     const mlpOut = await lin(this.linears.fc2, timed(prof, 'elementwise', () => swiglu(f1)));
-    const x2 = timed(prof, 'elementwise', () => gatedResidual(x1, mlpOut, gateM as Tensor<'f32'>));
+    const x2 = timed(prof, 'elementwise', () => gateRows(x1, mlpOut, 5));
     trace?.({ attnOut, mlpOut, afterAttn: x1 });
     return x2;
   }

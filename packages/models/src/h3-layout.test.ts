@@ -118,3 +118,25 @@ describe('h3Layout', () => {
     }
   });
 });
+
+describe('h3-full-pruned', () => {
+  it('has the real pruned file’s 532 float tensors (932 once its 200 block linears carry int8 scale + marker), all in layout groups', async () => {
+    const path = join(dir, 'pruned.safetensors');
+    await writeSyntheticH3Checkpoint(path, { preset: 'h3-full-pruned' });
+    const source = openSafetensors(path);
+    try {
+      const entries = source.entries();
+      expect(entries).toHaveLength(532);
+      expect(entries.length + 200 * 2).toBe(932);
+      const layout = layoutOf(source);
+      expect(layout.config).toEqual(H3_PRESETS['h3-full-pruned'].config);
+      expect(layout.unusedTensors).toEqual([]);
+      const names = layout.groups.map((g) => g.name);
+      expect(names.slice(0, 8)).toEqual(['condition_proj', 'token_refiner.blocks.0', 'token_refiner.blocks.1', 'token_refiner', 'adaln_t_table', 'rope', 'video_patch_proj', 'audio_patch_proj']);
+      const adaln = layout.groups.find((g) => g.name === 'blocks.0')?.linears.find((l) => l.name === 'blocks.0.adaln_proj.linear');
+      expect([adaln?.outFeatures, adaln?.inFeatures]).toEqual([96768, 8]);
+    } finally {
+      source.close();
+    }
+  });
+});

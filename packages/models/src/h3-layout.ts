@@ -11,6 +11,24 @@ export const H3_ARCHITECTURE = 'minimax-h3';
 
 /** Group names before the blocks, in the order the forward runs them. */
 export const H3_PRE_GROUPS = ['time_embedder', 'rope', 'video_patch_proj'] as const;
+/**
+ * The groups before the blocks for a config, in the order the forward runs them: the text stream
+ * (condition_proj, each refiner block, the refiner's final norm as `token_refiner`) when there is
+ * one, the time embedder (`adaln_t_table` in the curve form), rope, the patch projections. A
+ * video-only full-form config gives H3_PRE_GROUPS.
+ */
+export function h3PreGroups(config: H3Config): string[] {
+  const out: string[] = [];
+  if (config.textDim !== undefined) {
+    out.push('condition_proj');
+    for (let i = 0; i < (config.refinerLayers ?? 0); i++) out.push(`token_refiner.blocks.${i}`);
+    out.push('token_refiner');
+  }
+  out.push(config.curveGrid === undefined ? 'time_embedder' : 'adaln_t_table', 'rope', 'video_patch_proj');
+  if (config.audioChannels !== undefined) out.push('audio_patch_proj');
+  return out;
+}
+
 /** Group names after the blocks. */
 export const H3_POST_GROUPS = ['final_layer'] as const;
 
@@ -80,7 +98,7 @@ function layoutTensor(e: TensorEntry): LayoutTensor {
 }
 
 /**
- * The ModelLayout of an H3 checkpoint: groups `time_embedder`, `rope`, `video_patch_proj`,
+ * The ModelLayout of an H3 checkpoint: groups `h3PreGroups(config)` (video-only: `time_embedder`, `rope`, `video_patch_proj`),
  * `blocks.0` … `blocks.{layers-1}`, `final_layer` in forward order; each with the tensors it reads as
  * stored (weights, biases, quant sidecars, norms, buffers; bytes of their file spans) and its linears
  * (stored format, parallel role, fused layout, fp32 island). Reads headers only.
@@ -101,7 +119,7 @@ export function h3Layout(source: CheckpointSource, options: H3LayoutOptions = {}
   }
   const detection = options.detection ?? detectFormats(source);
   const groups = new Map<string, { kind: LayoutGroup['kind']; tensors: LayoutTensor[]; linears: LayoutLinear[] }>();
-  for (const name of H3_PRE_GROUPS) groups.set(name, { kind: 'pre', tensors: [], linears: [] });
+  for (const name of h3PreGroups(config)) groups.set(name, { kind: 'pre', tensors: [], linears: [] });
   for (let i = 0; i < config.layers; i++) groups.set(`blocks.${i}`, { kind: 'block', tensors: [], linears: [] });
   for (const name of H3_POST_GROUPS) groups.set(name, { kind: 'post', tensors: [], linears: [] });
   const group = (name: string): { tensors: LayoutTensor[]; linears: LayoutLinear[] } => {

@@ -3,16 +3,18 @@ import type { CheckpointSource } from '@ninodes/memory';
 import { type CaptureSink, captureFromEnv } from './capture.js';
 import { detectArchitecture } from './detect-architecture.js';
 import { type H3Block as H3BlockType, H3Block } from './h3-block.js';
-import { type H3Config, patchDim, validateH3Config } from './h3-config.js';
+import { type H3Config, H3_SIGMA_SHIFTS, patchDim, pddHeads, validateH3Config } from './h3-config.js';
 import type { GroupHooks, Shard } from '@ninodes/quant';
-import { H3_POST_GROUPS, H3_PRE_GROUPS, h3LinearSpec } from './h3-layout.js';
+import { H3_POST_GROUPS, h3LinearSpec } from './h3-layout.js';
+import { H3RefinerBlock } from './h3-refiner.js';
+import { H3_MODALITY, type ModSegment, combinePddHeads, curveTimeEmbedding, packAudio, pddHeadWeights, timeShiftSigma, unpackAudio } from './h3-streams.js';
 import { h3Linears, h3Parameters, h3UnusedKeys } from './h3-tensors.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { type OpProfiler, timed, timedAsync } from './op-profile.js';
 import { castF32, modulate, rmsNorm, silu } from './ops.js';
 import { latentDims, patchify, unpatchify } from './patchify.js';
 import { timestepFeatures } from './timestep-embedding.js';
-import { h3RopeAngles, h3VideoPositions } from './video-grid.js';
+import { h3PackedPositions, h3RopeAngles } from './video-grid.js';
 
 export interface H3ModelOptions {
   /** Shapes of the model; detected from the checkpoint's keys and shapes when omitted. */
@@ -33,11 +35,35 @@ export interface H3ModelOptions {
   readonly hooks?: GroupHooks;
 }
 
+/** One forward of the packed [text | audio | video] model. */
+export interface H3StreamsInput {
+  /** Video latent [1, C, T, H, W]. */
+  readonly video: Tensor<'f32'>;
+  /** The video sigma the sampler runs; the audio stream's sigma is derived from it (shift 12 -> 3). */
+  readonly sigma: number;
+  /** The sampler's next video sigma: picks the PDD heads of a head bank (head 0 alone without it). */
+  readonly sigmaNext?: number;
+  /** Stereo audio latent [1, audioChannels, 2, T] in its own (unscaled) form. */
+  readonly audio?: Tensor<'f32'>;
+  /** Text states [1, L, textDim] (run through condition_proj and the refiner) or [1, L, hidden] (used as is). */
+  readonly context?: Tensor<'f32'>;
+}
+
+/** Velocities of the streams given: video [1, C, T, H, W] and, with audio in, audio [1, C, 2, T]. */
+export interface H3StreamsOutput {
+  readonly video: Tensor<'f32'>;
+  readonly audio?: Tensor<'f32'>;
+}
+
 /** Anything the sampler can drive: a velocity for a latent at a noise level. */
 export interface VelocityModel {
   /** Channels of the latent [1, C, T, H, W] the model takes. */
   readonly latentChannels: number;
   forward(latent: Tensor<'f32'>, sigma: number): Promise<Tensor<'f32'>>;
+  /** Audio latent channels, when the model has an audio stream. */
+  readonly audioChannels?: number | undefined;
+  /** The packed text/audio/video forward with the next sigma (PDD heads); the sampler prefers it. */
+  forwardStreams?(input: H3StreamsInput): Promise<H3StreamsOutput>;
 }
 
 /**
@@ -49,6 +75,8 @@ export class H3VideoModel implements VelocityModel {
   readonly config: H3Config;
   readonly prefix: string;
   readonly blocks: readonly H3BlockType[];
+  /** The token refiner's blocks (text stream; empty without one). */
+  readonly refiner: readonly H3RefinerBlock[];
   /** The layer ops of the embedders and final layer, by checkpoint layer name (without prefix). */
   readonly linears: ReadonlyMap<string, LinearOp>;
   private readonly source: CheckpointSource;
@@ -66,9 +94,10 @@ export class H3VideoModel implements VelocityModel {
     this.capture = capture;
     const params = (name: string): Tensor<'f32'> => this.param(name);
     this.blocks = Array.from({ length: config.layers }, (_, i) => new H3Block(config, i, provider, params, prefix, undefined, shard));
+    this.refiner = config.textDim === undefined ? [] : Array.from({ length: config.refinerLayers ?? 0 }, (_, i) => new H3RefinerBlock(config, i, provider, params, prefix));
     const linears = new Map<string, LinearOp>();
     for (const l of h3Linears(config)) {
-      if (l.block !== undefined) continue;
+      if (l.block !== undefined || l.name.startsWith('token_refiner.')) continue;
       // Embedders and the final layer are replicated: every rank runs them whole.
       linears.set(l.name, provider.linear(h3LinearSpec(config, l, prefix)));
     }
@@ -139,6 +168,10 @@ export class H3VideoModel implements VelocityModel {
     return this.config.latentChannels;
   }
 
+  get audioChannels(): number | undefined {
+    return this.config.audioChannels;
+  }
+
   /** Checkpoint keys the video forward never reads (text refiner, audio, conditioning, ...). */
   unusedKeys(): string[] {
     return h3UnusedKeys(
@@ -166,59 +199,168 @@ export class H3VideoModel implements VelocityModel {
 
   /** Time embedding [1, tDim] at noise level sigma (t = 1 − sigma, sigma clamped at 1e-6 like ComfyUI). */
   async timeEmbedding(sigma: number): Promise<Tensor<'f32'>> {
-    const t = 1 - Math.max(Math.fround(sigma), 1e-6);
-    const feats = timestepFeatures(t, this.config.freqDim);
-    return this.linear('time_embedder.proj_out').forward(silu(await this.linear('time_embedder.proj_in').forward(feats)));
+    return this.timeEmbeddings([1 - Math.max(Math.fround(sigma), 1e-6)]);
   }
 
-  /** RoPE angles [S, 6L] of the video tokens of a (padded) latent, cached for the last size. */
-  ropeAngles(frames: number, height: number, width: number): Tensor<'f32'> {
-    const key = `${frames}x${height}x${width}`;
+  /**
+   * Time embeddings [M, tDim] of timesteps t (= 1 − sigma): the time embedder's MLP in the full
+   * form, the interpolated `adaln_t_table` rows in the curve form.
+   */
+  async timeEmbeddings(ts: readonly number[]): Promise<Tensor<'f32'>> {
+    if (this.config.curveGrid !== undefined) return curveTimeEmbedding(this.param('adaln_t_table'), ts);
+    const rows: Tensor<'f32'>[] = [];
+    for (const t of ts) {
+      const feats = timestepFeatures(t, this.config.freqDim);
+      rows.push(await this.linear('time_embedder.proj_out').forward(silu(await this.linear('time_embedder.proj_in').forward(feats))));
+    }
+    return rows.length === 1 ? (rows[0] as Tensor<'f32'>) : concatRows(rows);
+  }
+
+  /** What every adaLN linear takes: SiLU(t_emb) in the full form, t_emb itself in the curve form. */
+  private adalnInput(tEmb: Tensor<'f32'>): Tensor<'f32'> {
+    return this.config.curveGrid === undefined ? silu(tEmb) : tEmb;
+  }
+
+  /** Text states [1, L, W] -> rows [L, hidden]: condition_proj and the refiner unless W is already hidden. */
+  private async textRows(context: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+    const { hidden, textDim } = this.config;
+    const w = context.shape[context.rank - 1] as number;
+    if (context.dtype !== 'f32' || context.rank !== 3 || context.shape[0] !== 1 || !(context.shape[1] as number >= 1) || (w !== hidden && w !== textDim)) {
+      throw new NinodesError('SHAPE_MISMATCH', `context must be f32 [1, L, ${textDim ?? '(no text stream)'}] or [1, L, ${hidden}], got ${context.dtype} [${context.shape.join(', ')}]`, {
+        value: context.shape,
+        where: 'context',
+        hint: textDim === undefined ? 'this checkpoint has no condition_proj: pass states of hidden width or no context' : 'pass the text encoder states the checkpoint was trained on',
+      });
+    }
+    const rows = context.reshape([context.shape[1] as number, w]);
+    if (w === hidden) return rows;
+    let x = await this.group('condition_proj', () => this.linear('condition_proj').forward(rows));
+    for (const b of this.refiner) {
+      const input = x;
+      x = await this.group(`token_refiner.blocks.${b.index}`, () => b.forward(input));
+    }
+    const xs = x;
+    return this.group('token_refiner', () => rmsNorm(xs, this.param('token_refiner.final_norm.weight'), this.config.finalEps));
+  }
+
+  /**
+   * RoPE angles [S, 6L] of a packed sequence of `textLen` text rows, `audioFrames` stereo audio
+   * frames and the video tokens of a (padded) latent, cached for the last size.
+   */
+  ropeAngles(frames: number, height: number, width: number, textLen = 0, audioFrames = 0): Tensor<'f32'> {
+    const key = `${frames}x${height}x${width}:${textLen}:${audioFrames}`;
     if (this.anglesCache?.key !== key) {
       const inv = this.param('rope.inv_freq');
-      this.anglesCache = { key, angles: h3RopeAngles(h3VideoPositions(frames, height, width), inv.data) };
+      this.anglesCache = { key, angles: h3RopeAngles(h3PackedPositions(textLen, audioFrames, frames, height, width), inv.data) };
     }
     return this.anglesCache.angles;
   }
 
   /**
    * Velocity for a latent [1, C, T, H, W] at noise level sigma: ComfyUI's H3 forward, which returns
-   * the negated output of the final layer.
+   * the negated output of the final layer (video rows alone; head 0 of a PDD head bank).
    */
   async forward(latent: Tensor<'f32'>, sigma: number): Promise<Tensor<'f32'>> {
+    return (await this.forwardStreams({ video: latent, sigma })).video;
+  }
+
+  /**
+   * The whole forward over the packed sequence [text | audio | video] (ComfyUI's t2va layout):
+   * each stream's rows read the adaLN row of their modality at their own timestep (text and video
+   * at 1 − sigma, audio at 1 − its shift-3 sigma), the final layer runs per stream with its own
+   * row, and a PDD head bank mixes its heads for the step sigma -> sigmaNext. Without context and
+   * audio this is the video-only forward, op for op.
+   */
+  async forwardStreams(input: H3StreamsInput): Promise<H3StreamsOutput> {
+    const { video: latent, sigma, audio, context, sigmaNext } = input;
     if (!Number.isFinite(sigma)) throw new NinodesError('INVALID_ARGUMENT', `sigma must be finite, got ${String(sigma)}`, { value: sigma, where: 'sigma' });
+    if (sigmaNext !== undefined && !Number.isFinite(sigmaNext)) throw new NinodesError('INVALID_ARGUMENT', `sigmaNext must be finite, got ${String(sigmaNext)}`, { value: sigmaNext, where: 'sigmaNext' });
     const dims = latentDims(latent, this.config.latentChannels);
     if (latent.dtype !== 'f32') throw new NinodesError('DTYPE_MISMATCH', `latent must be f32, got ${latent.dtype}`, { value: latent.dtype, where: 'latent' });
+    const audioChannels = this.config.audioChannels;
+    if (audio !== undefined && audioChannels === undefined) {
+      throw new NinodesError('INVALID_ARGUMENT', 'this checkpoint has no audio stream (no audio_patch_proj / final_layer.audio_out)', { value: audio.shape, where: 'audio', hint: 'run it without audio' });
+    }
+    if (audio !== undefined && audio.dtype !== 'f32') throw new NinodesError('DTYPE_MISMATCH', `audio must be f32, got ${audio.dtype}`, { value: audio.dtype, where: 'audio' });
     const cap = this.capture;
     if (cap) cap.beginCall();
     const prof = this.profiler;
+    const d = this.config.hidden;
+    const text = context === undefined ? undefined : await this.textRows(context);
+    const textLen = text === undefined ? 0 : (text.shape[0] as number);
+    const audioRows = audio === undefined ? undefined : packAudio(audio, audioChannels as number);
+    const audioFrames = audioRows === undefined ? 0 : (audioRows.shape[0] as number) / 2;
+    // Timesteps as ComfyUI derives them: sigma clamped at 1e-6 in fp32; audio on its own schedule.
+    const sv = Math.max(Math.fround(sigma), 1e-6);
+    const tV = 1 - sv;
+    const sA = timeShiftSigma(sv, H3_SIGMA_SHIFTS.video, H3_SIGMA_SHIFTS.audio);
+    const tA = 1 - sA;
+    const ts = audioRows === undefined || tA === tV ? [tV] : [tV, tA].sort((p, q) => p - q);
+    const rowOf = (t: number): number => ts.indexOf(t);
     const rows = timed(prof, 'layout', () => patchify(latent));
-    const [timeGroup, ropeGroup, patchGroup] = H3_PRE_GROUPS;
-    const tEmb = await this.group(timeGroup, () => timedAsync(prof, 'linear', () => this.timeEmbedding(sigma)));
-    const angles = await this.group(ropeGroup, () => timed(prof, 'rope', () => this.ropeAngles(dims.frames, dims.height + (dims.height % 2), dims.width + (dims.width % 2))));
-    let x = await this.group(patchGroup, () => timedAsync(prof, 'linear', () => this.linear('video_patch_proj').forward(rows)));
+    const timeGroup = this.config.curveGrid === undefined ? 'time_embedder' : 'adaln_t_table';
+    const tEmb = await this.group(timeGroup, () => timedAsync(prof, 'linear', () => this.timeEmbeddings(ts)));
+    const angles = await this.group('rope', () => timed(prof, 'rope', () => this.ropeAngles(dims.frames, dims.height + (dims.height % 2), dims.width + (dims.width % 2), textLen, audioFrames)));
+    const videoEmbed = await this.group('video_patch_proj', () => timedAsync(prof, 'linear', () => this.linear('video_patch_proj').forward(rows)));
+    const audioEmbed = audioRows === undefined ? undefined : await this.group('audio_patch_proj', () => this.linear('audio_patch_proj').forward(audioRows));
+    let x = videoEmbed;
+    let segments: ModSegment[] | undefined;
+    const audioStart = textLen;
+    const videoStart = textLen + 2 * audioFrames;
+    if (text !== undefined || audioEmbed !== undefined) {
+      x = concatRows([...(text ? [text] : []), ...(audioEmbed ? [audioEmbed] : []), videoEmbed]);
+      segments = [];
+      if (textLen > 0) segments.push({ start: 0, stop: textLen, row: rowOf(tV) * 3 + H3_MODALITY.text });
+      if (audioFrames > 0) segments.push({ start: audioStart, stop: videoStart, row: rowOf(tA) * 3 + H3_MODALITY.audio });
+      segments.push({ start: videoStart, stop: x.shape[0] as number, row: rowOf(tV) * 3 + H3_MODALITY.video });
+    }
     if (cap) cap.write('embed', { patches: rows, 'out.x': x, 't_emb': tEmb, rope_angles: angles, sigma: Tensor.f32([1], [sigma]) });
     for (const block of this.blocks) {
       const input = x;
-      x = await this.group(`blocks.${block.index}`, () => block.forward(input, tEmb, angles));
+      x = await this.group(`blocks.${block.index}`, () => block.forward(input, tEmb, angles, undefined, segments));
       if (cap) cap.write(`block-${String(block.index).padStart(3, '0')}`, { 'in.x': input, 'out.x': x });
     }
     const [finalGroup] = H3_POST_GROUPS;
     const xs = x;
-    const head = await this.group(finalGroup, async () => {
-      const d = this.config.hidden;
-      const mod = await timedAsync(prof, 'linear', () => this.linear('final_layer.adaln_proj.linear').forward(silu(tEmb)));
-      const shift = mod.view('f32', [d], mod.byteOffset);
-      const scale = mod.view('f32', [d], mod.byteOffset + d * 4);
-      const xn = timed(prof, 'norm', () => rmsNorm(xs, this.param('final_layer.norm.weight'), this.config.finalEps));
-      const normed = timed(prof, 'elementwise', () => modulate(xn, shift, scale));
-      return timedAsync(prof, 'linear', () => this.linear('final_layer.video_out').forward(normed));
+    const n = pddHeads(this.config);
+    const heads = await this.group(finalGroup, async () => {
+      const mod = await timedAsync(prof, 'linear', () => this.linear('final_layer.adaln_proj.linear').forward(this.adalnInput(tEmb)));
+      const stream = async (start: number, stop: number, t: number, out: string): Promise<Tensor<'f32'>> => {
+        const r = rowOf(t);
+        const shift = mod.view('f32', [d], mod.byteOffset + 2 * r * d * 4);
+        const scale = mod.view('f32', [d], mod.byteOffset + (2 * r + 1) * d * 4);
+        const part = start === 0 && stop === xs.shape[0] ? xs : xs.rows(start, stop);
+        const xn = timed(prof, 'norm', () => rmsNorm(part, this.param('final_layer.norm.weight'), this.config.finalEps));
+        const normed = timed(prof, 'elementwise', () => modulate(xn, shift, scale));
+        return timedAsync(prof, 'linear', () => this.linear(out).forward(normed));
+      };
+      const v = await stream(videoStart, xs.shape[0] as number, tV, 'final_layer.video_out');
+      const a = audioFrames > 0 ? await stream(audioStart, videoStart, tA, 'final_layer.audio_out') : undefined;
+      return { v, a };
     });
-    if (head.shape[1] !== patchDim(this.config)) throw new NinodesError('SHAPE_MISMATCH', `video_out gave [${head.shape.join(', ')}]`, { value: head.shape });
+    if (heads.v.shape[1] !== n * patchDim(this.config)) throw new NinodesError('SHAPE_MISMATCH', `video_out gave [${heads.v.shape.join(', ')}]`, { value: heads.v.shape });
+    const nextV = sigmaNext === undefined ? undefined : Math.max(Math.fround(sigmaNext), 1e-6);
+    const head = n === 1 ? heads.v : combinePddHeads(heads.v, patchDim(this.config), pddHeadWeights(n, sv, nextV));
     const out = timed(prof, 'layout', () => unpatchify(head, dims, true));
     if (cap) cap.write('final', { 'in.x': x, head, velocity: out.reshape([out.numel]) });
-    return out;
+    if (heads.a === undefined) return { video: out };
+    const nextA = nextV === undefined ? undefined : timeShiftSigma(nextV, H3_SIGMA_SHIFTS.video, H3_SIGMA_SHIFTS.audio);
+    const aHead = n === 1 ? heads.a : combinePddHeads(heads.a, audioChannels as number, pddHeadWeights(n, sA, nextA));
+    return { video: out, audio: unpackAudio(aHead, true) };
   }
+}
+
+/** Rows of several [Si, W] tensors stacked into one [ΣSi, W]. */
+function concatRows(parts: readonly Tensor<'f32'>[]): Tensor<'f32'> {
+  const w = parts[0]?.shape[1] as number;
+  const total = parts.reduce((n, p) => n + (p.shape[0] as number), 0);
+  const out = new Float32Array(total * w);
+  let r = 0;
+  for (const p of parts) {
+    out.set(p.data, r * w);
+    r += p.shape[0] as number;
+  }
+  return Tensor.fromArray('f32', [total, w], out);
 }
 
 function missing(source: CheckpointSource, name: string): NinodesError {

@@ -1,4 +1,4 @@
-import { type H3Config, patchDim } from './h3-config.js';
+import { type H3Config, patchDim, pddHeads } from './h3-config.js';
 
 /** A linear layer of the H3 video path, in checkpoint terms (weight [out, in] at `${name}.weight`). */
 export interface H3LinearLayer {
@@ -33,24 +33,66 @@ export function h3BlockLinears(config: H3Config, i: number): H3LinearLayer[] {
   ];
 }
 
-/** Every linear of the H3 video path. */
-export function h3Linears(config: H3Config): H3LinearLayer[] {
-  const out: H3LinearLayer[] = [
-    { name: 'video_patch_proj', inFeatures: patchDim(config), outFeatures: config.hidden, bias: true, fp32Island: true, block: undefined },
-    { name: 'time_embedder.proj_in', inFeatures: config.freqDim, outFeatures: config.timeHidden, bias: true, fp32Island: true, block: undefined },
-    { name: 'time_embedder.proj_out', inFeatures: config.timeHidden, outFeatures: config.tDim, bias: true, fp32Island: true, block: undefined },
+/** The linears of token refiner block `i` (text stream; no adaLN, no RoPE). */
+export function h3RefinerLinears(config: H3Config, i: number): H3LinearLayer[] {
+  const inner = config.heads * config.headDim;
+  const p = `token_refiner.blocks.${i}`;
+  return [
+    { name: `${p}.attn.qkv_proj`, inFeatures: config.hidden, outFeatures: 3 * inner, bias: false, fp32Island: false, block: undefined },
+    { name: `${p}.attn.out_proj`, inFeatures: inner, outFeatures: config.hidden, bias: false, fp32Island: false, block: undefined },
+    { name: `${p}.mlp.fc1`, inFeatures: config.hidden, outFeatures: 2 * config.ffn, bias: false, fp32Island: false, block: undefined },
+    { name: `${p}.mlp.fc2`, inFeatures: config.ffn, outFeatures: config.hidden, bias: false, fp32Island: false, block: undefined },
   ];
+}
+
+/**
+ * Every linear of the H3 model the config describes: the video path always; `condition_proj` and
+ * the token refiner with a text stream, `audio_patch_proj` / `final_layer.audio_out` with an audio
+ * stream, no time embedder in the curve form, n·C output rows with a PDD head bank of n heads.
+ */
+export function h3Linears(config: H3Config): H3LinearLayer[] {
+  const out: H3LinearLayer[] = [{ name: 'video_patch_proj', inFeatures: patchDim(config), outFeatures: config.hidden, bias: true, fp32Island: true, block: undefined }];
+  if (config.audioChannels !== undefined) {
+    out.push({ name: 'audio_patch_proj', inFeatures: config.audioChannels, outFeatures: config.hidden, bias: true, fp32Island: true, block: undefined });
+  }
+  if (config.textDim !== undefined) {
+    out.push({ name: 'condition_proj', inFeatures: config.textDim, outFeatures: config.hidden, bias: true, fp32Island: false, block: undefined });
+    for (let i = 0; i < (config.refinerLayers ?? 0); i++) out.push(...h3RefinerLinears(config, i));
+  }
+  if (config.curveGrid === undefined) {
+    out.push(
+      { name: 'time_embedder.proj_in', inFeatures: config.freqDim, outFeatures: config.timeHidden, bias: true, fp32Island: true, block: undefined },
+      { name: 'time_embedder.proj_out', inFeatures: config.timeHidden, outFeatures: config.tDim, bias: true, fp32Island: true, block: undefined },
+    );
+  }
   for (let i = 0; i < config.layers; i++) out.push(...h3BlockLinears(config, i));
+  const n = pddHeads(config);
   out.push(
     { name: 'final_layer.adaln_proj.linear', inFeatures: config.tDim, outFeatures: 2 * config.hidden, bias: true, fp32Island: false, block: undefined },
-    { name: 'final_layer.video_out', inFeatures: config.hidden, outFeatures: patchDim(config), bias: true, fp32Island: true, block: undefined },
+    { name: 'final_layer.video_out', inFeatures: config.hidden, outFeatures: n * patchDim(config), bias: true, fp32Island: true, block: undefined },
   );
+  if (config.audioChannels !== undefined) {
+    out.push({ name: 'final_layer.audio_out', inFeatures: config.hidden, outFeatures: n * config.audioChannels, bias: true, fp32Island: true, block: undefined });
+  }
   return out;
 }
 
 /** Norm weights and buffers of the H3 video path. */
 export function h3Parameters(config: H3Config): H3Parameter[] {
   const out: H3Parameter[] = [{ name: 'rope.inv_freq', shape: [config.ropeLen], kind: 'buffer', block: undefined }];
+  if (config.curveGrid !== undefined) out.push({ name: 'adaln_t_table', shape: [config.curveGrid, config.tDim], kind: 'buffer', block: undefined });
+  if (config.textDim !== undefined) {
+    for (let i = 0; i < (config.refinerLayers ?? 0); i++) {
+      const p = `token_refiner.blocks.${i}`;
+      out.push(
+        { name: `${p}.norm1.weight`, shape: [config.hidden], kind: 'norm', block: undefined },
+        { name: `${p}.norm2.weight`, shape: [config.hidden], kind: 'norm', block: undefined },
+        { name: `${p}.attn.q_norm.weight`, shape: [config.headDim], kind: 'norm', block: undefined },
+        { name: `${p}.attn.k_norm.weight`, shape: [config.headDim], kind: 'norm', block: undefined },
+      );
+    }
+    out.push({ name: 'token_refiner.final_norm.weight', shape: [config.hidden], kind: 'norm', block: undefined });
+  }
   for (let i = 0; i < config.layers; i++) {
     out.push(
       { name: `blocks.${i}.norm1.weight`, shape: [config.hidden], kind: 'norm', block: i },

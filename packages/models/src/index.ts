@@ -1,7 +1,7 @@
-export { H3_DEFAULTS, H3_PATCH, type H3Config, patchDim, rotDim, validateH3Config } from './h3-config.js';
+export { H3_AUDIO_STEREO, H3_DEFAULTS, H3_PATCH, H3_SIGMA_SHIFTS, type H3Config, patchDim, pddHeads, rotDim, validateH3Config } from './h3-config.js';
 export { type H3ActivationBytes, h3ActivationBytes } from './activation-bytes.js';
 export { H3_PRESETS, type H3Preset, type H3PresetName, h3Preset } from './presets.js';
-export { H3_LINEAR_SIDECARS, type H3LinearLayer, type H3Parameter, h3BlockLinears, h3Linears, h3Parameters, h3UnusedKeys } from './h3-tensors.js';
+export { H3_LINEAR_SIDECARS, type H3LinearLayer, type H3Parameter, h3BlockLinears, h3Linears, h3RefinerLinears, h3Parameters, h3UnusedKeys } from './h3-tensors.js';
 export {
   type DetectedArchitecture,
   type KnownArchitecture,
@@ -10,11 +10,13 @@ export {
   detectArchitecture,
 } from './detect-architecture.js';
 export { flowSigmas } from './sigma-schedule.js';
-export { h3RopeAngles, h3VideoPositions } from './video-grid.js';
+export { h3PackedPositions, h3RopeAngles, h3VideoPositions } from './video-grid.js';
+export { H3_MODALITY, type ModSegment, combinePddHeads, curveTimeEmbedding, packAudio, pddHeadWeights, timeShiftSigma, unpackAudio } from './h3-streams.js';
+export { H3RefinerBlock } from './h3-refiner.js';
 export { timestepFeatures } from './timestep-embedding.js';
 export { type LatentDims, latentDims, patchify, unpatchify } from './patchify.js';
 export { H3Block, type BlockTrace, type ParameterReader } from './h3-block.js';
-export { H3VideoModel, type H3ModelOptions, type VelocityModel } from './h3-model.js';
+export { H3VideoModel, type H3ModelOptions, type H3StreamsInput, type H3StreamsOutput, type VelocityModel } from './h3-model.js';
 export type { LinearOp, LinearProvider, LinearSpec } from './linear-provider.js';
 export {
   type CaptureComparison,
@@ -35,6 +37,7 @@ export {
   H3_ARCHITECTURE,
   H3_POST_GROUPS,
   H3_PRE_GROUPS,
+  h3PreGroups,
   type H3Layout,
   type H3LayoutOptions,
   checkH3Shard,

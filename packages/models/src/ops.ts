@@ -1,7 +1,7 @@
 // The one place the model touches numeric ops: @ninodes/kernels' native ops (fp32 in, fp32 out).
 import { type Tensor, add, cast, mul } from '@ninodes/kernels';
 
-export { attention, modulate, ropeSplitHalf, rmsNorm, silu, swiglu } from '@ninodes/kernels';
+export { add, attention, modulate, ropeSplitHalf, rmsNorm, silu, swiglu } from '@ninodes/kernels';
 
 /** Any float tensor to f32 (f32 passes through as the same view). */
 export function castF32(x: Tensor): Tensor<'f32'> {

@@ -1,7 +1,7 @@
 import { NinodesError } from '@ninodes/kernels';
 import { H3_DEFAULTS, type H3Config } from './h3-config.js';
 
-export type H3PresetName = 'h3-tiny' | 'h3-small' | 'h3-full';
+export type H3PresetName = 'h3-tiny' | 'h3-small' | 'h3-full' | 'h3-full-pruned';
 
 export interface H3Preset {
   readonly name: H3PresetName;
@@ -33,6 +33,14 @@ export const H3_PRESETS: Readonly<Record<H3PresetName, H3Preset>> = {
     name: 'h3-full',
     description: 'the real MiniMax-H3 DiT shape: 50 layers, hidden 5376, 56×128 heads, ffn 14336 (~32 G parameters, sparse file)',
     config: { ...H3_DEFAULTS, layers: 50, hidden: 5376, heads: 56, headDim: 128, ffn: 14336, tDim: 2688, timeHidden: 5376, ropeLen: 16 },
+    defaultLatent: { frames: 21, height: 60, width: 104 },
+  },
+  'h3-full-pruned': {
+    name: 'h3-full-pruned',
+    description:
+      'the file people run (minimax_h3_*_pruned): h3-full in the curve form (adaln_t_table 1025 × 8, rank-8 adaLN, no time embedder) with the text refiner (text_dim 5120, 2 blocks) and the stereo audio stream (sparse file)',
+    // timeHidden mirrors tDim as detection reports it: the curve form has no time embedder.
+    config: { ...H3_DEFAULTS, layers: 50, hidden: 5376, heads: 56, headDim: 128, ffn: 14336, tDim: 8, timeHidden: 8, ropeLen: 16, curveGrid: 1025, audioChannels: 32, textDim: 5120, refinerLayers: 2 },
     defaultLatent: { frames: 21, height: 60, width: 104 },
   },
 };

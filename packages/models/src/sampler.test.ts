@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { VelocityModel } from './h3-model.js';
 import { gaussianNoise } from './noise.js';
 import { runSampler } from './sampler.js';
+import { timeShiftSigma } from './h3-streams.js';
+import { flowSigmas } from './sigma-schedule.js';
 
 /** v = a·x: Euler multiplies x by Π (1 + a·(sigma_{i+1} − sigma_i)). */
 function linearModel(a: number, calls: number[]): VelocityModel {
@@ -58,5 +60,39 @@ describe('runSampler (flow-matching Euler)', () => {
     const ac = new AbortController();
     ac.abort();
     await expect(runSampler(linearModel(1, []), { frames: 1, height: 2, width: 2, signal: ac.signal })).rejects.toMatchObject({ code: 'ABORTED' });
+  });
+});
+
+describe('runSampler with an audio stream', () => {
+  it('the carried audio Euler step is exact on a straight flow path: x_a(σ_a) = (1 − σ_a)·x0 + σ_a·n at every step range', async () => {
+    const x0 = [0.5, -1.25, 2, 0.75];
+    const n = [1, 0.25, -0.5, -2];
+    // The model returns the exact audio velocity v_a = n − x0 (and a zero video velocity).
+    const model = {
+      latentChannels: 1,
+      audioChannels: 1,
+      forward: async () => Tensor.zeros('f32', [1, 1, 1, 2, 2]),
+      forwardStreams: async (input: { video: InstanceType<typeof Tensor> }) => ({
+        video: Tensor.zeros('f32', input.video.shape) as never,
+        audio: Tensor.fromArray('f32', [1, 1, 2, 2], Float32Array.from(n.map((v, i) => v - (x0[i] as number)))),
+      }),
+    };
+    const sigmas = flowSigmas(8, 12);
+    for (const [first, last] of [[0, 8], [1, 2], [2, 5]] as const) {
+      const at = (k: number): number[] => {
+        const sa = timeShiftSigma(sigmas[k] as number, 12, 3);
+        return x0.map((v, i) => (1 - sa) * v + sa * (n[i] as number));
+      };
+      const audio = Tensor.fromArray('f32', [1, 1, 2, 2], Float32Array.from(at(first)));
+      const res = await runSampler(model as never, { latent: Tensor.zeros('f32', [1, 1, 1, 2, 2]), audio, steps: 8, shift: 12, startStep: first, endStep: last });
+      const want = at(last);
+      Array.from(res.audio?.data ?? []).forEach((v, i) => expect(v).toBeCloseTo(want[i] as number, 5));
+    }
+  });
+
+  it('rejects an empty or out-of-schedule step range', async () => {
+    const model = { latentChannels: 1, forward: async () => Tensor.zeros('f32', [1, 1, 1, 2, 2]) };
+    await expect(runSampler(model as never, { latent: Tensor.zeros('f32', [1, 1, 1, 2, 2]), steps: 4, startStep: 2, endStep: 2 })).rejects.toThrow(/not a non-empty range/);
+    await expect(runSampler(model as never, { latent: Tensor.zeros('f32', [1, 1, 1, 2, 2]), steps: 4, endStep: 5 })).rejects.toThrow(/not a non-empty range/);
   });
 });

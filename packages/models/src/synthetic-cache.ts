@@ -78,7 +78,7 @@ export async function ensureSyntheticCheckpoint(options: {
   const seed = options.seed ?? 145;
   const path = join(options.dir, `${preset.name}-seed${seed}.safetensors`);
   const sidecar = `${path}.sha256`;
-  const sparse = preset.name === 'h3-full';
+  const sparse = preset.name === 'h3-full' || preset.name === 'h3-full-pruned';
   const digest = async (): Promise<string> => (sparse ? sha256File(path, headerBytes(path)) : sha256File(path));
   const verified = async (): Promise<CachedCheckpoint | undefined> => {
     const want = readSidecar(sidecar);

@@ -125,7 +125,7 @@ export async function writeSyntheticH3Checkpoint(path: string, options: Syntheti
   const config = validateH3Config(options.config ?? h3Preset(options.preset ?? 'h3-tiny').config);
   const seed = options.seed ?? 145;
   if (!Number.isSafeInteger(seed) || seed < 0) throw new NinodesError('INVALID_ARGUMENT', `seed must be a non-negative integer, got ${String(seed)}`, { value: seed, where: 'seed' });
-  const sparse = options.sparse ?? options.preset === 'h3-full';
+  const sparse = options.sparse ?? (options.preset === 'h3-full' || options.preset === 'h3-full-pruned');
   const prefix = options.prefix ?? '';
   const { tensors, total } = plan(config, prefix);
 

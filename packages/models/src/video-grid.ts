@@ -21,7 +21,7 @@ function sqrtAreaAxis(dim: number, patch: number, sqrtArea: number): Float64Arra
  * to even height/width), one row per 1×2×2 patch in frame-major, then row, then column order, as
  * ComfyUI's H3 `PackedLayout` lays out a video-only sequence (no text or audio rows before it).
  */
-export function h3VideoPositions(frames: number, height: number, width: number): Float64Array {
+export function h3VideoPositions(frames: number, height: number, width: number, origin = 0): Float64Array {
   for (const [name, v] of [['frames', frames], ['height', height], ['width', width]] as const) {
     if (!Number.isSafeInteger(v) || v < 1) throw new NinodesError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${String(v)}`, { value: v, where: name });
   }
@@ -33,7 +33,7 @@ export function h3VideoPositions(frames: number, height: number, width: number):
   const wAxis = sqrtAreaAxis(width, 2, sqrtArea);
   const perFrame = hAxis.length * wAxis.length;
   const out = new Float64Array(frames * perFrame * 3);
-  let t = 0;
+  let t = origin;
   let r = 0;
   for (let f = 0; f < frames; f++) {
     for (const h of hAxis) {
@@ -45,6 +45,30 @@ export function h3VideoPositions(frames: number, height: number, width: number):
     }
     t += FRAME_RESCALE * (FRAME_SPANS[f % 5] as number);
   }
+  return out;
+}
+
+/**
+ * Positions of a packed [text | audio | video] sequence (no keyframes or references): text row i at
+ * (i, 0, 0); the stereo audio rows channel-major at t = L + frame, h = 0, w pinned to the first
+ * (channel 0) or last (channel 1) point of the video's width axis; the video from t = L on. With
+ * no text and no audio this is `h3VideoPositions` exactly.
+ */
+export function h3PackedPositions(textLen: number, audioFrames: number, frames: number, height: number, width: number): Float64Array {
+  const video = h3VideoPositions(frames, height, width, textLen);
+  if (textLen === 0 && audioFrames === 0) return video;
+  const wAxis = sqrtAreaAxis(width, 2, Math.sqrt(height * width));
+  const out = new Float64Array((textLen + 2 * audioFrames) * 3 + video.length);
+  for (let i = 0; i < textLen; i++) out[i * 3] = i;
+  let r = textLen * 3;
+  for (let ch = 0; ch < 2; ch++) {
+    for (let f = 0; f < audioFrames; f++) {
+      out[r++] = textLen + f;
+      out[r++] = 0;
+      out[r++] = ch === 0 ? (wAxis[0] as number) : (wAxis[wAxis.length - 1] as number);
+    }
+  }
+  out.set(video, r);
   return out;
 }
 

@@ -61,7 +61,13 @@ const DEFAULT_KEEP: readonly [RegExp, string][] = [
   [/(?:^|[._])(?:[a-z]*norm[a-z0-9]*|ln_?\d*)(?:$|[._])/i, 'norm'],
   [/(?:^|[._])(?:[a-z_]*embed(?:ding|der|s)?|[a-z_]*_emb|pos_emb|wte|wpe)(?:$|[._])/i, 'embedding'],
   [/(?:^|[._])(?:[a-z_]*patch_(?:proj|embed)[a-z_]*|final_layer|proj_out|img_in|txt_in)(?:$|[._])/i, 'fp32 island (patch/out projection)'],
+  // MiniMax-H3's text stream stays as stored, as ComfyUI's converter leaves it (its pruned int8 file
+  // holds 200 int8 linears: qkv/out/fc1/fc2 of the 50 blocks, nothing of condition_proj or the refiner).
+  [/(?:^|[._])(?:condition_proj|token_refiner)(?:$|[._])/i, 'text stream (condition_proj / token refiner)'],
 ];
+
+/** Below this many input columns a layer is a low-rank projection (H3's rank-8 curve adaLN): int8 saves nothing. */
+const LOW_RANK_COLUMNS = 16;
 
 function keepReason(layer: string, options: QuantizeOptions): string | undefined {
   for (const s of options.skip ?? []) {
@@ -137,7 +143,7 @@ export async function quantize(source: CheckpointSource, target: string, options
           : `already ${e.dtype}`
         : names.has(`${layer}.comfy_quant`) || names.has(`${layer}.weight_scale`) || names.has(`${layer}.scale_weight`)
           ? 'already quantized'
-          : keepReason(layer, options);
+          : (keepReason(layer, options) ?? (!options.quantizeIslands && (e.shape[1] ?? 0) < LOW_RANK_COLUMNS ? `low-rank (${e.shape[1]} input columns)` : undefined));
     if (isWeight && reason !== undefined) kept.push({ name: layer, reason });
 
     if (!quantizable || reason !== undefined) {
@@ -215,6 +221,9 @@ export async function quantize(source: CheckpointSource, target: string, options
     plan.push({ name: `${layer}.comfy_quant`, dtype: 'u8', shape: [marker.length], data: () => marker });
   }
 
+  // The u8 quant markers (odd lengths) go last, so they cannot push the bf16/f16/f32 tensors after
+  // them to offsets no typed view can read. The rest keeps its order (a scale is computed with its weight).
+  plan.sort((a, b) => Number(a.name.endsWith('.comfy_quant')) - Number(b.name.endsWith('.comfy_quant')));
   const metadata = { ...source.metadata, ...options.metadata };
   const result = await writeSafetensors(target, plan, Object.keys(metadata).length > 0 ? { metadata } : {});
   if (previous !== undefined) dropPages(source, previous);

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { formatByteSize } from '@ninodes/memory';
-import { bytesByGroup, detectArchitecture, h3UnusedKeys } from '@ninodes/models';
+import { type H3Config, bytesByGroup, detectArchitecture, h3UnusedKeys } from '@ninodes/models';
 import { detectFormats, openCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
@@ -63,6 +63,13 @@ export function inspectCheckpoint(path: string): InspectResult {
   }
 }
 
+/** Form, PDD heads and streams of an H3 config, one line. */
+function h3Form(c: H3Config): string {
+  const form = c.curveGrid === undefined ? 'full (time embedder)' : `curve (adaln_t_table ${c.curveGrid} x ${c.tDim}, rank-${c.tDim} adaLN)`;
+  const streams = ['video', ...(c.audioChannels === undefined ? [] : [`audio (${c.audioChannels} ch stereo)`]), ...(c.textDim === undefined ? [] : [`text (${c.textDim} -> refiner x${c.refinerLayers ?? 0})`])];
+  return `${form}, ${c.pddHeads ?? 1} output head${(c.pddHeads ?? 1) > 1 ? 's (PDD bank)' : ''}, streams ${streams.join(' + ')}`;
+}
+
 function render(r: InspectResult): string {
   const size = (b: number) => formatByteSize(b);
   const a = r.architecture;
@@ -74,6 +81,7 @@ function render(r: InspectResult): string {
     `file          ${r.path} (${r.format}, ${size(r.fileBytes)})`,
     `tensors       ${r.tensors} (${size(r.tensorBytes)})`,
     `architecture  ${arch}`,
+    ...(a.family === 'h3' && a.h3 ? [`h3 form       ${h3Form(a.h3)}`] : []),
     '',
     formatTable(['DTYPE', 'TENSORS', 'BYTES'], r.byDtype.map((d) => [d.dtype, String(d.tensors), size(d.bytes)])),
     '',
@@ -84,7 +92,7 @@ function render(r: InspectResult): string {
     formatTable(['GROUP', 'BYTES'], r.byGroup.map((g) => [g.group, size(g.bytes)])),
   ];
   if (r.formatConflicts.length > 0) lines.push('', ...r.formatConflicts.map((c) => `format conflict (header wins): ${c.detail}`));
-  if (r.unusedKeys.length > 0) lines.push('', `unused by the video path: ${r.unusedKeys.length} tensors (${r.unusedKeys.slice(0, 5).join(', ')}${r.unusedKeys.length > 5 ? ', ...' : ''})`);
+  if (r.unusedKeys.length > 0) lines.push('', `unused by the model: ${r.unusedKeys.length} tensors (${r.unusedKeys.slice(0, 5).join(', ')}${r.unusedKeys.length > 5 ? ', ...' : ''})`);
   return `${lines.join('\n')}\n`;
 }
 

@@ -13,6 +13,7 @@ import { type CommandContext, defineCommand } from '../command.js';
 import { writeNewFile } from '../write-new-file.js';
 import { checkRunFits } from '../run-size.js';
 import { readLatentFile } from '../latent-file.js';
+import { readAudioFile, readContextFile } from '../stream-inputs.js';
 import { stageOutput } from '../output-dir.js';
 import { samplePeakMemory } from '../peak-memory.js';
 import { latentPreviewPng } from '../preview.js';
@@ -31,7 +32,8 @@ export const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode>
 const positiveInt = z.coerce.number().int().positive();
 
 /** Everything `run` writes into --out; an existing --out holding anything else is never replaced. */
-export const RUN_FILES = ['latent.safetensors', 'preview.png', 'report.json'] as const;
+/** Every file a run may write into --out (audio only for audio-video checkpoints). */
+export const RUN_FILES = ['latent.safetensors', 'audio.safetensors', 'preview.png', 'report.json'] as const;
 
 export const runSchema = z
   .object({
@@ -55,12 +57,20 @@ export const runSchema = z
     'tp-pin': z.boolean().default(false),
     force: z.boolean().default(false),
     json: z.boolean().default(false),
+    context: z.string().min(1).optional(),
+    audio: z.string().min(1).optional(),
+    // Flags as typed (kebab-case): parseArgs keys values by the flag's own name.
+    'audio-frames': positiveInt.optional(),
+    'start-step': z.coerce.number().int().nonnegative().optional(),
+    'end-step': z.coerce.number().int().positive().optional(),
     positionals: z.array(z.string()).length(0),
   })
   .refine((a) => !(a.model && a.preset), { message: '--model and --preset are exclusive', path: ['model'] })
   .refine((a) => !(a.alloc && a.budget), { message: '--alloc and --budget are exclusive (--budget B is --alloc "cpu,B;disk,*")', path: ['alloc'] })
   // Streaming placement and tensor parallelism do not compose yet: each rank would need its own plan.
-  .refine((a) => a.tp === 1 || (a.alloc === undefined && a.budget === undefined), { message: '--tp cannot be combined with --alloc or --budget yet', path: ['tp'] });
+  .refine((a) => a.tp === 1 || (a.alloc === undefined && a.budget === undefined), { message: '--tp cannot be combined with --alloc or --budget yet', path: ['tp'] })
+  .refine((a) => !(a.audio && a['audio-frames']), { message: '--audio and --audio-frames are exclusive', path: ['audio'] })
+  .refine((a) => (a['start-step'] ?? 0) < (a['end-step'] ?? a.steps) && (a['end-step'] ?? a.steps) <= a.steps, { message: 'need 0 ≤ --start-step < --end-step ≤ --steps', path: ['start-step'] });
 
 export type RunArgs = z.infer<typeof runSchema>;
 
@@ -104,7 +114,7 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json]',
+    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N]',
   options: {
     model: { type: 'string', value: '<ckpt>', description: 'checkpoint: .safetensors, .safetensors.index.json or .gguf (exclusive with --preset)' },
     preset: { type: 'string', value: '<name>', description: 'generate (once, cached in $NINODES_CACHE) a synthetic model: h3-tiny or h3-small; used when --model is absent [default: h3-tiny]' },
@@ -126,6 +136,11 @@ export const run = defineCommand({
     out: { type: 'string', value: '<dir>', description: 'directory for latent.safetensors, preview.png and report.json, written as a whole' },
     force: { type: 'boolean', description: 'replace the outputs of an earlier run in --out' },
     json: { type: 'boolean', description: 'print the report as JSON on stdout' },
+    context: { type: 'string', value: '<file>', description: "safetensors file with text-encoder states 'context' [1, L, text_dim] (or [1, L, hidden], which skip the refiner)" },
+    audio: { type: 'string', value: '<file>', description: "safetensors file with the starting audio latent 'audio' [1, 32, 2, T] (audio-video checkpoints)" },
+    'audio-frames': { type: 'string', value: 'T', description: 'seeded audio noise of T frames instead of --audio' },
+    'start-step': { type: 'string', value: 'N', description: 'first step of the --steps schedule to run (KSamplerAdvanced start_at_step) [default: 0]' },
+    'end-step': { type: 'string', value: 'N', description: 'step to stop at, returning the leftover noise (end_at_step) [default: --steps]' },
   },
   examples: [
     'ninodes run --preset h3-tiny --steps 8 --out runs/tiny',
@@ -187,12 +202,23 @@ export const run = defineCommand({
       checkRunFits(model.config, latentIn?.shape ?? [1, model.latentChannels, args.frames, args.height, args.width]);
       // The schedule is checked before the first step (a collapsing --shift is refused up front).
       flowSigmas(args.steps, args.shift);
+      const { audioChannels, textDim, hidden } = model.config;
+      if ((args.audio !== undefined || args['audio-frames'] !== undefined) && audioChannels === undefined) {
+        throw new NinodesError('INVALID_ARGUMENT', `${modelPath} has no audio stream (no audio_patch_proj / final_layer.audio_out)`, { value: args.audio ?? args['audio-frames'], where: '--audio', hint: 'run it without --audio / --audio-frames' });
+      }
+      const audioIn = args.audio === undefined ? undefined : readAudioFile(args.audio, audioChannels as number);
+      const contextIn = args.context === undefined ? undefined : readContextFile(args.context, textDim === undefined ? [hidden] : [textDim, hidden]);
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
 
-      const steps = context.progress.task('steps', args.steps);
+      const steps = context.progress.task('steps', (args['end-step'] ?? args.steps) - (args['start-step'] ?? 0));
       const result = await runSampler(model, {
         ...(latentIn === undefined ? {} : { latent: latentIn }),
+        ...(audioIn === undefined ? {} : { audio: audioIn }),
+        ...(args['audio-frames'] === undefined ? {} : { audioFrames: args['audio-frames'] }),
+        ...(contextIn === undefined ? {} : { context: contextIn }),
+        ...(args['start-step'] === undefined ? {} : { startStep: args['start-step'] }),
+        ...(args['end-step'] === undefined ? {} : { endStep: args['end-step'] }),
         seed: args.seed,
         frames: args.frames,
         height: args.height,
@@ -216,6 +242,11 @@ export const run = defineCommand({
       await writeSafetensors(latentPath, tensorSources({ latent: result.latent }), {
         metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(args.steps) },
       });
+      if (result.audio !== undefined) {
+        await writeSafetensors(join(stage.dir, 'audio.safetensors'), tensorSources({ audio: result.audio }), {
+          metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(args.steps) },
+        });
+      }
       writeNewFile(join(stage.dir, 'preview.png'), latentPreviewPng(result.latent));
       const peak = memory.stop();
       const info = buildInfo();
@@ -244,7 +275,7 @@ export const run = defineCommand({
         ...(executor === undefined ? {} : { offload: { allocation: executor.allocation, streamingBudgetBytes: executor.budgetBytes, steps: executor.executor.stats() } }),
         output: {
           latentSha256,
-          files: [...RUN_FILES],
+          files: RUN_FILES.filter((f) => f !== 'audio.safetensors' || result.audio !== undefined),
         },
         env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), computePrecision: floatPrecision(QUANT_TO_COMPUTE[args.quant]), cpu: cpus()[0]?.model ?? 'unknown' },
         ...(tpReport === undefined ? {} : { tp: tpReport }),
@@ -323,7 +354,7 @@ async function launch(args: RunArgs, context: CommandContext): Promise<number> {
     source.close();
   }
   const argv = ['run', '--model', modelPath];
-  if (args.latent !== undefined) argv.push('--latent', args.latent);
+  for (const key of ['latent', 'context', 'audio', 'audio-frames', 'start-step', 'end-step'] as const) if (args[key] !== undefined) argv.push(`--${key}`, String(args[key]));
   for (const key of ['frames', 'height', 'width', 'steps', 'shift', 'seed', 'quant', 'out'] as const) argv.push(`--${key}`, String(args[key]));
   if (args.json) argv.push('--json');
   if (args.force) argv.push('--force');
