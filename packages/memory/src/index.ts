@@ -21,4 +21,4 @@ export { TINY_WEIGHT_BYTES, WeightCache, type CacheStats, type Lease, type Lease
 export { HostBufferPool, type HostBufferPoolStats, type PooledBuffer } from './host-buffer-pool.js';
 export { MemoryPressureMonitor, shrinkCacheOnPressure, type MemoryPressureOptions, type PressureReading } from './memory-pressure.js';
 export { mallocTrim } from '@ninodes/kernels';
-export { cachePass, h3Layout, readAllTensors, registerCheckpoint, writeFilledCheckpoint, writeSparseCheckpoint, type H3LayoutOptions } from './synthetic-checkpoint.js';
+export { cachePass, patternBytes, patternTensors, readAllTensors, registerCheckpoint, writeFilledCheckpoint, writeSparseCheckpoint, type TensorSpec } from './checkpoint-workload.js';
