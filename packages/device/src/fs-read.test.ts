@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatBytes } from './format-bytes.js';
 import { parseUnsigned } from './fs-read.js';
-import { parseMeminfo } from './cpu-info.js';
+import { parseProcTable } from './process-memory.js';
 
 describe('parseUnsigned', () => {
   it('round-trips decimal and hex for every safe integer, with sysfs newlines', () => {
@@ -19,11 +19,11 @@ describe('parseUnsigned', () => {
   });
 });
 
-describe('parseMeminfo', () => {
+describe('parseProcTable', () => {
   it('reads any kB value back as bytes', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 40 }), fc.integer({ min: 0, max: 12 }), (kb, pad) => {
-        expect(parseMeminfo(`MemTotal:${' '.repeat(pad + 1)}${kb} kB\n`).get('MemTotal')).toBe(kb * 1024);
+        expect(parseProcTable(`MemTotal:${' '.repeat(pad + 1)}${kb} kB\n`).get('MemTotal')).toBe(kb * 1024);
       }),
     );
   });

@@ -3,6 +3,7 @@ import { readAmdUsage } from './amd-sysfs.js';
 import type { Enumeration } from './enumerate.js';
 import type { NvmlSource } from './gpu-sources.js';
 import { nativeNvml } from './gpu-sources.js';
+import { parseProcTable } from './process-memory.js';
 
 /** One reading: process RSS and used bytes per device id (null when that read failed). */
 export interface MemorySample {
@@ -31,8 +32,8 @@ export interface MemoryReport {
 export function readProcessRss(roots: SystemRoots = {}): number {
   const { procRoot } = resolveRoots(roots);
   const status = readText(join(procRoot, 'self', 'status'));
-  const m = status === undefined ? null : /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
-  if (m !== null) return Number(m[1]) * 1024;
+  const vmRss = status === undefined ? undefined : parseProcTable(status).get('VmRSS');
+  if (vmRss !== undefined) return vmRss;
   const statm = readText(join(procRoot, 'self', 'statm'));
   const pages = parseUnsigned(statm?.trim().split(/\s+/)[1]);
   if (pages !== undefined) return pages * 4096;

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { processMemory } from './process-memory.js';
+import { processMemory } from '@ninodes/device';
 import { SafetensorsFile } from './safetensors-file.js';
 import { type TensorSpec, cachePass, patternBytes, patternTensors, readAllTensors, registerCheckpoint, writeFilledCheckpoint, writeSparseCheckpoint } from './checkpoint-workload.js';
 import { WeightCache } from './weight-cache.js';
