@@ -1,6 +1,6 @@
 export type { CheckpointSource, TensorEntry } from './checkpoint-source.js';
 export { copyColumnRange, readColumnRange, rowRangeSpan, viewRowRange } from './tensor-ranges.js';
-export { formatByteSize, parseByteSize } from './byte-size.js';
+export { parseByteSize } from './byte-size.js';
 export { SAFETENSORS_DTYPES, isSafetensorsDType, safetensorsDTypeOf, type SafetensorsDType } from './safetensors-dtype.js';
 export { MAX_HEADER_BYTES, SAFETENSORS_ERRORS, parseHeader, readHeaderLength, type SafetensorsErrorCode, type SafetensorsHeader } from './safetensors-header.js';
 export { SafetensorsFile, type OpenSafetensorsOptions } from './safetensors-file.js';

@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { formatByteSize } from '@ninodes/memory';
+import { formatBytes as formatByteSize } from '@ninodes/device';
 import { bytesByGroup, detectArchitecture, h3UnusedKeys } from '@ninodes/models';
 import { detectFormats, openCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';

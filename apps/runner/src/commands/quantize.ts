@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { NinodesError } from '@ninodes/kernels';
-import { formatByteSize } from '@ninodes/memory';
+import { formatBytes as formatByteSize } from '@ninodes/device';
 import { openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
