@@ -13,15 +13,23 @@ export interface TensorSpec {
   readonly shape: readonly number[];
 }
 
-/** Deterministic bytes per tensor name (FNV-1a seed, then a murmur-style mix): same name, same bytes. */
+/**
+ * Deterministic bytes per tensor name: an FNV-1a seed, then xorshift32 a word at a time (fast
+ * enough that writing gigabytes is disk-bound). Same name, same bytes.
+ */
 export function patternBytes(name: string, bytes: number): Uint8Array {
   const out = new Uint8Array(bytes);
-  let h = 2166136261;
-  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619);
-  for (let i = 0; i < bytes; i++) {
-    h = Math.imul(h ^ (h >>> 13), 0x5bd1e995);
-    out[i] = h & 0xff;
+  let s = 2166136261;
+  for (let i = 0; i < name.length; i++) s = Math.imul(s ^ name.charCodeAt(i), 16777619);
+  s = s | 1;
+  const words = new Uint32Array(out.buffer, 0, bytes >>> 2);
+  for (let i = 0; i < words.length; i++) {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    words[i] = s;
   }
+  for (let i = words.length * 4; i < bytes; i++) out[i] = i & 0xff;
   return out;
 }
 

@@ -27,26 +27,9 @@ import {
 import { benchH3Specs, specBytes } from './h3-bench-layout.js';
 import type { CaseContext, Metric, Params, Suite } from '../suite.js';
 
-/** Deterministic filler (xorshift32 per tensor): fast enough that writing 2 GB is disk-bound. */
-function fill(name: string, bytes: number): Uint8Array {
-  const out = new Uint8Array(bytes);
-  let s = 2166136261;
-  for (let i = 0; i < name.length; i++) s = Math.imul(s ^ name.charCodeAt(i), 16777619);
-  s = s | 1;
-  const words = new Uint32Array(out.buffer, 0, bytes >>> 2);
-  for (let i = 0; i < words.length; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    words[i] = s;
-  }
-  for (let i = words.length * 4; i < bytes; i++) out[i] = i & 0xff;
-  return out;
-}
-
 function f16Layout(p: Params): TensorSource[] {
   const specs = benchH3Specs(p.blocks as number, p.hidden as number).map((t) => ({ ...t, dtype: t.dtype === 'bf16' ? ('f16' as const) : t.dtype }));
-  return patternTensors(specs, fill);
+  return patternTensors(specs);
 }
 
 let fileSerial = 0;
