@@ -1,3 +1,4 @@
+import { formatBytes } from '@ninodes/device';
 import type { TargetResult } from './results-schema.js';
 
 export function formatSeconds(s: number | null | undefined): string {
@@ -9,16 +10,7 @@ export function formatSeconds(s: number | null | undefined): string {
 
 export function formatNumber(v: number | null | undefined, unit = ''): string {
   if (v === null || v === undefined || !Number.isFinite(v)) return '–';
-  if (unit === 'bytes') {
-    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-    let x = v;
-    let i = 0;
-    while (Math.abs(x) >= 1024 && i < units.length - 1) {
-      x /= 1024;
-      i++;
-    }
-    return `${x.toFixed(i ? 2 : 0)} ${units[i]}`;
-  }
+  if (unit === 'bytes') return formatBytes(v);
   const abs = Math.abs(v);
   const text = abs !== 0 && (abs < 1e-3 || abs >= 1e6) ? Number(v.toPrecision(4)).toExponential() : Number(v.toPrecision(4)).toString();
   return unit ? `${text} ${unit}` : text;

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { readFile, rm } from 'node:fs/promises';
+import { parseProcTable } from '@ninodes/device';
 import { NinodesError } from '@ninodes/kernels';
 import { benchRoot } from './package-root.js';
 
@@ -50,10 +51,9 @@ export function parseGnuTimeMaxRss(text: string): number | undefined {
   return m ? Number(m[1]) * 1024 : undefined;
 }
 
-/** Parses `VmHWM:   N kB` from /proc/<pid>/status, in bytes. */
+/** `VmHWM` (the child's high-water mark) from /proc/<pid>/status, in bytes, by device's procfs parser. */
 export function parseVmHwm(text: string): number | undefined {
-  const m = /^VmHWM:\s*(\d+)\s*kB/m.exec(text);
-  return m ? Number(m[1]) * 1024 : undefined;
+  return parseProcTable(text).get('VmHWM');
 }
 
 export const measurePeakMemory: PeakMemory = async (command, args, options = {}) => {

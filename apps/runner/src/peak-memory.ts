@@ -1,7 +1,7 @@
 // Peak resident memory of this process during a run, split into what it owns (anonymous) and what
-// the page cache maps for it (file-backed: mmap'd weights). Sampled from the kernel's counters in
-// /proc/self/status (cheap at any mapping size; smaps_rollup walked every page each sample).
-import { residentMemory } from '@ninodes/memory';
+// the page cache maps for it (file-backed: mmap'd weights). A thin view of device's MemorySampler
+// (the one sampler; it reads the cheap /proc/self/status counters), shaped for the run report.
+import { MemorySampler } from '@ninodes/device';
 
 export interface PeakMemory {
   peakAnonBytes: number;
@@ -16,22 +16,15 @@ export interface PeakMemorySampler {
 }
 
 export function samplePeakMemory(intervalMs = 100): PeakMemorySampler {
-  const peak: PeakMemory = { peakAnonBytes: 0, peakFileBytes: 0, samples: 0 };
-  const sample = () => {
-    const m = residentMemory();
-    peak.peakAnonBytes = Math.max(peak.peakAnonBytes, m.anonymous);
-    peak.peakFileBytes = Math.max(peak.peakFileBytes, m.fileBacked);
-    peak.samples++;
-  };
-  sample();
-  const timer = setInterval(sample, intervalMs);
-  timer.unref();
+  // The sampler's whole-run peaks survive its sample cap, so a long run's early peak is kept.
+  const sampler = new MemorySampler({ intervalMs }).start();
   return {
-    sample,
+    sample: () => {
+      sampler.sample();
+    },
     stop() {
-      clearInterval(timer);
-      sample();
-      return { ...peak };
+      const r = sampler.stop();
+      return { peakAnonBytes: r.anonymous?.peak ?? 0, peakFileBytes: r.fileBacked?.peak ?? 0, samples: r.samples };
     },
   };
 }

@@ -3,9 +3,8 @@
 // lower) and the largest typed array Node can make.
 import { constants } from 'node:buffer';
 import { totalmem } from 'node:os';
-import { NoteLog, readCgroupMemory, resolveRoots } from '@ninodes/device';
+import { NoteLog, formatBytes, readCgroupMemory, resolveRoots } from '@ninodes/device';
 import { NinodesError } from '@ninodes/kernels';
-import { formatByteSize } from '@ninodes/memory';
 import { type H3Config, h3ActivationBytes } from '@ninodes/models';
 
 function memoryLimit(): number {
@@ -21,7 +20,7 @@ export function checkRunFits(config: H3Config, latentShape: readonly number[], l
   if (need.peakBytes > limitBytes || tooBig) {
     throw new NinodesError(
       'RUN_TOO_LARGE',
-      `a [${latentShape.join(', ')}] latent (${need.tokens} tokens) needs about ${formatByteSize(need.peakBytes)} of activations${tooBig ? `, and one of ${formatByteSize(need.largestTensorBytes)}, over the ${formatByteSize(constants.MAX_LENGTH)} a single array can hold` : `, more than the ${formatByteSize(limitBytes)} of this machine`}`,
+      `a [${latentShape.join(', ')}] latent (${need.tokens} tokens) needs about ${formatBytes(need.peakBytes)} of activations${tooBig ? `, and one of ${formatBytes(need.largestTensorBytes)}, over the ${formatBytes(constants.MAX_LENGTH)} a single array can hold` : `, more than the ${formatBytes(limitBytes)} of this machine`}`,
       { value: { frames, height, width }, where: '--frames/--height/--width', hint: 'use a smaller latent: memory grows with frames × height × width' },
     );
   }

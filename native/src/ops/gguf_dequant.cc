@@ -116,10 +116,10 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
   }
 }
 
-[[gnu::always_inline]] inline void dq_q3_k(const uint8_t* b, float* y) {
-  const uint8_t* hm = b;
-  const uint8_t* q = b + 32;
-  const float d_all = f16_to_f32(rd16(b + 108));
+// The 16 6-bit sub-block scales of a q3_K block (12 packed bytes at offset 96: low 4 bits in bytes
+// 0-7, high 2 bits in bytes 8-11), unpacked as ggml does; still biased by 32. Shared by the scalar
+// and the AVX2 decoders, so both read the same scales.
+inline void q3_k_scales(const uint8_t* b, int8_t scales[16]) {
   const uint32_t kmask1 = 0x03030303u;
   const uint32_t kmask2 = 0x0f0f0f0fu;
   uint32_t aux[4];
@@ -129,8 +129,15 @@ const int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 
   aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
   aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
   aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
-  int8_t scales[16];
   std::memcpy(scales, aux, 16);
+}
+
+[[gnu::always_inline]] inline void dq_q3_k(const uint8_t* b, float* y) {
+  const uint8_t* hm = b;
+  const uint8_t* q = b + 32;
+  const float d_all = f16_to_f32(rd16(b + 108));
+  int8_t scales[16];
+  q3_k_scales(b, scales);
   int is = 0;
   uint8_t m = 1;
   for (int n = 0; n < 256; n += 128) {
@@ -429,17 +436,8 @@ __attribute__((target("avx2,f16c"))) void q3_k_block_avx2(const uint8_t* b, floa
   const uint8_t* hm = b;
   const uint8_t* q = b + 32;
   const float d_all = f16_to_f32(rd16(b + 108));
-  const uint32_t kmask1 = 0x03030303u;
-  const uint32_t kmask2 = 0x0f0f0f0fu;
-  uint32_t aux[4];
-  std::memcpy(aux, b + 96, 12);
-  const uint32_t tmp = aux[2];
-  aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
-  aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
-  aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
-  aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
   int8_t scales[16];
-  std::memcpy(scales, aux, 16);
+  q3_k_scales(b, scales);
   const __m256i three = _mm256_set1_epi8(3);
   const __m256i four = _mm256_set1_epi8(4);
   const __m256i hmv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hm));

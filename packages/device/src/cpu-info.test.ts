@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { cpuArch, parseMeminfo, readCpuInfo } from './cpu-info.js';
+import { cpuArch, readCpuInfo } from './cpu-info.js';
+import { parseProcTable } from './process-memory.js';
 import { resolveRoots } from './fs-read.js';
 import { NoteLog } from './notes.js';
 import { machine } from './test-machines.js';
@@ -93,9 +94,9 @@ describe('cpuArch', () => {
   });
 });
 
-describe('parseMeminfo', () => {
+describe('parseProcTable', () => {
   it('converts kB to bytes and keeps unitless counters as they are', () => {
-    const m = parseMeminfo('MemTotal:       16 kB\nHugePages_Total:       3\nbad line\nX: 1 MB\n');
+    const m = parseProcTable('MemTotal:       16 kB\nHugePages_Total:       3\nbad line\nX: 1 MB\n');
     expect(m.get('MemTotal')).toBe(16384);
     expect(m.get('HugePages_Total')).toBe(3);
     expect(m.has('X')).toBe(false);

@@ -1,6 +1,6 @@
-import { readCgroupMemory, type CgroupMemory } from './cgroup.js';
 import { join, readText, type ResolvedRoots } from './fs-read.js';
 import type { NoteLog } from './notes.js';
+import { type SystemMemory, readSystemMemory } from './system-memory.js';
 
 /** The SIMD flags ninodes cares about, in /proc/cpuinfo spelling. */
 export const SIMD_FLAGS = [
@@ -26,34 +26,13 @@ export const SIMD_FLAGS = [
 ] as const;
 export type SimdFlag = (typeof SIMD_FLAGS)[number];
 
-export interface CpuInfo {
+export interface CpuInfo extends SystemMemory {
   model: string;
   /** Logical CPUs listed in /proc/cpuinfo (what the OS schedules on). */
   logicalCores: number | null;
   /** Distinct (physical id, core id) pairs; null where cpuinfo does not say (ARM, some VMs). */
   physicalCores: number | null;
   simd: SimdFlag[];
-  /** MemTotal from /proc/meminfo. */
-  memTotalBytes: number | null;
-  /** MemAvailable from /proc/meminfo. */
-  memAvailableBytes: number | null;
-  cgroup: CgroupMemory | null;
-  /** What this process may use in total: the cgroup limit when tighter than RAM, else MemTotal. */
-  totalBytes: number | null;
-  /** What it may still allocate: MemAvailable, capped by the cgroup's remaining headroom. */
-  freeBytes: number | null;
-}
-
-/** Parses /proc/meminfo into bytes per key (`MemTotal: 16 kB` -> 16384). */
-export function parseMeminfo(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const m = /^([A-Za-z0-9_()]+):\s+(\d+)(?:\s+(kB))?\s*$/.exec(line);
-    if (m === null) continue;
-    const value = Number(m[2]) * (m[3] === 'kB' ? 1024 : 1);
-    if (Number.isSafeInteger(value)) out.set(m[1] as string, value);
-  }
-  return out;
 }
 
 export function readCpuInfo(roots: ResolvedRoots, log: NoteLog): CpuInfo {
@@ -86,26 +65,7 @@ export function readCpuInfo(roots: ResolvedRoots, log: NoteLog): CpuInfo {
     if (logical === null) log.warn('cpu', 'no processor entries in /proc/cpuinfo; core count unknown', cpuinfoPath);
   }
 
-  const meminfoPath = join(roots.procRoot, 'meminfo');
-  const meminfoText = readText(meminfoPath);
-  const meminfo = meminfoText === undefined ? new Map<string, number>() : parseMeminfo(meminfoText);
-  const memTotal = meminfo.get('MemTotal') ?? null;
-  const memAvailable = meminfo.get('MemAvailable') ?? null;
-  if (memTotal === null || memAvailable === null) {
-    log.warn('cpu', `cannot read ${memTotal === null ? 'MemTotal' : 'MemAvailable'} from /proc/meminfo; RAM figures are unknown`, meminfoPath);
-  }
-
-  const cgroup = readCgroupMemory(roots, log) ?? null;
-  let total = memTotal;
-  let free = memAvailable;
-  if (cgroup !== null && (total === null || cgroup.limitBytes < total)) {
-    total = cgroup.limitBytes;
-    if (cgroup.usageBytes !== null) {
-      const headroom = Math.max(0, cgroup.limitBytes - cgroup.usageBytes);
-      free = free === null ? headroom : Math.min(free, headroom);
-    }
-  }
-  return { model, logicalCores: logical, physicalCores: physical, simd, memTotalBytes: memTotal, memAvailableBytes: memAvailable, cgroup, totalBytes: total, freeBytes: free };
+  return { model, logicalCores: logical, physicalCores: physical, simd, ...readSystemMemory(roots, log) };
 }
 
 /**

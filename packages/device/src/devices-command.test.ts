@@ -14,9 +14,13 @@ describe('formatBytes', () => {
     expect(formatBytes(0)).toBe('0 B');
     expect(formatBytes(1023)).toBe('1023 B');
     expect(formatBytes(1536)).toBe('1.5 KiB');
-    expect(formatBytes(51522830336)).toBe(`${(51522830336 / 2 ** 30).toFixed(1)} GiB`);
+    expect(formatBytes(51522830336, 1)).toBe(`${Number((51522830336 / 2 ** 30).toFixed(1))} GiB`);
+    expect(formatBytes(3 * 2 ** 30)).toBe('3 GiB');
+    expect(formatBytes(24e9)).toBe('22.35 GiB');
+    expect(formatBytes(2 ** 40)).toBe('1 TiB');
+    expect(formatBytes(-1536)).toBe('-1.5 KiB');
     expect(formatBytes(null)).toBe('unknown');
-    expect(formatBytes(-1)).toBe('unknown');
+    expect(formatBytes(Number.NaN)).toBe('unknown');
   });
 });
 
@@ -45,7 +49,7 @@ describe('devices command', () => {
     const table = formatDeviceTable(rows).split('\n');
     expect(table[0]).toMatch(/^ID\s+NAME\s+ARCH\s+TOTAL\s+FREE\s+BANDWIDTH$/);
     expect(table[2]).toContain('NVIDIA GeForce RTX 4090');
-    expect(table[2]).toContain(formatBytes(25757220864));
+    expect(table[2]).toContain(formatBytes(25757220864, 1));
     expect(table[1]).toContain('18.3 GB/s');
     // Columns line up: every row has the ARCH column at the same offset as the header.
     const archAt = (table[0] as string).indexOf('ARCH');

@@ -70,7 +70,7 @@ function bandwidthText(row: DeviceRow): string {
 /** A plain-text table (id, name, arch, total, free, bandwidth) with aligned columns. */
 export function formatDeviceTable(rows: readonly DeviceRow[]): string {
   const header = ['ID', 'NAME', 'ARCH', 'TOTAL', 'FREE', 'BANDWIDTH'];
-  const body = rows.map((r) => [r.id, r.name, r.arch, formatBytes(r.totalBytes) + (r.unifiedMemory ? ' (shared)' : ''), formatBytes(r.freeBytes), bandwidthText(r)]);
+  const body = rows.map((r) => [r.id, r.name, r.arch, formatBytes(r.totalBytes, 1) + (r.unifiedMemory ? ' (shared)' : ''), formatBytes(r.freeBytes, 1), bandwidthText(r)]);
   const all = [header, ...body];
   const widths = header.map((_, c) => Math.max(...all.map((row) => (row[c] as string).length)));
   return all.map((row) => row.map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c] as number))).join('  ').trimEnd()).join('\n');

@@ -14,7 +14,17 @@ export {
 export { resolveRoots, type ResolvedRoots, type SystemRoots } from './fs-read.js';
 export { NoteLog, type ProbeNote } from './notes.js';
 export { readCgroupMemory, type CgroupMemory } from './cgroup.js';
-export { SIMD_FLAGS, cpuArch, parseMeminfo, readCpuInfo, type CpuInfo, type SimdFlag } from './cpu-info.js';
+export { SIMD_FLAGS, cpuArch, readCpuInfo, type CpuInfo, type SimdFlag } from './cpu-info.js';
+export { readSystemMemory, type SystemMemory } from './system-memory.js';
+export {
+  parseProcTable,
+  processMemory,
+  processMemoryFrom,
+  residentMemory,
+  residentMemoryFrom,
+  type ProcessMemory,
+  type ResidentMemory,
+} from './process-memory.js';
 export {
   AMD_VENDOR_ID,
   countPciDisplayDevices,

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -76,10 +76,49 @@ describe('MemorySampler', () => {
     expect(() => new MemorySampler({ intervalMs: 0 })).toThrow(RangeError);
   });
 
+  it('splits each sample into anonymous and file-backed bytes from status, and reports their peaks', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ninodes-sampler-'));
+    mkdirSync(join(dir, 'self'));
+    const status = (anonKb: number, fileKb: number, shmemKb: number): void =>
+      writeFileSync(join(dir, 'self', 'status'), `Name:\tnode\nVmRSS:\t${anonKb + fileKb + shmemKb} kB\nRssAnon:\t${anonKb} kB\nRssFile:\t${fileKb} kB\nRssShmem:\t${shmemKb} kB\n`);
+    const s = new MemorySampler({ procRoot: dir });
+    status(100, 50, 2);
+    const first = s.sample();
+    expect(first).toMatchObject({ rssBytes: 152 * 1024, anonBytes: 100 * 1024, fileBytes: 52 * 1024 });
+    status(300, 10, 0);
+    s.sample();
+    status(200, 8000, 0);
+    s.sample();
+    const r = s.report();
+    // Peaks of each series on its own: anonymous from the 2nd sample, file-backed from the 3rd.
+    expect(r.anonymous?.peak).toBe(300 * 1024);
+    expect(r.fileBacked?.peak).toBe(8000 * 1024);
+    expect(r.rss?.peak).toBe(8200 * 1024);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('has no split when RSS comes from readRss', () => {
+    const s = new MemorySampler({ readRss: () => 5 });
+    expect(s.sample()).toMatchObject({ rssBytes: 5, anonBytes: null, fileBytes: null });
+    expect(s.report()).toMatchObject({ anonymous: null, fileBacked: null });
+  });
+
   it('keeps at most maxSamples', () => {
     const s = new MemorySampler({ readRss: () => 1, maxSamples: 3 });
     for (let k = 0; k < 10; k += 1) s.sample();
     expect(s.history().length).toBe(3);
+  });
+
+  it("keeps the whole run's peak when the sample holding it was dropped", () => {
+    const values = [9, 1, 2, 3, 4];
+    let i = 0;
+    const s = new MemorySampler({ readRss: () => values[i++] as number, maxSamples: 2, devices: () => ({ 'cuda:0': i === 1 ? 70 : 5 }) });
+    for (let k = 0; k < values.length; k += 1) s.sample();
+    const r = s.report();
+    expect(r.rss).toEqual({ peak: 9, mean: 3.5, last: 4, samples: 2 });
+    expect(r.devices['cuda:0']?.peak).toBe(70);
+    // A window judges only the samples in it.
+    expect(s.report(1e9).rss?.peak).toBe(4);
   });
 });
 

@@ -3,12 +3,17 @@ import { readAmdUsage } from './amd-sysfs.js';
 import type { Enumeration } from './enumerate.js';
 import type { NvmlSource } from './gpu-sources.js';
 import { nativeNvml } from './gpu-sources.js';
+import { parseProcTable } from './process-memory.js';
 
 /** One reading: process RSS and used bytes per device id (null when that read failed). */
 export interface MemorySample {
   /** Milliseconds since the sampler started. */
   tMs: number;
   rssBytes: number;
+  /** Anonymous resident bytes (RssAnon: what the process owns); null where status lacks it or RSS came from `readRss`. */
+  anonBytes: number | null;
+  /** File-backed resident bytes (RssFile + RssShmem: mapped weights in the page cache); null like anonBytes. */
+  fileBytes: number | null;
   devices: Record<string, number | null>;
 }
 
@@ -24,19 +29,36 @@ export interface MemoryReport {
   windowMs: number;
   samples: number;
   rss: SeriesStats | null;
+  /** Of the anonymous / file-backed split (null when no sample had it). */
+  anonymous: SeriesStats | null;
+  fileBacked: SeriesStats | null;
   devices: Record<string, SeriesStats | null>;
+}
+
+/** RSS with its anonymous / file-backed split, from one read of /proc/self/status. */
+interface Residency {
+  rss: number;
+  anon: number | null;
+  file: number | null;
+}
+
+function readResidency(roots: SystemRoots): Residency {
+  const { procRoot } = resolveRoots(roots);
+  const status = readText(join(procRoot, 'self', 'status'));
+  const t = status === undefined ? new Map<string, number>() : parseProcTable(status);
+  const anon = t.get('RssAnon');
+  const split = anon === undefined ? { anon: null, file: null } : { anon, file: (t.get('RssFile') ?? 0) + (t.get('RssShmem') ?? 0) };
+  const vmRss = t.get('VmRSS');
+  if (vmRss !== undefined) return { rss: vmRss, ...split };
+  const statm = readText(join(procRoot, 'self', 'statm'));
+  const pages = parseUnsigned(statm?.trim().split(/\s+/)[1]);
+  if (pages !== undefined) return { rss: pages * 4096, ...split };
+  return { rss: process.memoryUsage.rss(), ...split };
 }
 
 /** Reads this process's resident set size from /proc/self/status (VmRSS), else statm, else Node. */
 export function readProcessRss(roots: SystemRoots = {}): number {
-  const { procRoot } = resolveRoots(roots);
-  const status = readText(join(procRoot, 'self', 'status'));
-  const m = status === undefined ? null : /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
-  if (m !== null) return Number(m[1]) * 1024;
-  const statm = readText(join(procRoot, 'self', 'statm'));
-  const pages = parseUnsigned(statm?.trim().split(/\s+/)[1]);
-  if (pages !== undefined) return pages * 4096;
-  return process.memoryUsage.rss();
+  return readResidency(roots).rss;
 }
 
 /** Returns used bytes per device id; built once from an enumeration, called every interval. */
@@ -75,7 +97,7 @@ export interface MemorySamplerOptions extends SystemRoots {
   devices?: DeviceUsageReader;
   /** Samples kept (oldest dropped first); default 100 000, about 14 h at 0.5 s. */
   maxSamples?: number;
-  /** Reads RSS; default readProcessRss with the given roots. */
+  /** Reads RSS (then anonBytes / fileBytes are null); default /proc/self/status under the given roots, with the split. */
   readRss?: () => number;
 }
 
@@ -98,9 +120,11 @@ function stats(values: number[]): SeriesStats | null {
 export class MemorySampler {
   readonly intervalMs: number;
   private readonly readDevices: DeviceUsageReader | undefined;
-  private readonly readRss: () => number;
+  private readonly readResident: () => Residency;
   private readonly maxSamples: number;
   private readonly samples: MemorySample[] = [];
+  /** Peaks since start() by series ('rss', 'anon', 'file', 'device:<id>'): kept when old samples are dropped. */
+  private readonly runPeaks = new Map<string, number>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private startedAt = 0;
 
@@ -111,7 +135,8 @@ export class MemorySampler {
     this.readDevices = options.devices;
     this.maxSamples = options.maxSamples ?? 100_000;
     const roots = { ...(options.procRoot === undefined ? {} : { procRoot: options.procRoot }) };
-    this.readRss = options.readRss ?? (() => readProcessRss(roots));
+    const readRss = options.readRss;
+    this.readResident = readRss === undefined ? () => readResidency(roots) : () => ({ rss: readRss(), anon: null, file: null });
   }
 
   get running(): boolean {
@@ -122,6 +147,7 @@ export class MemorySampler {
   start(): this {
     if (this.timer !== undefined) return this;
     this.samples.length = 0;
+    this.runPeaks.clear();
     this.startedAt = performance.now();
     this.sample();
     this.timer = setInterval(() => this.sample(), this.intervalMs);
@@ -131,13 +157,24 @@ export class MemorySampler {
 
   /** Takes one sample now (also usable without start(), e.g. at step boundaries). */
   sample(): MemorySample {
-    const s: MemorySample = { tMs: performance.now() - this.startedAt, rssBytes: this.readRss(), devices: this.readDevices?.() ?? {} };
+    const r = this.readResident();
+    const s: MemorySample = { tMs: performance.now() - this.startedAt, rssBytes: r.rss, anonBytes: r.anon, fileBytes: r.file, devices: this.readDevices?.() ?? {} };
     this.samples.push(s);
     if (this.samples.length > this.maxSamples) this.samples.shift();
+    const keep = (key: string, v: number | null): void => {
+      if (v !== null && !(v <= (this.runPeaks.get(key) ?? -Infinity))) this.runPeaks.set(key, v);
+    };
+    keep('rss', s.rssBytes);
+    keep('anon', s.anonBytes);
+    keep('file', s.fileBytes);
+    for (const [id, v] of Object.entries(s.devices)) keep(`device:${id}`, v);
     return s;
   }
 
-  /** Peak and mean over the last `windowMs` (default: everything sampled). */
+  /**
+   * Peak and mean over the last `windowMs`. Without a window: the whole run — peaks over every sample
+   * since start(), even those dropped by maxSamples; mean and last over the samples kept.
+   */
   report(windowMs?: number): MemoryReport {
     const last = this.samples[this.samples.length - 1];
     const from = windowMs === undefined || last === undefined ? -Infinity : last.tMs - windowMs;
@@ -145,14 +182,22 @@ export class MemorySampler {
     const ids = new Set<string>();
     for (const s of inWindow) for (const id of Object.keys(s.devices)) ids.add(id);
     const devices: Record<string, SeriesStats | null> = {};
+    const whole = windowMs === undefined;
+    const series = (key: string, values: number[]): SeriesStats | null => {
+      const st = stats(values);
+      const peak = this.runPeaks.get(key);
+      return st !== null && whole && peak !== undefined ? { ...st, peak: Math.max(st.peak, peak) } : st;
+    };
     for (const id of [...ids].sort()) {
-      devices[id] = stats(inWindow.map((s) => s.devices[id]).filter((v): v is number => typeof v === 'number'));
+      devices[id] = series(`device:${id}`, inWindow.map((s) => s.devices[id]).filter((v): v is number => typeof v === 'number'));
     }
     const first = inWindow[0];
     return {
       windowMs: first === undefined || last === undefined ? 0 : last.tMs - first.tMs,
       samples: inWindow.length,
-      rss: stats(inWindow.map((s) => s.rssBytes)),
+      rss: series('rss', inWindow.map((s) => s.rssBytes)),
+      anonymous: series('anon', inWindow.map((s) => s.anonBytes).filter((v): v is number => v !== null)),
+      fileBacked: series('file', inWindow.map((s) => s.fileBytes).filter((v): v is number => v !== null)),
       devices,
     };
   }

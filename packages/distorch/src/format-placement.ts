@@ -1,4 +1,4 @@
-import { formatByteSize } from '@ninodes/memory';
+import { formatBytes } from '@ninodes/device';
 import type { Placement } from './plan-placement.js';
 
 function runs(names: readonly string[]): string {
@@ -33,19 +33,19 @@ function runs(names: readonly string[]): string {
 export function formatPlacement(p: Placement): string {
   const rows = p.devices.map((d) => [
     d.id === p.compute ? `${d.id} (compute)` : d.id,
-    formatByteSize(d.bytes),
+    formatBytes(d.bytes),
     `${(d.share * 100).toFixed(1)}%`,
-    d.quota === null ? '*' : formatByteSize(d.quota),
-    d.capacity === null ? '-' : formatByteSize(d.capacity),
+    d.quota === null ? '*' : formatBytes(d.quota),
+    d.capacity === null ? '-' : formatBytes(d.capacity),
     runs(d.groups),
   ]);
   const head = ['device', 'weights', 'share', 'quota', 'memory', 'groups'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
   const line = (r: string[]): string => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] as number))).join('  ').trimEnd();
-  const out = [`allocation ${p.allocation} (${p.mode}, ${p.fillOrder}) for ${p.architecture}: ${formatByteSize(p.totalBytes)} of weights`, line(head), ...rows.map(line)];
+  const out = [`allocation ${p.allocation} (${p.mode}, ${p.fillOrder}) for ${p.architecture}: ${formatBytes(p.totalBytes)} of weights`, line(head), ...rows.map(line)];
   const r = p.reserve;
   out.push(
-    `reserve on ${r.device}: activations ${formatByteSize(r.activationBytes)} (×${r.attentionMemoryModifier} profile modifier), staging ${formatByteSize(r.stagingBytes)} (${r.stagingGroups} group${r.stagingGroups === 1 ? '' : 's'})`,
+    `reserve on ${r.device}: activations ${formatBytes(r.activationBytes)} (×${r.attentionMemoryModifier} profile modifier), staging ${formatBytes(r.stagingBytes)} (${r.stagingGroups} group${r.stagingGroups === 1 ? '' : 's'})`,
   );
   for (const w of p.warnings) out.push(`warning: ${w}`);
   if (!p.fits) out.push(p.suggestion === undefined ? 'does not fit, and no allocation of this machine would' : `does not fit; this would: --alloc "${p.suggestion}"`);

@@ -1,6 +1,6 @@
-import { DEVICE_KINDS, formatDeviceId, parseDeviceId, tryParseDeviceId } from '@ninodes/device';
+import { DEVICE_KINDS, formatBytes, formatDeviceId, parseDeviceId, tryParseDeviceId } from '@ninodes/device';
 import { isNinodesError } from '@ninodes/kernels';
-import { formatByteSize, parseByteSize } from '@ninodes/memory';
+import { parseByteSize } from '@ninodes/memory';
 import { AllocationError } from './allocation-error.js';
 import { type AllocationSpec, allocationSpecSchema } from './allocation-spec.js';
 import { type Token, tokenize } from './allocation-tokens.js';
@@ -339,7 +339,7 @@ class Parser {
       const cap = this.capacity(e.device);
       if (e.value.cls === 'bytes' && cap !== null && e.value.amount > cap) {
         const most = Math.floor(cap / 1024 ** 2);
-        this.fail('ALLOC_EXCEEDS_DEVICE', e.value.column, `${e.value.text} is more than ${e.device}'s ${formatByteSize(cap)}`, e.value.text, `give ${e.device} at most ${most}mb ('${e.device},${most}mb') and the rest to another device with '*', e.g. 'cpu,*' or 'disk,*'`);
+        this.fail('ALLOC_EXCEEDS_DEVICE', e.value.column, `${e.value.text} is more than ${e.device}'s ${formatBytes(cap)}`, e.value.text, `give ${e.device} at most ${most}mb ('${e.device},${most}mb') and the rest to another device with '*', e.g. 'cpu,*' or 'disk,*'`);
       }
     }
   }
@@ -360,7 +360,7 @@ class Parser {
     if (this.options.devices !== undefined && caps.every((c) => c !== null)) {
       const total = (caps as number[]).reduce((a, b) => a + b, 0);
       if (virtual.bytes > total) {
-        this.fail('ALLOC_EXCEEDS_DEVICE', virtual.column, `the donors hold ${formatByteSize(total)}, less than the ${formatByteSize(virtual.bytes)} asked for`, virtual.bytes, `ask for at most ${Math.floor(total / 1024 ** 2)}mb, or add 'disk' as the last donor: '#${compute.id};...;${virtual.donors.map((d) => d.id).join(',')},disk'`);
+        this.fail('ALLOC_EXCEEDS_DEVICE', virtual.column, `the donors hold ${formatBytes(total)}, less than the ${formatBytes(virtual.bytes)} asked for`, virtual.bytes, `ask for at most ${Math.floor(total / 1024 ** 2)}mb, or add 'disk' as the last donor: '#${compute.id};...;${virtual.donors.map((d) => d.id).join(',')},disk'`);
       }
     }
     return allocationSpecSchema.parse({ mode: 'virtual', compute: compute.id, virtualBytes: virtual.bytes, donors: virtual.donors.map((d) => d.id), column: compute.column, valueColumn: virtual.column });

@@ -1,5 +1,5 @@
 import { NinodesError } from '@ninodes/kernels';
-import { formatByteSize } from '@ninodes/memory';
+import { formatBytes } from '@ninodes/device';
 import type { LayoutGroup, ModelLayout } from '@ninodes/quant';
 import { type AllocationSpec, validateAllocationSpec } from './allocation-spec.js';
 import { formatAllocation, formatAllocationBytes } from './format-allocation.js';
@@ -144,7 +144,7 @@ function slots(spec: AllocationSpec, compute: string, modelBytes: number, capaci
       remaining -= give;
       out.push({ id: d, quota: last ? Number.POSITIVE_INFINITY : give, overflow: last });
     });
-    if (remaining > 0 && Number.isFinite(remaining)) warnings.push(`the donors hold ${formatByteSize(spec.virtualBytes - remaining)} of the ${formatByteSize(spec.virtualBytes)} asked for`);
+    if (remaining > 0 && Number.isFinite(remaining)) warnings.push(`the donors hold ${formatBytes(spec.virtualBytes - remaining)} of the ${formatBytes(spec.virtualBytes)} asked for`);
     return out;
   }
   const wildcard = spec.entries.find((e) => e.amount === '*');
@@ -235,7 +235,7 @@ function place(options: PlanOptions): Placement {
         add(slot.id, moving);
         assigned.set(g.index, {
           device: slot.id,
-          reason: slot.overflow ? `'${slot.id}' takes the rest ('*' or the last device of the allocation)` : `fits ${slot.id}'s quota of ${formatByteSize(slot.quota)} (${formatByteSize(have + need)} used, ${fillOrder})`,
+          reason: slot.overflow ? `'${slot.id}' takes the rest ('*' or the last device of the allocation)` : `fits ${slot.id}'s quota of ${formatBytes(slot.quota)} (${formatBytes(have + need)} used, ${fillOrder})`,
         });
         placed = true;
         break;
@@ -283,7 +283,7 @@ function place(options: PlanOptions): Placement {
     const cap = capacity(id);
     if (cap !== null && bytes + reserve > cap) {
       fits = false;
-      warnings.push(`${id} is asked to hold ${formatByteSize(bytes + reserve)} (${formatByteSize(bytes)} of weights${reserve > 0 ? ` + ${formatByteSize(reserve)} reserve` : ''}) but has ${formatByteSize(cap)}`);
+      warnings.push(`${id} is asked to hold ${formatBytes(bytes + reserve)} (${formatBytes(bytes)} of weights${reserve > 0 ? ` + ${formatBytes(reserve)} reserve` : ''}) but has ${formatBytes(cap)}`);
     }
     return {
       id,
@@ -299,7 +299,7 @@ function place(options: PlanOptions): Placement {
   const pinned = used.get(compute) ?? 0;
   const computeSlot = fill.find((s) => s.id === compute);
   if (computeSlot !== undefined && Number.isFinite(computeSlot.quota) && pinned > computeSlot.quota) {
-    warnings.push(`the groups that stay on ${compute} (embedders, final layer, norms) hold ${formatByteSize(pinned)}, above its quota of ${formatByteSize(computeSlot.quota)}`);
+    warnings.push(`the groups that stay on ${compute} (embedders, final layer, norms) hold ${formatBytes(pinned)}, above its quota of ${formatBytes(computeSlot.quota)}`);
   }
 
   const placement: Placement = {

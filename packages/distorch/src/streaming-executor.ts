@@ -1,5 +1,5 @@
 import { NinodesError } from '@ninodes/kernels';
-import { residentMemory } from '@ninodes/memory';
+import { residentMemory } from '@ninodes/device';
 import type { GroupHooks, LayoutGroup, ModelLayout } from '@ninodes/quant';
 
 /** One group's weights, read and prepared by a GroupLoader. */

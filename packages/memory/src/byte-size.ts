@@ -56,19 +56,3 @@ export function parseByteSize(text: string): number {
   }
   return bytes;
 }
-
-const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'] as const;
-
-/** Human-readable binary size: `0 B`, `512 B`, `1.5 KiB`, `2.33 GiB` (at most `digits` decimals). */
-export function formatByteSize(bytes: number, digits = 2): string {
-  if (!Number.isFinite(bytes)) return String(bytes);
-  const sign = bytes < 0 ? '-' : '';
-  let value = Math.abs(bytes);
-  let unit = 0;
-  while (value >= 1024 && unit < UNITS.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  const text = unit === 0 ? String(Math.round(value)) : String(Number(value.toFixed(digits)));
-  return `${sign}${text} ${UNITS[unit]}`;
-}

@@ -1,9 +1,34 @@
 // Watches system memory and asks the weight cache to shrink when the machine runs low, with
 // hysteresis so it does not flap: pressure starts at `thresholdPercent` used and ends only below
-// `thresholdPercent - hysteresisPercent` (default 85% / 80%).
+// `thresholdPercent - hysteresisPercent` (default 85% / 80%). "System memory" is what this process
+// may use: device's effective figures, where a cgroup limit tighter than the host RAM is the total —
+// in a container, the host's /proc/meminfo alone may never reach the threshold before the OOM kill.
+import { type SystemRoots, readSystemMemory } from '@ninodes/device';
 import { NinodesError, mallocTrim } from '@ninodes/kernels';
-import { type SystemMemory, systemMemory } from './process-memory.js';
 import type { WeightCache } from './weight-cache.js';
+
+/** Total and still-available bytes, as the monitor judges them. */
+export interface MemoryReading {
+  readonly total: number;
+  readonly available: number;
+}
+
+/**
+ * The effective memory of this process: the cgroup limit and its headroom when tighter than
+ * MemTotal / MemAvailable. Throws when neither meminfo nor a cgroup limit can be read (pressure
+ * cannot be judged; a monitor that never triggers would be a silent fallback).
+ */
+export function effectiveMemory(roots: SystemRoots = {}): MemoryReading {
+  const m = readSystemMemory(roots);
+  if (m.totalBytes === null || m.freeBytes === null) {
+    throw new NinodesError('PRESSURE_UNREADABLE', 'cannot read system memory (/proc/meminfo or a cgroup limit)', {
+      value: roots,
+      where: 'MemoryPressureMonitor',
+      hint: 'memory pressure needs Linux procfs; pass `read` to supply readings elsewhere',
+    });
+  }
+  return { total: m.totalBytes, available: m.freeBytes };
+}
 
 export interface PressureReading {
   readonly usedPercent: number;
@@ -17,8 +42,10 @@ export interface MemoryPressureOptions {
   hysteresisPercent?: number;
   /** Poll period for start() (default 1000 ms). */
   intervalMs?: number;
-  /** Where readings come from (default /proc/meminfo). */
-  read?: () => SystemMemory;
+  /** Where readings come from (default `effectiveMemory(roots)`: meminfo capped by the cgroup limit). */
+  read?: () => MemoryReading;
+  /** procfs / sysfs roots for the default reader (tests point them at recorded trees). */
+  roots?: SystemRoots;
   /** Called on every check while under pressure. */
   onPressure: (bytesToFree: number, reading: PressureReading) => void;
 }
@@ -27,7 +54,7 @@ export class MemoryPressureMonitor {
   readonly thresholdPercent: number;
   readonly hysteresisPercent: number;
   private readonly intervalMs: number;
-  private readonly read: () => SystemMemory;
+  private readonly read: () => MemoryReading;
   private readonly onPressure: MemoryPressureOptions['onPressure'];
   private pressure = false;
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -42,7 +69,8 @@ export class MemoryPressureMonitor {
       });
     }
     this.intervalMs = options.intervalMs ?? 1000;
-    this.read = options.read ?? systemMemory;
+    const roots = options.roots ?? {};
+    this.read = options.read ?? (() => effectiveMemory(roots));
     this.onPressure = options.onPressure;
   }
 
@@ -65,6 +93,8 @@ export class MemoryPressureMonitor {
 
   start(): void {
     if (this.timer !== undefined) return;
+    // An unreadable source throws here, to the caller, not later from inside the timer.
+    this.read();
     this.timer = setInterval(() => this.check(), this.intervalMs);
     this.timer.unref();
   }

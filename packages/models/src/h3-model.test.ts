@@ -13,7 +13,7 @@ import { OP_FAMILIES, createOpProfiler } from './op-profile.js';
 import { runSampler } from './sampler.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 import { maxRelError } from './test-support/compare.js';
-import { readSafetensorsFile, tensorF64 } from './test-support/read-safetensors.js';
+import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { type RefConfig, refSample } from './test-support/reference-f64.js';
 import { testLinearProvider } from './test-support/test-source.js';
 import { type CheckpointSource, openSafetensors } from '@ninodes/memory';

@@ -105,6 +105,31 @@ export function h3Parameters(config: H3Config): H3Parameter[] {
   return out;
 }
 
+/** One tensor of an H3 checkpoint as the synthetic writer lays it out: name, stored dtype, shape. */
+export interface H3TensorSpec {
+  readonly name: string;
+  /** fp32 islands and buffers are stored f32, everything else bf16 (as in real H3 checkpoints). */
+  readonly dtype: 'f32' | 'bf16';
+  readonly shape: readonly number[];
+  readonly kind: 'weight' | 'bias' | 'norm' | 'buffer';
+}
+
+/**
+ * Every tensor of the H3 video path in file order: the linears (weight, then bias) in execution
+ * order, then the norm weights and buffers. The one source of the real key layout for synthetic
+ * checkpoints and the io / quant benchmarks.
+ */
+export function h3TensorSpecs(config: H3Config, prefix = ''): H3TensorSpec[] {
+  const out: H3TensorSpec[] = [];
+  for (const l of h3Linears(config)) {
+    const dtype = l.fp32Island ? 'f32' : 'bf16';
+    out.push({ name: `${prefix}${l.name}.weight`, dtype, shape: [l.outFeatures, l.inFeatures], kind: 'weight' });
+    if (l.bias) out.push({ name: `${prefix}${l.name}.bias`, dtype, shape: [l.outFeatures], kind: 'bias' });
+  }
+  for (const p of h3Parameters(config)) out.push({ name: prefix + p.name, dtype: p.kind === 'buffer' ? 'f32' : 'bf16', shape: p.shape, kind: p.kind });
+  return out;
+}
+
 /** Suffixes a quantized linear stores beside its weight (int8/fp8 scales, ComfyUI's quant marker). */
 export const H3_LINEAR_SIDECARS = ['weight', 'bias', 'weight_scale', 'scale_weight', 'input_scale', 'scale_input', 'comfy_quant'] as const;
 

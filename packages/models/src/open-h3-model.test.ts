@@ -8,7 +8,7 @@ import { openH3Model } from './open-h3-model.js';
 import { runSampler } from './sampler.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 import { maxRelError } from './test-support/compare.js';
-import { readSafetensorsFile, tensorF64 } from './test-support/read-safetensors.js';
+import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { refSample } from './test-support/reference-f64.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-open-'));

@@ -12,7 +12,7 @@ import { gaussianNoise } from './noise.js';
 import { openH3Model } from './open-h3-model.js';
 import { runSampler } from './sampler.js';
 import { maxRelError } from './test-support/compare.js';
-import { readSafetensorsFile, tensorF64 } from './test-support/read-safetensors.js';
+import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { refSample } from './test-support/reference-f64.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-cache-'));

@@ -3,7 +3,7 @@ import { basename, dirname } from 'node:path';
 import { NinodesError, createTempFile, fsError, releaseTemp, removeTemp, rethrowFs } from '@ninodes/kernels';
 import { type TensorSource, buildHeader, writeSafetensors } from '@ninodes/memory';
 import { type H3Config, validateH3Config } from './h3-config.js';
-import { h3Linears, h3Parameters } from './h3-tensors.js';
+import { h3TensorSpecs } from './h3-tensors.js';
 import { GaussianStream, hashSeed } from './noise.js';
 import { type H3PresetName, h3Preset } from './presets.js';
 
@@ -58,18 +58,16 @@ function gainOf(name: string): number {
 function plan(config: H3Config, prefix: string): { tensors: PlannedTensor[]; total: number } {
   const tensors: PlannedTensor[] = [];
   let offset = 0;
-  const add = (name: string, dtype: 'F32' | 'BF16', shape: readonly number[], kind: Kind, gain = 1, outlierColumns = false): void => {
-    const bytes = shape.reduce((a, b) => a * b, 1) * (dtype === 'F32' ? 4 : 2);
-    tensors.push({ name: prefix + name, dtype, shape, kind, gain, outlierColumns, begin: offset, end: offset + bytes });
+  for (const t of h3TensorSpecs(config, prefix)) {
+    const bytes = t.shape.reduce((a, b) => a * b, 1) * (t.dtype === 'f32' ? 4 : 2);
+    const base = t.name.slice(prefix.length);
+    const kind: Kind = t.kind === 'buffer' ? 'inv_freq' : t.kind;
+    const weight = t.kind === 'weight';
+    // Input columns of the block linears fed by a hidden-state norm get a few outliers.
+    const fedByHidden = weight && (base.endsWith('qkv_proj.weight') || base.endsWith('mlp.fc1.weight'));
+    tensors.push({ name: t.name, dtype: t.dtype === 'f32' ? 'F32' : 'BF16', shape: t.shape, kind, gain: weight ? gainOf(base) : 1, outlierColumns: fedByHidden, begin: offset, end: offset + bytes });
     offset += bytes;
-  };
-  for (const l of h3Linears(config)) {
-    const dtype = l.fp32Island ? 'F32' : 'BF16';
-    const fedByHidden = l.name.endsWith('qkv_proj') || l.name.endsWith('mlp.fc1');
-    add(`${l.name}.weight`, dtype, [l.outFeatures, l.inFeatures], 'weight', gainOf(l.name), fedByHidden);
-    if (l.bias) add(`${l.name}.bias`, dtype, [l.outFeatures], 'bias');
   }
-  for (const p of h3Parameters(config)) add(p.name, p.kind === 'buffer' ? 'F32' : 'BF16', p.shape, p.kind === 'buffer' ? 'inv_freq' : 'norm');
   return { tensors, total: offset };
 }
 

@@ -10,7 +10,7 @@ import { type CruiseResult, cruise, linkPackage, removeTrees, repoRoot, tempTree
 /** Workspace folders of the real tree (`native`, `packages/*`, `apps/*`) by package name. */
 function workspaceFolders(): Map<string, string> {
   const folders = new Map<string, string>([['@ninodes/native', 'native']]);
-  for (const group of ['packages', 'apps']) {
+  for (const group of ['packages', 'apps', 'tools']) {
     for (const entry of readdirSync(join(repoRoot, group))) {
       const manifest = JSON.parse(readFileSync(join(repoRoot, group, entry, 'package.json'), 'utf8')) as { name: string };
       folders.set(manifest.name, `${group}/${entry}`);

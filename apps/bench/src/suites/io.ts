@@ -3,9 +3,10 @@
  * `cat`, `fs.readFile` and Python safetensors, and the weight cache's layer-by-layer pass at budgets
  * of 100 / 50 / 25 % of the model size (step time here, peak RSS from a child measured by the OS).
  *
- * Checkpoints have the MiniMax-H3 key layout (`h3Layout`). The filled ones are written as f16, not
- * bf16: numpy has no bf16, so Python safetensors could not read a bf16 file into numpy at all. The
- * bytes are the same size either way and nothing here interprets them.
+ * Checkpoints have the real MiniMax-H3 key layout (`h3TensorSpecs` from @ninodes/models, sized by
+ * `benchH3Config`). The filled ones store the bf16 tensors as f16 (the f32 islands stay f32): numpy
+ * has no bf16, so Python safetensors could not read a bf16 file into numpy at all. The bytes are the
+ * same size either way and nothing here interprets them.
  */
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -16,39 +17,19 @@ import {
   type TensorSource,
   WeightCache,
   cachePass,
-  h3Layout,
   openSafetensors,
+  patternTensors,
   readAllTensors,
   registerCheckpoint,
   writeFilledCheckpoint,
   writeSparseCheckpoint,
 } from '@ninodes/memory';
+import { benchH3Specs, specBytes } from './h3-bench-layout.js';
 import type { CaseContext, Metric, Params, Suite } from '../suite.js';
 
-/** Bytes of an H3-layout checkpoint's tensors (no header). */
-function layoutBytes(layout: readonly TensorSource[]): number {
-  return layout.reduce((sum, t) => sum + t.shape.reduce((a, b) => a * b, 1) * 2, 0);
-}
-
-/** Deterministic filler (xorshift32 per tensor): fast enough that writing 2 GB is disk-bound. */
-function fill(name: string, bytes: number): Uint8Array {
-  const out = new Uint8Array(bytes);
-  let s = 2166136261;
-  for (let i = 0; i < name.length; i++) s = Math.imul(s ^ name.charCodeAt(i), 16777619);
-  s = s | 1;
-  const words = new Uint32Array(out.buffer, 0, bytes >>> 2);
-  for (let i = 0; i < words.length; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    words[i] = s;
-  }
-  for (let i = words.length * 4; i < bytes; i++) out[i] = i & 0xff;
-  return out;
-}
-
 function f16Layout(p: Params): TensorSource[] {
-  return h3Layout({ blocks: p.blocks as number, hidden: p.hidden as number, fill }).map((t) => ({ ...t, dtype: 'f16' as const }));
+  const specs = benchH3Specs(p.blocks as number, p.hidden as number).map((t) => ({ ...t, dtype: t.dtype === 'bf16' ? ('f16' as const) : t.dtype }));
+  return patternTensors(specs);
 }
 
 let fileSerial = 0;
@@ -60,10 +41,11 @@ async function filledCheckpoint(ctx: CaseContext, p: Params): Promise<{ path: st
   return { path, bytes };
 }
 
-// Full: 11 blocks at hidden 2048 = 1.89 GiB, 156 tensors (under fs.readFile's 2 GiB limit).
-// Quick: 5 blocks at hidden 512 = 55 MiB.
-const FULL_MODEL = { blocks: 11, hidden: 2048 } as const;
+// Full: 12 blocks at hidden 2048 = 1.8 GiB, 132 tensors (under fs.readFile's 2 GiB limit).
+// Quick: 5 blocks at hidden 512 = 50 MiB. Open: 104 blocks at hidden 2560 = 24.2 GiB, 1,052 tensors.
+const FULL_MODEL = { blocks: 12, hidden: 2048 } as const;
 const QUICK_MODEL = { blocks: 5, hidden: 512 } as const;
+const OPEN_MODEL = { blocks: 104, hidden: 2560 } as const;
 
 const bytesMetric = (value: number): Metric => ({ value, unit: 'bytes', better: 'lower' });
 
@@ -143,17 +125,17 @@ export const ioSuite: Suite = {
       description: 'openSafetensors + close of a sparse H3 checkpoint (header parse, validation, mmap); resident growth from a child process',
       params: {
         full: [
-          { blocks: FULL_MODEL.blocks, hidden: FULL_MODEL.hidden, size: '1.9 GiB' },
-          { blocks: 72, hidden: 3072, size: '24 GiB' },
+          { blocks: FULL_MODEL.blocks, hidden: FULL_MODEL.hidden, size: '1.8 GiB' },
+          { ...OPEN_MODEL, size: '24 GiB' },
         ],
-        quick: [{ blocks: 72, hidden: 3072, size: '24 GiB' }],
+        quick: [{ ...OPEN_MODEL, size: '24 GiB' }],
       },
       targets: [
         { source: 'issue 4', description: '24 GB sparse checkpoint (1,000+ tensors) opens in under 100 ms', on: { time: 'median' }, op: '<=', value: 0.1, when: { size: '24 GiB' } },
         { source: 'issue 4', description: '...with under 50 MB of resident growth (child peak RSS minus a bare import)', on: { metric: 'resident_growth' }, op: '<=', value: 50 * 1024 * 1024, when: { size: '24 GiB' } },
       ],
       setup: (p, ctx) => {
-        const layout = h3Layout({ blocks: p.blocks as number, hidden: p.hidden as number });
+        const layout = patternTensors(benchH3Specs(p.blocks as number, p.hidden as number));
         const path = join(ctx.tmpDir, `io-open-${String(p.blocks)}x${String(p.hidden)}-${String(fileSerial++)}.safetensors`);
         const fileBytes = writeSparseCheckpoint(path, layout);
         return {
@@ -177,13 +159,13 @@ export const ioSuite: Suite = {
       name: 'read_all',
       description:
         'open + read every tensor byte (readAllTensors, parallel) + close, warm page cache; f16 file so Python safetensors (numpy) can read it',
-      params: { full: [{ ...FULL_MODEL, size: '1.9 GiB' }], quick: [{ ...QUICK_MODEL, size: '55 MiB' }] },
-      work: (p) => ({ bytes: layoutBytes(h3Layout({ blocks: p.blocks as number, hidden: p.hidden as number })) }),
+      params: { full: [{ ...FULL_MODEL, size: '1.8 GiB' }], quick: [{ ...QUICK_MODEL, size: '50 MiB' }] },
+      work: (p) => ({ bytes: specBytes(benchH3Specs(p.blocks as number, p.hidden as number)) }),
       targets: [
         { source: 'issue 4', description: 'full read at least 0.9x the throughput of cat (time ratio <= 1/0.9)', on: { ratio: 'cat' }, op: '<=', value: 1 / 0.9 },
         { source: 'issue 4', description: 'full read ahead of Python safetensors (safe_open + every tensor as numpy)', on: { ratio: 'python_safetensors' }, op: '<=', value: 1 },
       ],
-      // A full-size round is four reads of 1.9 GiB (seconds on 2 shared cores): cap the rounds.
+      // A full-size round is four reads of 1.8 GiB (seconds on 2 shared cores): cap the rounds.
       budget: { maxRuns: 12 },
       setup: async (p, ctx) => {
         const { path, bytes } = await filledCheckpoint(ctx, p);

@@ -8,10 +8,11 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defaultCacheDir } from '@ninodes/device';
 import { BLOCK_DTYPES, type BlockDType, Tensor, byteSizeOf, dequantize } from '@ninodes/kernels';
-import { SafetensorsFile, type TensorSource, h3Layout, writeSafetensors } from '@ninodes/memory';
+import { SafetensorsFile, type TensorSource, writeSafetensors } from '@ninodes/memory';
 import { type AccuracyFormat, type AccuracyRow, type QuantizeReport, type QuantizeTarget, accuracyReport, detectFormats, quantize, randomBlockTensor } from '@ninodes/quant';
 import { ensureSyntheticCheckpoint } from '@ninodes/models';
 import { memcpyBound } from '../peers/op-peers.js';
+import { benchH3Specs, specBytes } from './h3-bench-layout.js';
 import type { BenchCase, CaseContext, Metric, Params, Suite } from '../suite.js';
 
 /** Generated inputs live here between runs (never in the repo): `$XDG_CACHE_HOME/ninodes/bench`. */
@@ -27,7 +28,8 @@ export function benchCacheDir(): string {
 // cached file is reused when its size matches.
 // ---------------------------------------------------------------------------------------------
 
-const CKPT_VERSION = 1;
+// 2: the real H3 layout from @ninodes/models (f32 islands included) replaced memory's made-up one.
+const CKPT_VERSION = 2;
 
 interface Bf16Checkpoint {
   blocks: number;
@@ -35,17 +37,25 @@ interface Bf16Checkpoint {
 }
 
 function layoutOf(c: Bf16Checkpoint): TensorSource[] {
-  return h3Layout({ blocks: c.blocks, hidden: c.hidden }).map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, data: () => bf16Values(t.name, t.shape) }));
+  return benchH3Specs(c.blocks, c.hidden).map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, data: () => (t.dtype === 'f32' ? widenBf16(bf16Values(t.name, t.shape)) : bf16Values(t.name, t.shape)) }));
 }
 
 /** Bytes of tensor data (the conversion's "GB of source"). */
 function sourceBytesOf(c: Bf16Checkpoint): number {
-  return h3Layout({ blocks: c.blocks, hidden: c.hidden }).reduce((a, t) => a + 2 * t.shape.reduce((x, y) => x * y, 1), 0);
+  return specBytes(benchH3Specs(c.blocks, c.hidden));
 }
 
-/** Bytes of the largest tensor, bf16 (the unit of "a few layers"). */
+/** Bytes of the largest tensor as stored (the unit of "a few layers"). */
 function largestTensorBytes(c: Bf16Checkpoint): number {
-  return Math.max(...h3Layout({ blocks: c.blocks, hidden: c.hidden }).map((t) => 2 * t.shape.reduce((x, y) => x * y, 1)));
+  return Math.max(...benchH3Specs(c.blocks, c.hidden).map((t) => specBytes([t])));
+}
+
+/** The f32 islands get the same values as bf16 would, widened exactly (bf16 bits in the high half). */
+function widenBf16(bf16: Uint8Array): Uint8Array {
+  const src = new Uint16Array(bf16.buffer, bf16.byteOffset, bf16.byteLength / 2);
+  const out = new Uint32Array(src.length);
+  for (let i = 0; i < src.length; i++) out[i] = (src[i] as number) << 16;
+  return new Uint8Array(out.buffer);
 }
 
 function seedOf(name: string): number {
@@ -122,8 +132,8 @@ function ensureBf16Checkpoint(c: Bf16Checkpoint): Promise<string> {
 // Conversion: throughput in the bench process, peak RSS in a child measured by the OS.
 // ---------------------------------------------------------------------------------------------
 
-/** ~2.0 GB of bf16 (19 H3 blocks at hidden 1536); quick: ~23 MB. */
-const FULL_CKPT: Bf16Checkpoint = { blocks: 19, hidden: 1536 };
+/** ~2.0 GB (22 H3 blocks at hidden 1536, bf16 with f32 islands); quick: ~21 MB. */
+const FULL_CKPT: Bf16Checkpoint = { blocks: 22, hidden: 1536 };
 const QUICK_CKPT: Bf16Checkpoint = { blocks: 2, hidden: 512 };
 
 function ckptOf(p: Params): Bf16Checkpoint {

@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { formatByteSize } from '@ninodes/memory';
+import { formatBytes } from '@ninodes/device';
 import { type H3Config, bytesByGroup, detectArchitecture, h3UnusedKeys } from '@ninodes/models';
 import { detectFormats, openCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
@@ -71,7 +71,7 @@ function h3Form(c: H3Config): string {
 }
 
 function render(r: InspectResult): string {
-  const size = (b: number) => formatByteSize(b);
+  const size = (b: number) => formatBytes(b);
   const a = r.architecture;
   const arch =
     a.family === 'unknown'

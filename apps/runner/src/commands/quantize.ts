@@ -1,7 +1,7 @@
 import { type Stats, lstatSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { NinodesError, fsError } from '@ninodes/kernels';
-import { formatByteSize } from '@ninodes/memory';
+import { formatBytes } from '@ninodes/device';
 import { openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
@@ -67,8 +67,8 @@ export const quantize = defineCommand({
           [
             `wrote      ${report.path} (${args.format})`,
             `layers     ${report.layers.length} quantized, ${report.kept.length} tensors kept as they were`,
-            `bytes      ${formatByteSize(report.sourceBytes)} -> ${formatByteSize(report.bytesWritten)}`,
-            `speed      ${(report.sourceBytes / 1e9 / report.seconds).toFixed(2)} GB/s of source, peak held ${formatByteSize(report.peakHeldBytes)}`,
+            `bytes      ${formatBytes(report.sourceBytes)} -> ${formatBytes(report.bytesWritten)}`,
+            `speed      ${(report.sourceBytes / 1e9 / report.seconds).toFixed(2)} GB/s of source, peak held ${formatBytes(report.peakHeldBytes)}`,
             ...rotatedOff.map((l) => `note       ${l.name}: ${(l as { note?: string }).note}`),
             '',
           ].join('\n'),

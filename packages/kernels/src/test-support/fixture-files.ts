@@ -1,47 +1,11 @@
 // Test-only readers for the fixture files (the real safetensors and GGUF readers live in
 // @ninodes/memory and @ninodes/quant, which kernels may not import). Minimal on purpose: enough to
 // find a tensor's bytes, with bounds checks so a broken fixture fails the test instead of lying.
+// Safetensors comes from the repository's one test reader (@ninodes/test-safetensors).
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { GGML_TYPE_DTYPES } from '../gguf-dtypes.js';
 
-export function fixturePath(...parts: string[]): string {
-  const root = process.env.NINODES_FIXTURES;
-  if (root === undefined) throw new Error('NINODES_FIXTURES is not set (vitest.shared.ts sets it)');
-  return join(root, ...parts);
-}
-
-export interface StEntry {
-  dtype: string;
-  shape: number[];
-  bytes: Uint8Array;
-}
-
-/** Reads every tensor of a .safetensors file as raw bytes (copied, so typed views are aligned). */
-export function readSafetensors(path: string): { tensors: Map<string, StEntry>; metadata: Record<string, string> } {
-  const file = readFileSync(path);
-  const headerLen = Number(file.readBigUInt64LE(0));
-  const header = JSON.parse(file.subarray(8, 8 + headerLen).toString('utf8')) as Record<string, unknown>;
-  const base = 8 + headerLen;
-  const tensors = new Map<string, StEntry>();
-  let metadata: Record<string, string> = {};
-  for (const [name, value] of Object.entries(header)) {
-    if (name === '__metadata__') {
-      metadata = value as Record<string, string>;
-      continue;
-    }
-    const e = value as { dtype: string; shape: number[]; data_offsets: [number, number] };
-    const [begin, end] = e.data_offsets;
-    if (base + end > file.length || begin > end) throw new Error(`safetensors entry ${name} is out of bounds`);
-    tensors.set(name, { dtype: e.dtype, shape: e.shape, bytes: new Uint8Array(file.subarray(base + begin, base + end)) });
-  }
-  return { tensors, metadata };
-}
-
-export function f32Of(entry: StEntry): Float32Array {
-  if (entry.dtype !== 'F32') throw new Error(`expected F32, got ${entry.dtype}`);
-  return new Float32Array(entry.bytes.buffer, entry.bytes.byteOffset, entry.bytes.byteLength / 4);
-}
+export { type RawTensor as StEntry, f32Of, fixturePath, readSafetensorsFile as readSafetensors } from '@ninodes/test-safetensors';
 
 export interface GgufTensor {
   name: string;

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { maxRelError } from './compare.js';
-import { readSafetensorsFile, tensorF64 } from './read-safetensors.js';
+import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { type RefConfig, refAngles, refBlock } from './reference-f64.js';
 
 const fixture = join(process.env.NINODES_FIXTURES ?? '', 'dit', 'h3_blocks.safetensors');

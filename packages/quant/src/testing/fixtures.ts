@@ -1,18 +1,9 @@
-// Test-only: fixture paths and a tiny independent safetensors reader for expected values.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+// Test-only: fixture paths and expected values as kernels Tensors, read by the repository's one
+// independent test safetensors reader (@ninodes/test-safetensors), not by @ninodes/memory.
 import { Tensor, type DType } from '@ninodes/kernels';
+import { DTYPE_NAMES, readSafetensorsFile } from '@ninodes/test-safetensors';
 
-export function fixturePath(...parts: string[]): string {
-  const root = process.env.NINODES_FIXTURES;
-  if (root === undefined) throw new Error('NINODES_FIXTURES is not set (run through vitest)');
-  return join(root, ...parts);
-}
-
-const DTYPE: Record<string, DType> = {
-  F64: 'f64', F32: 'f32', F16: 'f16', BF16: 'bf16', I64: 'i64', I32: 'i32', I16: 'i16', I8: 'i8', U8: 'u8',
-  BOOL: 'bool', F8_E4M3: 'f8_e4m3fn', F8_E5M2: 'f8_e5m2', U16: 'u16', U32: 'u32', U64: 'u64',
-};
+export { fixturePath } from '@ninodes/test-safetensors';
 
 export interface SafetensorsFixture {
   metadata: Record<string, string>;
@@ -25,32 +16,27 @@ export interface SafetensorsFixture {
 
 /** Reads a whole (small) safetensors fixture; tensors are aligned copies. */
 export function readSafetensorsFixture(path: string): SafetensorsFixture {
-  const file = readFileSync(path);
-  const n = Number(file.readBigUInt64LE(0));
-  const headerJson = file.subarray(8, 8 + n).toString('utf8');
-  const header = JSON.parse(headerJson) as Record<string, unknown>;
-  const metadata = (header.__metadata__ ?? {}) as Record<string, string>;
-  delete header.__metadata__;
-  const infos = header as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
-  const base = 8 + n;
-  const info = (name: string) => {
-    const i = infos[name];
-    if (i === undefined) throw new Error(`no tensor ${name} in ${path}`);
-    return i;
+  const ck = readSafetensorsFile(path);
+  const raw = (name: string) => {
+    const t = ck.tensors.get(name);
+    if (t === undefined) throw new Error(`no tensor ${name} in ${path}`);
+    return t;
   };
   const tensor = (name: string): Tensor => {
-    const i = info(name);
-    const dtype = DTYPE[i.dtype];
-    if (dtype === undefined) throw new Error(`dtype ${i.dtype}`);
-    const buf = new ArrayBuffer(i.data_offsets[1] - i.data_offsets[0]);
-    new Uint8Array(buf).set(file.subarray(base + i.data_offsets[0], base + i.data_offsets[1]));
-    return new Tensor(dtype, i.shape, buf);
+    const t = raw(name);
+    const dtype = DTYPE_NAMES[t.dtype] as DType | undefined;
+    if (dtype === undefined) throw new Error(`dtype ${t.dtype}`);
+    // A fresh copy per call, as before: tests may write into what they get.
+    return new Tensor(dtype, t.shape, t.bytes.slice().buffer);
   };
   return {
-    metadata,
-    names: Object.keys(infos),
-    headerJson,
-    info,
+    metadata: ck.metadata,
+    names: [...ck.tensors.keys()],
+    headerJson: ck.headerJson,
+    info: (name) => {
+      const t = raw(name);
+      return { dtype: t.dtype, shape: t.shape, data_offsets: t.dataOffsets };
+    },
     tensor,
     f32: (name) => tensor(name).data as Float32Array,
   };

@@ -1,61 +1,48 @@
-// Checkpoints with a real model's key layout, for tests and the `io` benchmark: a MiniMax-H3-style
-// DiT (ComfyUI key names), written either sparse (header + ftruncate: instant, any size, no disk
-// blocks) or filled with bytes (for read-throughput measurements).
+// Checkpoint workloads for tests and the `io` benchmark: tensors with deterministic bytes, written
+// either sparse (header + ftruncate: instant, any size, no disk blocks) or filled (for read
+// throughput), a full read, and layer-by-layer passes through the weight cache.
 import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
-import type { Tensor } from '@ninodes/kernels';
+import { type Tensor, byteSizeOf } from '@ninodes/kernels';
 import type { CheckpointSource } from './checkpoint-source.js';
 import { type TensorSource, buildHeader, writeSafetensors } from './safetensors-writer.js';
 import type { CacheStats, WeightCache } from './weight-cache.js';
 
-export interface H3LayoutOptions {
-  blocks?: number;
-  hidden?: number;
-  /** Tensor bytes are produced by this when the checkpoint is written filled (default: a byte pattern). */
-  fill?: (name: string, bytes: number) => Uint8Array;
+export interface TensorSpec {
+  readonly name: string;
+  readonly dtype: TensorSource['dtype'];
+  readonly shape: readonly number[];
 }
 
-const pattern = (name: string, bytes: number): Uint8Array => {
+/**
+ * Deterministic bytes per tensor name: an FNV-1a seed, then xorshift32 a word at a time (fast
+ * enough that writing gigabytes is disk-bound). Same name, same bytes.
+ */
+export function patternBytes(name: string, bytes: number): Uint8Array {
   const out = new Uint8Array(bytes);
-  let h = 2166136261;
-  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619);
-  for (let i = 0; i < bytes; i++) {
-    h = Math.imul(h ^ (h >>> 13), 0x5bd1e995);
-    out[i] = h & 0xff;
+  let s = 2166136261;
+  for (let i = 0; i < name.length; i++) s = Math.imul(s ^ name.charCodeAt(i), 16777619);
+  s = s | 1;
+  const words = new Uint32Array(out.buffer, 0, bytes >>> 2);
+  for (let i = 0; i < words.length; i++) {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    words[i] = s;
   }
+  for (let i = words.length * 4; i < bytes; i++) out[i] = i & 0xff;
   return out;
-};
+}
 
-/** bf16 tensors of an H3-style DiT: 14 per block (`blocks.N.attn.qkv_proj.weight`, `mlp.fc1`, ...). */
-export function h3Layout(options: H3LayoutOptions = {}): TensorSource[] {
-  const blocks = options.blocks ?? 72;
-  const hidden = options.hidden ?? 3072;
-  const fill = options.fill ?? pattern;
-  const out: TensorSource[] = [];
-  const add = (name: string, shape: number[]): void => {
-    const bytes = shape.reduce((a, b) => a * b, 1) * 2;
-    out.push({ name, dtype: 'bf16', shape, data: () => fill(name, bytes) });
-  };
-  add('x_embedder.proj.weight', [hidden, 64]);
-  add('t_embedder.mlp.0.weight', [hidden, 256]);
-  for (let b = 0; b < blocks; b++) {
-    const p = `blocks.${b}.`;
-    add(`${p}norm1.weight`, [hidden]);
-    add(`${p}attn.qkv_proj.weight`, [3 * hidden, hidden]);
-    add(`${p}attn.qkv_proj.bias`, [3 * hidden]);
-    add(`${p}attn.q_norm.weight`, [128]);
-    add(`${p}attn.k_norm.weight`, [128]);
-    add(`${p}attn.out_proj.weight`, [hidden, hidden]);
-    add(`${p}attn.out_proj.bias`, [hidden]);
-    add(`${p}norm2.weight`, [hidden]);
-    add(`${p}mlp.fc1.weight`, [8 * hidden, hidden]);
-    add(`${p}mlp.fc1.bias`, [8 * hidden]);
-    add(`${p}mlp.fc2.weight`, [hidden, 4 * hidden]);
-    add(`${p}mlp.fc2.bias`, [hidden]);
-    add(`${p}adaln_proj.linear.weight`, [6 * hidden, hidden]);
-    add(`${p}adaln_proj.linear.bias`, [6 * hidden]);
-  }
-  add('final_layer.linear.weight', [64, hidden]);
-  return out;
+/**
+ * Writable tensors for a list of names, dtypes and shapes, their bytes produced on demand by `fill`
+ * (default `patternBytes`). Layout-neutral: a real model's key layout comes from the package that
+ * owns the model (e.g. `h3TensorSpecs` in @ninodes/models).
+ */
+export function patternTensors(specs: readonly TensorSpec[], fill: (name: string, bytes: number) => Uint8Array = patternBytes): TensorSource[] {
+  return specs.map((t) => {
+    const bytes = byteSizeOf(t.dtype, t.shape, t.name);
+    return { name: t.name, dtype: t.dtype, shape: t.shape, data: () => fill(t.name, bytes) };
+  });
 }
 
 /** Writes the header and extends the file sparsely to its full size; returns the file size. */

@@ -1,4 +1,24 @@
+// This process's resident memory from procfs, the one place /proc memory tables are parsed
+// (`Key:   123 kB` lines: meminfo, status, smaps_rollup).
 import { readFileSync } from 'node:fs';
+import { join, resolveRoots, type SystemRoots } from './fs-read.js';
+
+/** Parses a procfs `Key:   123 kB` table (meminfo, status, smaps_rollup) into bytes per key; a value without `kB` is a count. */
+export function parseProcTable(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^([A-Za-z0-9_()]+):\s+(\d+)(?:\s+(kB))?\s*$/.exec(line);
+    if (m === null) continue;
+    const value = Number(m[2]) * (m[3] === 'kB' ? 1024 : 1);
+    if (Number.isSafeInteger(value)) out.set(m[1] as string, value);
+  }
+  return out;
+}
+
+/** A procfs file of this process (`<procRoot>/self/<name>`); throws the fs error when absent (not Linux). */
+function readSelf(name: string, roots: SystemRoots): string {
+  return readFileSync(join(resolveRoots(roots).procRoot, 'self', name), 'utf8');
+}
 
 /** Resident memory of this process, split by what backs it. */
 export interface ProcessMemory {
@@ -13,26 +33,17 @@ export interface ProcessMemory {
   readonly swap: number;
 }
 
-/** Parses `/proc/<pid>/smaps_rollup` (`Key:   123 kB` lines) into bytes by key. */
-export function parseKbTable(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const m = /^([A-Za-z_]+):\s+(\d+)\s*kB/.exec(line);
-    if (m !== null) out.set(m[1] as string, Number(m[2]) * 1024);
-  }
-  return out;
-}
-
+/** Parses `/proc/<pid>/smaps_rollup`. */
 export function processMemoryFrom(smapsRollup: string): ProcessMemory {
-  const t = parseKbTable(smapsRollup);
+  const t = parseProcTable(smapsRollup);
   const rss = t.get('Rss') ?? 0;
   const anonymous = t.get('Anonymous') ?? 0;
   return { rss, anonymous, fileBacked: rss - anonymous, pssFile: t.get('Pss_File'), swap: t.get('Swap') ?? 0 };
 }
 
-/** This process's resident memory from /proc/self/smaps_rollup (Linux). */
-export function processMemory(): ProcessMemory {
-  return processMemoryFrom(readFileSync('/proc/self/smaps_rollup', 'utf8'));
+/** This process's resident memory from /proc/self/smaps_rollup (Linux): exact, but walks every mapping. */
+export function processMemory(roots: SystemRoots = {}): ProcessMemory {
+  return processMemoryFrom(readSelf('smaps_rollup', roots));
 }
 
 /** Resident memory from the kernel's per-process counters: cheap enough to sample often. */
@@ -46,7 +57,7 @@ export interface ResidentMemory {
 
 /** Parses `/proc/<pid>/status` (`RssAnon:   123 kB` lines). */
 export function residentMemoryFrom(status: string): ResidentMemory {
-  const t = parseKbTable(status);
+  const t = parseProcTable(status);
   const anonymous = t.get('RssAnon') ?? 0;
   const fileBacked = (t.get('RssFile') ?? 0) + (t.get('RssShmem') ?? 0);
   return { rss: anonymous + fileBacked, anonymous, fileBacked, swap: t.get('VmSwap') ?? 0 };
@@ -58,17 +69,6 @@ export function residentMemoryFrom(status: string): ResidentMemory {
  * weights, sampling that every 100 ms took ~5% of a core). The counters are the kernel's running
  * totals, which may lag by a few pages per thread; `processMemory` is the exact (and slow) reading.
  */
-export function residentMemory(): ResidentMemory {
-  return residentMemoryFrom(readFileSync('/proc/self/status', 'utf8'));
-}
-
-/** System-wide memory from /proc/meminfo. */
-export interface SystemMemory {
-  readonly total: number;
-  readonly available: number;
-}
-
-export function systemMemory(): SystemMemory {
-  const t = parseKbTable(readFileSync('/proc/meminfo', 'utf8'));
-  return { total: t.get('MemTotal') ?? 0, available: t.get('MemAvailable') ?? 0 };
+export function residentMemory(roots: SystemRoots = {}): ResidentMemory {
+  return residentMemoryFrom(readSelf('status', roots));
 }
