@@ -3,7 +3,7 @@ import { type H3Config, rotDim } from './h3-config.js';
 import { h3BlockLinears } from './h3-tensors.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { type OpProfiler, timed, timedAsync } from './op-profile.js';
-import { attention, gatedResidual, modulate, ropeSplitHalf, rmsNorm, silu, swiglu } from './ops.js';
+import { attention, gatedResidual, ropeSplitHalf, rmsNorm, rmsNormModulate, silu, swiglu } from './ops.js';
 
 /** Reads a non-linear parameter (norm weight, buffer) as f32, by its name without the file prefix. */
 export type ParameterReader = (name: string) => Tensor<'f32'>;
@@ -92,8 +92,7 @@ export class H3Block {
     const mod = await lin(this.linears.adaln, timed(prof, 'elementwise', () => silu(tEmb.reshape([1, -1]))));
     const [shiftA, scaleA, gateA, shiftM, scaleM, gateM] = [0, 1, 2, 3, 4, 5].map((c) => chunk(mod, c, d)) as Tensor<'f32'>[];
 
-    const n1 = timed(prof, 'norm', () => rmsNorm(x, this.params(`${p}.norm1.weight`), eps));
-    const h1 = timed(prof, 'elementwise', () => modulate(n1, shiftA as Tensor<'f32'>, scaleA as Tensor<'f32'>));
+    const h1 = timed(prof, 'norm', () => rmsNormModulate(x, this.params(`${p}.norm1.weight`), shiftA as Tensor<'f32'>, scaleA as Tensor<'f32'>, eps));
     const qkv = (await lin(this.linears.qkv, h1)).data;
     const rot = rotDim(this.config);
     const [qs, ks, v] = timed(prof, 'layout', () => [
@@ -110,8 +109,7 @@ export class H3Block {
     const attnOut = await lin(this.linears.out, timed(prof, 'layout', () => mergeHeads(att)));
     const x1 = timed(prof, 'elementwise', () => gatedResidual(x, attnOut, gateA as Tensor<'f32'>));
 
-    const n2 = timed(prof, 'norm', () => rmsNorm(x1, this.params(`${p}.norm2.weight`), eps));
-    const h2 = timed(prof, 'elementwise', () => modulate(n2, shiftM as Tensor<'f32'>, scaleM as Tensor<'f32'>));
+    const h2 = timed(prof, 'norm', () => rmsNormModulate(x1, this.params(`${p}.norm2.weight`), shiftM as Tensor<'f32'>, scaleM as Tensor<'f32'>, eps));
     const f1 = await lin(this.linears.fc1, h2);
     const mlpOut = await lin(this.linears.fc2, timed(prof, 'elementwise', () => swiglu(f1)));
     const x2 = timed(prof, 'elementwise', () => gatedResidual(x1, mlpOut, gateM as Tensor<'f32'>));

@@ -7,7 +7,7 @@ import { type H3Config, patchDim, validateH3Config } from './h3-config.js';
 import { h3Linears, h3Parameters, h3UnusedKeys } from './h3-tensors.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { type OpProfiler, timed, timedAsync } from './op-profile.js';
-import { castF32, modulate, rmsNorm, silu } from './ops.js';
+import { castF32, rmsNormModulate, silu } from './ops.js';
 import { latentDims, patchify, unpatchify } from './patchify.js';
 import { timestepFeatures } from './timestep-embedding.js';
 import { h3RopeAngles, h3VideoPositions } from './video-grid.js';
@@ -178,8 +178,7 @@ export class H3VideoModel implements VelocityModel {
     const mod = await timedAsync(prof, 'linear', () => this.linear('final_layer.adaln_proj.linear').forward(silu(tEmb)));
     const shift = mod.view('f32', [d], mod.byteOffset);
     const scale = mod.view('f32', [d], mod.byteOffset + d * 4);
-    const xn = timed(prof, 'norm', () => rmsNorm(x, this.param('final_layer.norm.weight'), this.config.finalEps));
-    const normed = timed(prof, 'elementwise', () => modulate(xn, shift, scale));
+    const normed = timed(prof, 'norm', () => rmsNormModulate(x, this.param('final_layer.norm.weight'), shift, scale, this.config.finalEps));
     const head = await timedAsync(prof, 'linear', () => this.linear('final_layer.video_out').forward(normed));
     if (head.shape[1] !== patchDim(this.config)) throw new NinodesError('SHAPE_MISMATCH', `video_out gave [${head.shape.join(', ')}]`, { value: head.shape });
     const out = timed(prof, 'layout', () => unpatchify(head, dims, true));
