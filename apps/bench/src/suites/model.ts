@@ -111,9 +111,15 @@ async function torchPeers(ctx: CaseContext, path: string, s: StepParams, latent:
   if (F64_REFERENCE_MODELS.has(s.model)) outputs.f64 = join(ctx.tmpDir, `h3-torch-f64-${id}.f64`);
   const common = { checkpoint: path, latent: latentFile, shape: latent.shape, sigma: SIGMA, threads: ctx.threads };
   const against: TorchPeers['against'] = {};
-  for (const mode of ['f32', 'bf16'] as const) {
-    const extra = mode === 'bf16' && outputs.f64 ? { f64Out: outputs.f64 } : {};
-    against[mode === 'f32' ? 'torch_fp32' : 'torch_bf16'] = { kind: 'peer', contender: await ctx.peers.python('torch.h3_step', { ...common, mode, out: outputs[mode], ...extra }) };
+  try {
+    for (const mode of ['f32', 'bf16'] as const) {
+      const extra = mode === 'bf16' && outputs.f64 ? { f64Out: outputs.f64 } : {};
+      against[mode === 'f32' ? 'torch_fp32' : 'torch_bf16'] = { kind: 'peer', contender: await ctx.peers.python('torch.h3_step', { ...common, mode, out: outputs[mode], ...extra }) };
+    }
+  } catch (e) {
+    // The torch model already loaded in the peer is freed before the case fails.
+    for (const a of Object.values(against)) if ('dispose' in a.contender) await a.contender.dispose?.();
+    throw e;
   }
   return { against, outputs };
 }
@@ -186,7 +192,15 @@ const step: BenchCase = {
     const { model, close } = openModel(path, s.format);
     closers.push(close);
     const latent = gaussianNoise([1, model.config.latentChannels, s.frames, s.height, s.width], SEED);
-    const torch = await torchPeers(ctx, path, s, latent);
+    let torch: TorchPeers;
+    try {
+      torch = await torchPeers(ctx, path, s, latent);
+    } catch (e) {
+      // A peer that broke (not a missing one) fails the case; what setup made so far is freed here.
+      latent.dispose();
+      close();
+      throw e;
+    }
     const against: Record<string, { kind: 'baseline' | 'peer'; contender: Contender }> = { ...torch.against };
     if (s.format !== 'f32') {
       const fp32 = openModel(path, 'f32');
