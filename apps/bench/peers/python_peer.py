@@ -122,6 +122,8 @@ def setup_torch_h3_step(p):
         raise Missing(f"tools/torch-h3/h3_torch.py not found beside the bench ({os.path.normpath(tool)})")
     if tool not in sys.path:
         sys.path.insert(0, tool)
+    # No __pycache__ left in the source tree by a bench run.
+    sys.dont_write_bytecode = True
     h3 = importlib.import_module("h3_torch")
     latent = h3.read_f32(p["latent"], [int(v) for v in p["shape"]])
     sigma = float(p["sigma"])
