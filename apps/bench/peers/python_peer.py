@@ -11,6 +11,7 @@ A library that cannot be imported is reported as missing; nothing is ever substi
 """
 import importlib
 import json
+import os
 import sys
 import time
 
@@ -107,7 +108,43 @@ def setup_safetensors_load(p):
     return run
 
 
+def setup_torch_h3_step(p):
+    """One H3 forward (a sampler step) through tools/torch-h3 on the bench's checkpoint and latent.
+
+    params: checkpoint, latent (raw f32 file), shape [1,C,T,H,W], sigma, mode ('f32' | 'bf16'),
+    threads; out (optional): write this mode's velocity there as raw f32; f64Out (optional): also
+    run the float64 reference once and write it there (raw f64), freeing it afterwards.
+    """
+    torch = need("torch")
+    set_threads(torch, p)
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "torch-h3")
+    if not os.path.isfile(os.path.join(tool, "h3_torch.py")):
+        raise Missing(f"tools/torch-h3/h3_torch.py not found beside the bench ({os.path.normpath(tool)})")
+    if tool not in sys.path:
+        sys.path.insert(0, tool)
+    # No __pycache__ left in the source tree by a bench run.
+    sys.dont_write_bytecode = True
+    h3 = importlib.import_module("h3_torch")
+    latent = h3.read_f32(p["latent"], [int(v) for v in p["shape"]])
+    sigma = float(p["sigma"])
+    if p.get("f64Out"):
+        ref = h3.H3Torch(p["checkpoint"], "f64")
+        with open(p["f64Out"], "wb") as f:
+            f.write(bytes(ref.forward(latent, sigma).contiguous().untyped_storage()))
+        del ref
+    model = h3.H3Torch(p["checkpoint"], p.get("mode", "f32"))
+    first = model.forward(latent, sigma)
+    if p.get("out"):
+        with open(p["out"], "wb") as f:
+            f.write(bytes(first.to(torch.float32).contiguous().untyped_storage()))
+
+    def run():
+        model.forward(latent, sigma)
+    return run
+
+
 KINDS = {
+    "torch.h3_step": setup_torch_h3_step,
     "torch.linear": setup_torch_linear,
     "torch.int_mm": setup_torch_int_mm,
     "torch.sdpa": setup_torch_sdpa,

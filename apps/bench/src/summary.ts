@@ -61,6 +61,13 @@ export function renderSummary(r: Results): string {
         const theirs = k.status === 'ok' ? formatSeconds(k.stats?.median) : `${k.status}: ${k.reason ?? ''}`;
         out.push(row([label, ...oursCells, `${k.name} (${k.kind})`, theirs, throughputText(c, k.name), ratio ? `${formatNumber(ratio.median)} (${formatPercent(ratio.spread)})` : '–', cmp]));
       }
+      // With several peers (e.g. PyTorch fp32 and bf16), ours against the fastest of them.
+      const peers = others.filter((k) => k.kind === 'peer' && k.status === 'ok' && k.stats);
+      if (peers.length > 1) {
+        const best = peers.reduce((a, b) => ((b.stats?.median ?? Infinity) < (a.stats?.median ?? Infinity) ? b : a));
+        const ratio = c.ratios.find((x) => x.against === best.name)?.timeRatio;
+        out.push(row([label, ...oursCells, `fastest peer: ${best.name}`, formatSeconds(best.stats?.median), throughputText(c, best.name), ratio ? `${formatNumber(ratio.median)} (${formatPercent(ratio.spread)})` : '–', cmp]));
+      }
       const metrics = Object.entries(c.metrics);
       if (metrics.length) out.push(row([label, metrics.map(([n, m]) => `${n} = ${formatNumber(m.value, m.unit)}`).join('; '), '', '', '', '', '', '', '']));
     }

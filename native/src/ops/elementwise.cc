@@ -13,6 +13,7 @@
 #include "core/registry.h"
 #include "core/thread_pool.h"
 #include "ops/op_args.h"
+#include "ops/row_kernels.h"
 #include "ops/vec_math.h"
 
 namespace {
@@ -160,6 +161,18 @@ NINODES_TARGET_AVX2 void modulate_avx2(const float* x, const float* sh, const fl
 }
 NINODES_TARGET_AVX2 void scale_avx2(const float* x, float s, float* y, size_t n) { scale_seg(x, s, y, n); }
 #endif
+
+}  // namespace
+
+void ninodes::ops::modulate_run(const float* x, const float* shift, const float* scale, float* y, size_t n, bool avx2) {
+#if NINODES_HAS_X86
+  if (avx2) return modulate_avx2(x, shift, scale, y, n);
+#endif
+  (void)avx2;
+  modulate_base(x, shift, scale, y, n);
+}
+
+namespace {
 
 // Calls fn(offset, length, period_offset) over [begin, end) cut at multiples of `period`, so each
 // call sees contiguous runs of both the full operand and the periodic one.

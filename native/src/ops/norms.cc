@@ -13,6 +13,7 @@
 #include "core/registry.h"
 #include "core/thread_pool.h"
 #include "ops/op_args.h"
+#include "ops/row_kernels.h"
 #include "ops/vec_math.h"
 
 namespace {
@@ -158,6 +159,18 @@ NINODES_TARGET_AVX2 void softmax_row_avx2(const float* x, float* y, size_t d) {
   for (; i < d; ++i) y[i] *= inv;
 }
 #endif
+
+}  // namespace
+
+void ninodes::ops::rms_norm_row(const float* x, const float* w, float* y, size_t d, float eps, bool avx2) {
+#if NINODES_HAS_X86
+  if (avx2) return rms_row_avx2(x, w, y, d, eps);
+#endif
+  (void)avx2;
+  rms_row_scalar(x, w, y, d, eps);
+}
+
+namespace {
 
 Napi::Value rms_norm(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {

@@ -6,7 +6,7 @@ import { h3BlockLinears } from './h3-tensors.js';
 import type { ModSegment } from './h3-streams.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { type OpProfiler, timed, timedAsync } from './op-profile.js';
-import { attention, gatedResidual, modulate, ropeSplitHalf, rmsNorm, silu, swiglu } from './ops.js';
+import { attention, gatedResidual, modulate, ropeSplitHalf, rmsNorm, rmsNormModulate, silu, swiglu } from './ops.js';
 
 /** Reads a non-linear parameter (norm weight, buffer) as f32, by its name without the file prefix. */
 export type ParameterReader = (name: string) => Tensor<'f32'>;
@@ -136,8 +136,12 @@ export class H3Block {
     const gateRows = (base: Tensor<'f32'>, out: Tensor<'f32'>, c: number): Tensor<'f32'> =>
       whole ? gatedResidual(base, out, chunk(mod, 6 * (segs[0] as ModSegment).row + c, d)) : perRows(base, (r, seg) => gatedResidual(r, out.rows(seg.start, seg.stop), chunk(mod, 6 * seg.row + c, d)));
 
-    const n1 = timed(prof, 'norm', () => rmsNorm(x, this.params(`${p}.norm1.weight`), eps));
-    const h1 = timed(prof, 'elementwise', () => modulateRows(n1, 0));
+    // One fused pass (RMSNorm then modulate, same bits) when one modality row covers every token.
+    const normModulate = (v: Tensor<'f32'>, weight: string, c: number): Tensor<'f32'> =>
+      whole
+        ? timed(prof, 'norm', () => rmsNormModulate(v, this.params(weight), chunk(mod, 6 * (segs[0] as ModSegment).row + c, d), chunk(mod, 6 * (segs[0] as ModSegment).row + c + 1, d), eps))
+        : timed(prof, 'elementwise', () => modulateRows(timed(prof, 'norm', () => rmsNorm(v, this.params(weight), eps)), c));
+    const h1 = normModulate(x, `${p}.norm1.weight`, 0);
     const qkv = (await lin(this.linears.qkv, h1)).data;
     const rot = rotDim(this.config);
     const [qs, ks, v] = timed(prof, 'layout', () => [
@@ -154,8 +158,7 @@ export class H3Block {
     const attnOut = await lin(this.linears.out, timed(prof, 'layout', () => mergeHeads(att)));
     const x1 = timed(prof, 'elementwise', () => gateRows(x, attnOut, 2));
 
-    const n2 = timed(prof, 'norm', () => rmsNorm(x1, this.params(`${p}.norm2.weight`), eps));
-    const h2 = timed(prof, 'elementwise', () => modulateRows(n2, 3));
+    const h2 = normModulate(x1, `${p}.norm2.weight`, 3);
     const f1 = await lin(this.linears.fc1, h2);
     const mlpOut = await lin(this.linears.fc2, timed(prof, 'elementwise', () => swiglu(f1)));
     const x2 = timed(prof, 'elementwise', () => gateRows(x1, mlpOut, 5));

@@ -11,7 +11,7 @@ import { H3_MODALITY, type ModSegment, combinePddHeads, curveTimeEmbedding, pack
 import { h3Linears, h3Parameters, h3UnusedKeys } from './h3-tensors.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { type OpProfiler, timed, timedAsync } from './op-profile.js';
-import { castF32, modulate, rmsNorm, silu } from './ops.js';
+import { castF32, rmsNorm, rmsNormModulate, silu } from './ops.js';
 import { latentDims, patchify, unpatchify } from './patchify.js';
 import { timestepFeatures } from './timestep-embedding.js';
 import { h3PackedPositions, h3RopeAngles } from './video-grid.js';
@@ -330,8 +330,7 @@ export class H3VideoModel implements VelocityModel {
         const shift = mod.view('f32', [d], mod.byteOffset + 2 * r * d * 4);
         const scale = mod.view('f32', [d], mod.byteOffset + (2 * r + 1) * d * 4);
         const part = start === 0 && stop === xs.shape[0] ? xs : xs.rows(start, stop);
-        const xn = timed(prof, 'norm', () => rmsNorm(part, this.param('final_layer.norm.weight'), this.config.finalEps));
-        const normed = timed(prof, 'elementwise', () => modulate(xn, shift, scale));
+        const normed = timed(prof, 'norm', () => rmsNormModulate(part, this.param('final_layer.norm.weight'), shift, scale, this.config.finalEps));
         return timedAsync(prof, 'linear', () => this.linear(out).forward(normed));
       };
       const v = await stream(videoStart, xs.shape[0] as number, tV, 'final_layer.video_out');

@@ -13,11 +13,13 @@ import {
   DEQUANTIZE_SOURCES,
   type DequantizeSource,
   Tensor,
+  add,
   attention,
   attentionNaive,
   byteSizeOf,
   cast,
   dequantize,
+  gatedResidual,
   hadamard,
   hadamardSync,
   int8Backend,
@@ -25,8 +27,12 @@ import {
   int8Linear,
   int8Matmul,
   linear,
+  modulate,
+  mul,
   quantizeRowsInt8,
   quantizeWeightInt8,
+  rmsNorm,
+  rmsNormModulate,
 } from '@ninodes/kernels';
 import { randomBlockTensor } from '@ninodes/quant';
 import { type Against, attentionContenders, attentionWork, intMmContenders, linearContenders, linearWork, memcpyBound } from '../peers/op-peers.js';
@@ -269,6 +275,27 @@ export const kernelsSuite: Suite = {
           },
           metrics: () => attentionMemory(ctx, h, s, d),
         };
+      },
+    },
+    {
+      name: 'fused_elementwise',
+      description:
+        'the DiT block\'s fused passes (issue 16) against the two ops each replaces (same bits): gatedResidual(x, out, gate) vs add(x, mul(out, gate)); rmsNormModulate vs modulate(rmsNorm(x)); [tokens, hidden] f32, gate/shift/scale [hidden]; bytes = inputs read + output written once',
+      params: {
+        full: ['gated_residual', 'rmsnorm_modulate'].flatMap((op) => [{ op, rows: 768, cols: 1536 }, { op, rows: 4096, cols: 5376 }]),
+        quick: ['gated_residual', 'rmsnorm_modulate'].map((op) => ({ op, rows: 256, cols: 1536 })),
+      },
+      work: (p) => ({ bytes: 4 * (p.rows as number) * (p.cols as number) * (p.op === 'gated_residual' ? 3 : 2) }),
+      setup: (p) => {
+        const [rows, cols] = [p.rows as number, p.cols as number];
+        const x = randomF32([rows, cols], 11);
+        const out = randomF32([rows, cols], 12);
+        const v = randomF32([cols], 13);
+        const w = randomF32([cols], 14);
+        if (p.op === 'gated_residual') {
+          return { run: () => gatedResidual(x, out, v), against: { unfused: { kind: 'baseline', contender: { run: () => add(x, mul(out, v)) } } } };
+        }
+        return { run: () => rmsNormModulate(x, w, v, w, 1e-5), against: { unfused: { kind: 'baseline', contender: { run: () => modulate(rmsNorm(x, w, 1e-5), v, w) } } } };
       },
     },
   ],

@@ -3,11 +3,20 @@
  * memory (a separate child, measured by the OS) for the synthetic H3 presets at fp32 / bf16 / int8
  * convrot, the step-time ratio against fp32 timed in the same rounds, and the share of the step per
  * op family from the model's profiler.
+ *
+ * Issue 16: every instance is also timed, interleaved, against PyTorch eager running the same
+ * checkpoint and latent (tools/torch-h3) in fp32 and in bf16 (bf16 weights under
+ * `torch.autocast('cpu', dtype=torch.bfloat16)`, fp32 islands kept fp32). The summary shows ours/torch
+ * per mode and ours against the faster of the two. PyTorch's outputs double as a self-check: ours at
+ * fp32 must match torch fp32 within 1e-4, and on h3-tiny both bf16 paths are measured against a
+ * float64 torch forward.
  */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import type { Tensor } from '@ninodes/kernels';
 import { type H3PresetName, type H3VideoModel, OP_FAMILIES, createOpProfiler, ensureSyntheticCheckpoint, flowSigmas, gaussianNoise, h3Linears, h3Preset, openH3Model } from '@ninodes/models';
-import type { BenchCase, Contender, Metric, Params, Suite, Work } from '../suite.js';
+import type { BenchCase, CaseContext, Contender, Metric, Params, Suite, Target, Work } from '../suite.js';
 import { benchCacheDir } from './quant.js';
 
 type StepFormat = 'f32' | 'bf16' | 'int8_convrot';
@@ -17,6 +26,9 @@ const FORMATS: readonly StepFormat[] = ['f32', 'bf16', 'int8_convrot'];
 const SIGMA = flowSigmas(8, 12)[1] as number;
 const SEED = 145;
 const PROFILED_FORWARDS = 3;
+/** Models small enough for a float64 torch forward (h3-small's weights would take 4 GB in float64). */
+const F64_REFERENCE_MODELS: ReadonlySet<H3PresetName> = new Set(['h3-tiny']);
+let peerFiles = 0;
 
 const checkpoints = new Map<H3PresetName, Promise<string>>();
 
@@ -64,6 +76,75 @@ async function forwardOnce(model: H3VideoModel, latent: Tensor<'f32'>): Promise<
   (await model.forward(latent, SIGMA)).dispose();
 }
 
+/** max |got − want| / max |want|, as the models' tests measure a whole tensor. */
+function maxRelDiff(got: ArrayLike<number>, want: ArrayLike<number>): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < want.length; i++) {
+    num = Math.max(num, Math.abs((got[i] as number) - (want[i] as number)));
+    den = Math.max(den, Math.abs(want[i] as number));
+  }
+  return num / den;
+}
+
+function readRaw(path: string, ctor: Float32ArrayConstructor | Float64ArrayConstructor): Float32Array | Float64Array | undefined {
+  if (!existsSync(path)) return undefined;
+  const b = readFileSync(path);
+  return new ctor(b.buffer, b.byteOffset, b.byteLength / ctor.BYTES_PER_ELEMENT);
+}
+
+interface TorchPeers {
+  against: Record<string, { kind: 'peer'; contender: Contender }>;
+  /** Where each torch mode wrote its velocity (absent when torch is missing). */
+  outputs: { f32: string; bf16: string; f64?: string };
+}
+
+/**
+ * PyTorch eager on the same checkpoint and latent (handed over as a raw f32 file), fp32 and bf16;
+ * each job writes its first velocity for the numerics metrics. A missing torch is a missing peer.
+ */
+async function torchPeers(ctx: CaseContext, path: string, s: StepParams, latent: Tensor<'f32'>): Promise<TorchPeers> {
+  const id = peerFiles++;
+  const latentFile = join(ctx.tmpDir, `h3-latent-${id}.f32`);
+  writeFileSync(latentFile, latent.data);
+  const outputs: TorchPeers['outputs'] = { f32: join(ctx.tmpDir, `h3-torch-f32-${id}.f32`), bf16: join(ctx.tmpDir, `h3-torch-bf16-${id}.f32`) };
+  if (F64_REFERENCE_MODELS.has(s.model)) outputs.f64 = join(ctx.tmpDir, `h3-torch-f64-${id}.f64`);
+  const common = { checkpoint: path, latent: latentFile, shape: latent.shape, sigma: SIGMA, threads: ctx.threads };
+  const against: TorchPeers['against'] = {};
+  try {
+    for (const mode of ['f32', 'bf16'] as const) {
+      const extra = mode === 'bf16' && outputs.f64 ? { f64Out: outputs.f64 } : {};
+      against[mode === 'f32' ? 'torch_fp32' : 'torch_bf16'] = { kind: 'peer', contender: await ctx.peers.python('torch.h3_step', { ...common, mode, out: outputs[mode], ...extra }) };
+    }
+  } catch (e) {
+    // The torch model already loaded in the peer is freed before the case fails.
+    for (const a of Object.values(against)) if ('dispose' in a.contender) await a.contender.dispose?.();
+    throw e;
+  }
+  return { against, outputs };
+}
+
+/** Our velocity against torch's (and, where run, both bf16 paths against the float64 forward). */
+async function numericsMetrics(model: H3VideoModel, latent: Tensor<'f32'>, s: StepParams, outputs: TorchPeers['outputs']): Promise<Record<string, Metric>> {
+  const m: Record<string, Metric> = {};
+  const ours = await model.forward(latent, SIGMA);
+  try {
+    const torchSame = readRaw(s.format === 'bf16' ? outputs.bf16 : outputs.f32, Float32Array);
+    // bf16 against torch bf16; fp32 and int8 against torch fp32 (for int8: its quantization error).
+    const name = s.format === 'bf16' ? 'max_rel_diff_vs_torch_bf16' : 'max_rel_diff_vs_torch_fp32';
+    if (torchSame) m[name] = { value: maxRelDiff(ours.data, torchSame), unit: 'rel_error', better: 'lower' };
+    const f64 = outputs.f64 ? readRaw(outputs.f64, Float64Array) : undefined;
+    if (f64) {
+      m.ours_err_vs_f64 = { value: maxRelDiff(ours.data, f64), unit: 'rel_error', better: 'lower' };
+      const torchBf16 = readRaw(outputs.bf16, Float32Array);
+      if (s.format === 'bf16' && torchBf16) m.torch_bf16_err_vs_f64 = { value: maxRelDiff(torchBf16, f64), unit: 'rel_error', better: 'lower' };
+    }
+  } finally {
+    ours.dispose();
+  }
+  return m;
+}
+
 /** A fresh Node that loads the checkpoint, builds the model and runs two forwards (the first materializes). */
 function childScript(path: string, s: StepParams): string {
   return [
@@ -76,6 +157,16 @@ function childScript(path: string, s: StepParams): string {
     `close();`,
   ].join('\n');
 }
+
+/** Issue 16's "done when", on h3-small (the size it was measured at), and the fp32 self-check everywhere. */
+const STEP_TARGETS: readonly Target[] = [
+  { source: 'issue 16', description: 'fp32 step ≤ 0.9× PyTorch eager fp32', on: { ratio: 'torch_fp32' }, op: '<=', value: 0.9, when: { model: 'h3-small', format: 'f32' } },
+  { source: 'issue 16', description: 'bf16 step ≤ 0.9× PyTorch eager bf16', on: { ratio: 'torch_bf16' }, op: '<=', value: 0.9, when: { model: 'h3-small', format: 'bf16' } },
+  // ≤ 0.6× the faster torch mode ⇔ ≤ 0.6× each of them.
+  { source: 'issue 16', description: 'int8 convrot step ≤ 0.6× PyTorch fp32', on: { ratio: 'torch_fp32' }, op: '<=', value: 0.6, when: { model: 'h3-small', format: 'int8_convrot' } },
+  { source: 'issue 16', description: 'int8 convrot step ≤ 0.6× PyTorch bf16', on: { ratio: 'torch_bf16' }, op: '<=', value: 0.6, when: { model: 'h3-small', format: 'int8_convrot' } },
+  { source: 'issue 16', description: 'fp32 forward matches PyTorch fp32 (self-check)', on: { metric: 'max_rel_diff_vs_torch_fp32' }, op: '<=', value: 1e-4, when: { format: 'f32' } },
+];
 
 const instances = (models: readonly H3PresetName[], latent: (m: H3PresetName) => { frames: number; height: number; width: number }): Params[] =>
   models.flatMap((model) => FORMATS.map((format) => ({ model, format, ...latent(model) })));
@@ -91,6 +182,7 @@ const step: BenchCase = {
     quick: instances(['h3-tiny'], () => ({ frames: 1, height: 16, width: 16 })),
   },
   work: (p): Work => ({ flops: stepFlops(stepParams(p)) }),
+  targets: STEP_TARGETS,
   // A step is up to seconds (h3-small): one warm-up (materializes the weights), then at least 3 timed steps.
   budget: { warmup: 1, minRuns: 3, maxRuns: 10 },
   setup: async (p, ctx) => {
@@ -100,7 +192,16 @@ const step: BenchCase = {
     const { model, close } = openModel(path, s.format);
     closers.push(close);
     const latent = gaussianNoise([1, model.config.latentChannels, s.frames, s.height, s.width], SEED);
-    const against: Record<string, { kind: 'baseline'; contender: Contender }> = {};
+    let torch: TorchPeers;
+    try {
+      torch = await torchPeers(ctx, path, s, latent);
+    } catch (e) {
+      // A peer that broke (not a missing one) fails the case; what setup made so far is freed here.
+      latent.dispose();
+      close();
+      throw e;
+    }
+    const against: Record<string, { kind: 'baseline' | 'peer'; contender: Contender }> = { ...torch.against };
     if (s.format !== 'f32') {
       const fp32 = openModel(path, 'f32');
       closers.push(fp32.close);
@@ -114,14 +215,27 @@ const step: BenchCase = {
         // Share of a step per op family, from profiled forwards separate from the timed ones (the
         // profiler's clock reads stay out of the step times). On a shared machine one forward can be
         // hit by another process, so three are profiled and the one with the median wall time is kept.
-        const profiles: Array<{ wall: number; seconds: Record<string, number> }> = [];
+        // V8's garbage collection inside that forward is reported too (share_gc); it overlaps the op
+        // families, whose ops allocate the tensors it collects.
+        const profiles: Array<{ wall: number; seconds: Record<string, number>; gc: number }> = [];
         for (let i = 0; i < PROFILED_FORWARDS; i++) {
           const profiler = createOpProfiler();
+          let gcMs = 0;
+          const gcObserver = new PerformanceObserver((list) => {
+            for (const e of list.getEntries()) gcMs += e.duration;
+          });
+          gcObserver.observe({ entryTypes: ['gc'] });
           model.setProfiler(profiler);
           const t0 = performance.now();
           await forwardOnce(model, latent);
-          profiles.push({ wall: (performance.now() - t0) / 1000, seconds: { ...profiler.seconds } });
+          const wall = (performance.now() - t0) / 1000;
           model.setProfiler(undefined);
+          // gc entries are delivered after an event-loop turn: collect the last ones before disconnecting.
+          await new Promise((r) => setImmediate(r));
+          for (const e of gcObserver.takeRecords()) gcMs += e.duration;
+          gcObserver.disconnect();
+          const gc = gcMs / 1000;
+          profiles.push({ wall, seconds: { ...profiler.seconds }, gc });
         }
         const kept = [...profiles].sort((a, b) => a.wall - b.wall)[Math.floor(profiles.length / 2)]!;
         let covered = 0;
@@ -131,6 +245,8 @@ const step: BenchCase = {
           m[`share_${f}`] = { value: sec / kept.wall, unit: 'fraction' };
         }
         m.share_other = { value: Math.max(0, 1 - covered / kept.wall), unit: 'fraction' };
+        m.share_gc = { value: kept.gc / kept.wall, unit: 'fraction' };
+        Object.assign(m, await numericsMetrics(model, latent, s, torch.outputs));
         m.profiled_step = { value: kept.wall, unit: 's', better: 'lower' };
         const child = await ctx.peakMemoryOfScript(childScript(path, s));
         const { seconds } = JSON.parse(child.stdout) as { seconds: number[] };
@@ -149,7 +265,8 @@ const step: BenchCase = {
 
 export const modelSuite: Suite = {
   name: 'model',
-  description: 'Synthetic H3 DiT presets: step time and peak memory per format, int8 convrot / bf16 against fp32, step share per op family.',
+  description:
+    'Synthetic H3 DiT presets: step time and peak memory per format, int8 convrot / bf16 against fp32, against PyTorch eager fp32 and bf16 on the same checkpoint, step share per op family.',
   cases: [step],
   charts: [
     { kind: 'time', title: 'step time per model and format', cases: ['step'], x: 'model', color: 'format' },

@@ -19,6 +19,8 @@ const NAMES = [
   'addcmulF32',
   'modulateF32',
   'scaleF32',
+  'gatedResidualF32',
+  'rmsNormModulateF32',
   'ropeSplitHalfF32',
   'attentionF32',
   'attentionNaiveF32',

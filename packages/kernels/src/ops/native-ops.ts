@@ -20,6 +20,8 @@ export interface TransformerOpsAddon {
   addcmulF32(x: F32, a: F32, b: F32, out: F32): void;
   modulateF32(x: F32, shift: F32, scale: F32, out: F32): void;
   scaleF32(x: F32, s: number, out: F32): void;
+  gatedResidualF32(x: F32, out: F32, gate: F32, y: F32): void;
+  rmsNormModulateF32(x: F32, weight: F32 | null, shift: F32, scale: F32, y: F32, rows: number, dim: number, eps: number): void;
   ropeSplitHalfF32(x: F32, angles: F32, out: F32, seq: number, heads: number, headDim: number, rotDim: number, angleColumns: number): void;
   attentionF32(q: F32, k: F32, v: F32, out: F32, heads: number, seqQ: number, seqK: number, headDim: number, scale: number): Promise<void>;
   attentionNaiveF32(q: F32, k: F32, v: F32, out: F32, heads: number, seqQ: number, seqK: number, headDim: number, scale: number): Promise<void>;

@@ -1,0 +1,116 @@
+#pragma GCC optimize("fp-contract=off")
+// Fused elementwise passes of a DiT block, each giving exactly the bits of the ops it replaces:
+//   gatedResidual(x, out, gate) = add(x, mul(out, gate)): x + (out * gate), gate periodic over rows.
+//     The product is rounded to f32 before the sum, as in two passes: the pragma above keeps the
+//     compiler from contracting it into an FMA.
+//   rmsNormModulate(x, w, shift, scale) = modulate(rmsNorm(x, w), shift, scale), per row through a
+//     row buffer that stays in L1, calling the standalone ops' own compiled row kernels.
+// One pass instead of two, and no intermediate tensor.
+#include <napi.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/errors.h"
+#include "core/registry.h"
+#include "core/thread_pool.h"
+#include "ops/op_args.h"
+#include "ops/row_kernels.h"
+
+namespace {
+
+using ninodes::use_avx2;
+using namespace ninodes::ops;
+
+constexpr size_t kGrain = 32768;
+
+[[gnu::always_inline]] inline void gated_seg(const float* __restrict x, const float* __restrict o, const float* __restrict g, float* __restrict y,
+                                               size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float t = o[i] * g[i];
+    y[i] = x[i] + t;
+  }
+}
+
+void gated_base(const float* x, const float* o, const float* g, float* y, size_t n) { gated_seg(x, o, g, y, n); }
+#if NINODES_HAS_X86
+NINODES_TARGET_AVX2 void gated_avx2(const float* x, const float* o, const float* g, float* y, size_t n) { gated_seg(x, o, g, y, n); }
+#endif
+
+// gatedResidualF32(x, out, gate, y): x and out of one length, gate dividing it.
+Napi::Value gated_residual(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const char* op = "gatedResidual";
+    const F32Arg x = f32_arg(info, 0, op, "x");
+    const F32Arg o = f32_arg(info, 1, op, "out");
+    const F32Arg g = f32_arg(info, 2, op, "gate");
+    const F32Arg y = f32_arg(info, 3, op, "y");
+    expect_length(o, x.length, op, "out");
+    expect_length(y, x.length, op, "y");
+    if (x.length == 0) return info.Env().Undefined();
+    if (g.length == 0 || x.length % g.length != 0) {
+      ninodes::fail("SHAPE_MISMATCH", std::string(op) + ": 'gate' (" + std::to_string(g.length) + " elements) does not broadcast over " + std::to_string(x.length) + " elements");
+    }
+    const size_t period = g.length;
+    const bool avx2 = use_avx2();
+    ninodes::parallel_for(x.length, kGrain, [&](size_t begin, size_t end) {
+      size_t i = begin;
+      size_t j = begin % period;
+      while (i < end) {
+        const size_t len = std::min(end - i, period - j);
+#if NINODES_HAS_X86
+        if (avx2) {
+          gated_avx2(x.data + i, o.data + i, g.data + j, y.data + i, len);
+        } else {
+          gated_base(x.data + i, o.data + i, g.data + j, y.data + i, len);
+        }
+#else
+        gated_base(x.data + i, o.data + i, g.data + j, y.data + i, len);
+#endif
+        i += len;
+        j = 0;
+      }
+    });
+    return info.Env().Undefined();
+  });
+}
+
+// rmsNormModulateF32(x, weight | null, shift, scale, y, rows, dim, eps): shift and scale [dim].
+Napi::Value rms_norm_modulate(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const char* op = "rmsNormModulate";
+    const F32Arg x = f32_arg(info, 0, op, "x");
+    const F32Arg w = f32_arg(info, 1, op, "weight", true);
+    const F32Arg shift = f32_arg(info, 2, op, "shift");
+    const F32Arg scale = f32_arg(info, 3, op, "scale");
+    const F32Arg y = f32_arg(info, 4, op, "y");
+    const size_t rows = ninodes::args::dim(info, 5, "rows");
+    const size_t dim = ninodes::args::dim(info, 6, "dim");
+    const float eps = static_cast<float>(ninodes::args::number(info, 7, "eps"));
+    const size_t n = ninodes::args::mul(rows, dim, op);
+    expect_length(x, n, op, "x");
+    expect_length(y, n, op, "y");
+    expect_length(shift, dim, op, "shift");
+    expect_length(scale, dim, op, "scale");
+    if (w.present) expect_length(w, dim, op, "weight");
+    if (n == 0) return info.Env().Undefined();
+    const float* wp = w.present ? w.data : nullptr;
+    const bool avx2 = use_avx2();
+    ninodes::parallel_for(rows, std::max<size_t>(1, 16384 / dim), [&](size_t r0, size_t r1) {
+      std::vector<float> row(dim);
+      for (size_t r = r0; r < r1; ++r) {
+        rms_norm_row(x.data + r * dim, wp, row.data(), dim, eps, avx2);
+        modulate_run(row.data(), shift.data, scale.data, y.data + r * dim, dim, avx2);
+      }
+    });
+    return info.Env().Undefined();
+  });
+}
+
+}  // namespace
+
+NINODES_MODULE(fused_elementwise) {
+  exports.Set("gatedResidualF32", Napi::Function::New(env, gated_residual, "gatedResidualF32"));
+  exports.Set("rmsNormModulateF32", Napi::Function::New(env, rms_norm_modulate, "rmsNormModulateF32"));
+}
