@@ -23,7 +23,7 @@ import { castF32 } from './ops.js';
 import { H3_PRESETS } from './presets.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 import { maxRelError } from './test-support/compare.js';
-import { readSafetensorsFile, tensorF64 } from './test-support/read-safetensors.js';
+import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { refForward } from './test-support/reference-f64.js';
 
 const fixture = join(process.env.NINODES_FIXTURES ?? '', 'dit', 'h3_blocks.safetensors');
