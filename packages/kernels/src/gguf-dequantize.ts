@@ -1,7 +1,7 @@
 import { byteSizeOf, isBlockDType } from './dtype.js';
 import { NinodesError } from './errors.js';
 import { DEQUANTIZE_SOURCES, type DequantizeSource } from './gguf-dtypes.js';
-import { callNative, callNativeAsync } from './ops/native-ops.js';
+import { callNative, callNativeAsync } from './native-addon.js';
 import { requireDTypeIn } from './ops/op-checks.js';
 import { Tensor } from './tensor.js';
 

@@ -1,6 +1,6 @@
 import { NinodesError } from '../errors.js';
 import { Tensor } from '../tensor.js';
-import { callNativeAsync } from './native-ops.js';
+import { callNativeAsync } from '../native-addon.js';
 import { requireF32, requireRank } from './op-checks.js';
 
 export interface AttentionOptions {

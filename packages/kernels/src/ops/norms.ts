@@ -1,6 +1,6 @@
 import type { Tensor } from '../tensor.js';
 import { Tensor as T } from '../tensor.js';
-import { callNative } from './native-ops.js';
+import { callNative } from '../native-addon.js';
 import { lastDim, optionalF32, requireF32, requireFiniteNumber, requireRank, requireShape } from './op-checks.js';
 
 export interface RowPlan {
