@@ -206,15 +206,15 @@ export async function createCommunicator(options: CommunicatorOptions): Promise<
   }
   const status = await callNativeAsync('createCommunicator', (n) =>
     n.commCreate({
-    rank,
-    size,
-    storeKind: store.kind,
-    ...(store.kind === 'file' ? { storePath: store.path } : { storeHost: store.host, storePort: store.port }),
-    prefix,
-    ...(options.iface === undefined ? {} : { iface: options.iface }),
-    ...(options.hostname === undefined ? {} : { hostname: options.hostname }),
-    timeoutMs,
-    graceMs,
+      rank,
+      size,
+      storeKind: store.kind,
+      ...(store.kind === 'file' ? { storePath: store.path } : { storeHost: store.host, storePort: store.port }),
+      prefix,
+      ...(options.iface === undefined ? {} : { iface: options.iface }),
+      ...(options.hostname === undefined ? {} : { hostname: options.hostname }),
+      timeoutMs,
+      graceMs,
     }),
   );
   if (status.code !== '' || status.handle === undefined) {
