@@ -1,8 +1,206 @@
+// The whole surface of ninodes.node as one interface: every function the C++ modules register
+// (each `exports.Set` under src/), with the argument order the C++ reads. @ninodes/kernels calls the
+// addon only through this type, and its native-addon test checks that these keys equal the loaded
+// addon's exports exactly, so a binding added or removed on one side fails a test.
+
+type F32 = Float32Array;
+
+/** An mmap handle from ioMapFile (opaque; pass it back to the io* functions). */
+export type MappingHandle = { readonly __mapping: unique symbol };
+/** A Gloo communicator handle from commCreate (opaque; pass it back to the comm* functions). */
+export type CommHandle = { readonly __communicator: unique symbol };
+
+/** madvise hints: prefetch (`willneed`), drop after use (`dontneed`), or the access pattern. */
+export type MadviseAdvice = 'willneed' | 'dontneed' | 'sequential' | 'random' | 'normal';
+
+/** The element types the collectives carry. */
+export type CommArray = Float32Array | Int32Array;
+export type CommDType = 'f32' | 'i32';
+export type ReduceOp = 'sum' | 'max';
+
+/** What every comm* call settles with: OK or a stable code, and the ranks it concerns. */
+export interface CommStatus {
+  code: string;
+  message: string;
+  ranks: number[];
+}
+
+export interface CommCreateOptions {
+  rank: number;
+  size: number;
+  storeKind: 'file' | 'redis';
+  storePath?: string;
+  storeHost?: string;
+  storePort?: number;
+  prefix: string;
+  iface?: string;
+  hostname?: string;
+  timeoutMs: number;
+  graceMs: number;
+}
+
+export type SimdPath = 'avx512' | 'avx2' | 'scalar';
+export type Int8BackendName = 'amx' | 'onednn' | 'native';
+
+/** buildInfo()'s answer (the registered module names are `modules`, beside it). */
+export interface NativeBuildInfo {
+  /** Compiler and version the addon was built with, e.g. "gcc 12.2.0". */
+  compiler: string;
+  /** oneDNN version linked at run time, "major.minor.patch". */
+  onednn: string;
+  /** oneDNN CPU threading runtime id (dnnl_cpu_runtime_t: 1 = sequential, 2 = OpenMP, 4 = TBB, 8 = threadpool). */
+  onednnCpuRuntime: number;
+  /** Gloo version from its CMake package at build time. */
+  gloo: string;
+  /** SIMD path the hand-written kernels use: "avx512" (adds 16-lane kernels where they pay), "avx2" or "scalar". */
+  simd: SimdPath;
+  /** The CPU multiplies bf16 natively (AVX512_BF16 on the selected path): `linear(..., { precision: 'bf16' })` can run. */
+  bf16Units: boolean;
+  /** Intra-op threads of the native pool. */
+  threads: number;
+  napiVersion: number;
+  buildType: 'Release' | 'Debug';
+}
+
+export interface NvmlDeviceRecord {
+  index: number;
+  name?: string;
+  uuid?: string;
+  pciBusId?: string;
+  totalBytes?: number;
+  freeBytes?: number;
+  usedBytes?: number;
+  pcieGen?: number;
+  pcieWidth?: number;
+  pcieMaxGen?: number;
+  pcieMaxWidth?: number;
+  ccMajor?: number;
+  ccMinor?: number;
+}
+
+export type NvmlProbeResult =
+  | { available: true; library: string; driverVersion?: string; devices: NvmlDeviceRecord[]; errors: string[] }
+  | { available: false; library?: string; reason: string };
+
+export interface HipDeviceRecord {
+  index: number;
+  name?: string;
+  pciBusId?: string;
+  totalBytes?: number;
+}
+
+export type HipProbeResult =
+  | { available: true; library: string; runtimeVersion?: number; devices: HipDeviceRecord[] }
+  | { available: false; library?: string; reason: string };
+
+export interface NativeAddon {
+  /** Names of the native modules compiled in (src/core/registry.cc). */
+  readonly modules: string[];
+
+  // core/build_info.cc
+  buildInfo(): NativeBuildInfo;
+  setSimd(path: SimdPath): void;
+
+  // ops/onednn_context.cc: the one thread setter (native pool and oneDNN's OpenMP team).
+  setComputeThreads(n: number): number;
+  getComputeThreads(): number;
+
+  // tensor/native_memory.cc
+  allocateNative(bytes: number): ArrayBuffer;
+  releaseNative(buffer: ArrayBuffer): boolean;
+  nativeBytes(): number;
+
+  // tensor/float_convert.cc
+  castElements(src: Uint8Array, from: string, dst: Uint8Array, to: string, n: number): void;
+  encodeFp8(src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number, clamp: boolean, stochastic: boolean, seed: number): void;
+  decodeFp8(src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number): void;
+
+  // ops/hadamard.cc
+  hadamardSync(src: Uint8Array, dst: Uint8Array, rows: number, cols: number, group: number, order: string): void;
+  hadamardAsync(src: Uint8Array, dst: Uint8Array, rows: number, cols: number, group: number, order: string): Promise<void>;
+
+  // ops/linear.cc
+  linear(x: Uint8Array, w: Uint8Array, wIsBf16: boolean, bias: Uint8Array | null, y: Uint8Array, m: number, k: number, n: number, precision: 'f32' | 'bf16'): Promise<void>;
+  int8Matmul(a: Uint8Array, b: Uint8Array, c: Uint8Array, m: number, k: number, n: number, backend: string): Promise<void>;
+  int8Linear(
+    x: Uint8Array,
+    w: Uint8Array,
+    wScale: Uint8Array,
+    bias: Uint8Array | null,
+    y: Uint8Array,
+    acc: Uint8Array | null,
+    xScale: Uint8Array,
+    m: number,
+    k: number,
+    n: number,
+    group: number,
+    order: string,
+    external: boolean,
+    backend: string,
+  ): Promise<void>;
+  int8Dequantize(acc: Uint8Array, xScale: Uint8Array, wScale: Uint8Array, bias: Uint8Array | null, y: Uint8Array, m: number, n: number): Promise<void>;
+
+  // ops/int8_quantize.cc, ops/int8_backend.cc
+  quantizeRowsInt8(x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string): void;
+  int8Backend(): Int8BackendName;
+  int8Backends(): Int8BackendName[];
+
+  // ops/gguf_dequant.cc
+  ggufDequantize(dtype: string, src: Uint8Array, dst: Float32Array | Uint16Array): void;
+  ggufDequantizeAsync(dtype: string, src: Uint8Array, dst: Float32Array | Uint16Array): Promise<void>;
+
+  // ops/norms.cc
+  rmsNormF32(x: F32, weight: F32 | null, out: F32, rows: number, dim: number, eps: number): void;
+  layerNormF32(x: F32, weight: F32 | null, bias: F32 | null, out: F32, rows: number, dim: number, eps: number): void;
+  softmaxF32(x: F32, out: F32, rows: number, dim: number): void;
+
+  // ops/elementwise.cc
+  siluF32(x: F32, out: F32): void;
+  geluTanhF32(x: F32, out: F32): void;
+  swigluF32(x: F32, out: F32, rows: number, features: number): void;
+  addF32(a: F32, b: F32, out: F32): void;
+  mulF32(a: F32, b: F32, out: F32): void;
+  addcmulF32(x: F32, a: F32, b: F32, out: F32): void;
+  modulateF32(x: F32, shift: F32, scale: F32, out: F32): void;
+  gatedResidualF32(x: F32, out: F32, gate: F32, y: F32): void;
+  rmsNormModulateF32(x: F32, weight: F32 | null, shift: F32, scale: F32, y: F32, rows: number, dim: number, eps: number): void;
+  scaleF32(x: F32, s: number, out: F32): void;
+
+  // ops/rope.cc, ops/attention.cc
+  ropeSplitHalfF32(x: F32, angles: F32, out: F32, seq: number, heads: number, headDim: number, rotDim: number, angleColumns: number): void;
+  attentionF32(q: F32, k: F32, v: F32, out: F32, heads: number, seqQ: number, seqK: number, headDim: number, scale: number): Promise<void>;
+  attentionNaiveF32(q: F32, k: F32, v: F32, out: F32, heads: number, seqQ: number, seqK: number, headDim: number, scale: number): Promise<void>;
+
+  // io/mmap.cc
+  ioMapFile(fd: number, length: number, priv: boolean, path: string): MappingHandle;
+  ioMapView(handle: MappingHandle, offset: number, length: number): ArrayBuffer;
+  ioDetach(buffer: ArrayBuffer): boolean;
+  ioUnmap(handle: MappingHandle): boolean;
+  ioMadvise(handle: MappingHandle, offset: number, length: number, advice: MadviseAdvice): void;
+  ioTouchPages(handle: MappingHandle, offset: number, length: number): number;
+  ioSumBytes(handle: MappingHandle, offset: number, length: number): number;
+  ioAssertIntact(handle: MappingHandle): void;
+  ioMallocTrim(pad: number): boolean;
+  ioPageSize(): number;
+
+  // comm/comm_bindings.cc
+  commCreate(options: CommCreateOptions): Promise<CommStatus & { handle?: CommHandle }>;
+  commAllreduce(handle: CommHandle, data: CommArray, dtype: CommDType, op: ReduceOp): Promise<CommStatus>;
+  commBroadcast(handle: CommHandle, data: CommArray, dtype: CommDType, root: number): Promise<CommStatus>;
+  commAllgather(handle: CommHandle, input: CommArray, output: CommArray, dtype: CommDType): Promise<CommStatus>;
+  commBarrier(handle: CommHandle): Promise<CommStatus>;
+  commClose(handle: CommHandle): void;
+
+  // probe/nvml.cc, probe/hip.cc (dlopen at run time; a missing library is an answer, not an error)
+  nvmlProbe(): NvmlProbeResult;
+  hipProbe(): HipProbeResult;
+}
+
 /**
  * Loads the addon: a local build from source if present, else the prebuilt package for this platform.
  * Throws an Error with `code` ADDON_MISSING (nothing installed) or ADDON_LOAD_FAILED (the file exists but
  * the dynamic loader refused it), plus `file` (the path) and `hint` (what to install or run).
  */
-export declare function load(): Record<string, unknown>;
+export declare function load(): NativeAddon;
 /** Absolute path of the ninodes.node that load() uses, or undefined when none is installed. */
 export declare function bindingPath(): string | undefined;

@@ -51,23 +51,9 @@ Napi::Value set_simd(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value set_threads(const Napi::CallbackInfo& info) {
-  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsNumber()) ninodes::fail("INVALID_ARGUMENT", "setThreads expects a number");
-    const double n = info[0].As<Napi::Number>().DoubleValue();
-    if (!(n >= 0 && n <= 1024) || n != static_cast<int>(n)) {
-      ninodes::fail("INVALID_ARGUMENT", "setThreads: thread count must be an integer in 0..1024 (0 = one per core), got " +
-                                            std::to_string(n));
-    }
-    ninodes::set_thread_count(static_cast<int>(n));
-    return Napi::Number::New(info.Env(), ninodes::thread_count());
-  });
-}
-
 }  // namespace
 
 NINODES_MODULE(build_info) {
   exports.Set("buildInfo", Napi::Function::New(env, build_info, "buildInfo"));
   exports.Set("setSimd", Napi::Function::New(env, set_simd, "setSimd"));
-  exports.Set("setThreads", Napi::Function::New(env, set_threads, "setThreads"));
 }

@@ -2,7 +2,7 @@
 // in apps/bench). Run after `npm run build -w @ninodes/kernels`:
 //   node packages/kernels/scripts/time-ops.mjs [gguf|attention|all] [--threads N] [--cpu]
 import { performance } from 'node:perf_hooks';
-import { BLOCK_DTYPES, Tensor, attention, attentionNaive, buildInfo, dequantize, reference } from '../dist/index.js';
+import { BLOCK_DTYPES, Tensor, attention, attentionNaive, buildInfo, dequantize, reference, setThreads } from '../dist/index.js';
 
 const args = process.argv.slice(2);
 const what = args.find((a) => !a.startsWith('--')) ?? 'all';
@@ -12,9 +12,7 @@ const useCpu = args.includes('--cpu');
 
 const threadsFlag = args.indexOf('--threads');
 if (threadsFlag >= 0) {
-  const { createRequire } = await import('node:module');
-  const native = createRequire(import.meta.url)('@ninodes/native').load();
-  native.setThreads(Number(args[threadsFlag + 1]));
+  setThreads(Number(args[threadsFlag + 1]));
 }
 const info = buildInfo();
 console.log(`simd ${info.simd}, threads ${info.threads}, ${info.compiler}, oneDNN ${info.onednn}, timing by ${useCpu ? 'process CPU time' : 'wall clock'}`);

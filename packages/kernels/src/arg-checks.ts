@@ -1,17 +1,19 @@
-// Validation shared by the kernels-A ops: every dtype and shape is checked in TypeScript before the
-// addon sees a pointer (the addon checks again; this layer gives the better message).
+// The one module of argument checks for every op, native and reference alike: each dtype and shape
+// is checked in TypeScript before the addon sees a pointer (the addon checks again; this layer gives
+// the better message), and a native op and its reference twin reject the same inputs with the same
+// codes. Op-specific option checks build on these (linear-checks.ts, fp8-options.ts, hadamard-options.ts).
 import type { DType } from './dtype.js';
 import { NinodesError } from './errors.js';
-import type { Tensor } from './tensor.js';
+import { Tensor } from './tensor.js';
 
+/** A Tensor of either module build (ESM or CJS: Tensor's instanceof accepts both). */
 export function requireTensor(t: unknown, where: string): asserts t is Tensor {
-  const maybe = t as { dtype?: unknown; shape?: unknown; bytes?: unknown } | null;
-  if (maybe === null || typeof maybe !== 'object' || typeof maybe.dtype !== 'string' || !Array.isArray(maybe.shape) || typeof maybe.bytes !== 'function') {
+  if (!(t instanceof Tensor)) {
     throw new NinodesError('INVALID_ARGUMENT', `${where}: expected a Tensor`, { value: t, where, hint: 'pass a Tensor from @ninodes/kernels' });
   }
 }
 
-export function requireDType<D extends DType>(t: Tensor, allowed: readonly D[], where: string): asserts t is Tensor<D> {
+export function requireDType<D extends DType>(t: unknown, allowed: readonly D[], where: string): asserts t is Tensor<D> {
   requireTensor(t, where);
   if (!(allowed as readonly string[]).includes(t.dtype)) {
     throw new NinodesError('DTYPE_MISMATCH', `${where}: dtype ${t.dtype} is not one of ${allowed.join(', ')}`, {
@@ -22,7 +24,6 @@ export function requireDType<D extends DType>(t: Tensor, allowed: readonly D[], 
   }
 }
 
-/** [rows, cols] of a matrix; with `flatten`, leading dims fold into rows (x [..., K] -> [M, K]). */
 export function matrixDims(t: Tensor, where: string, flatten = false): [number, number] {
   if (t.rank === 2 || (flatten && t.rank >= 1)) {
     const cols = t.shape[t.rank - 1] as number;
@@ -107,4 +108,55 @@ export function optionsOf<T extends object>(opts: T | undefined, where: string):
     throw new NinodesError('INVALID_ARGUMENT', `${where}: options must be an object, got ${show(opts)}`, { value: opts, where });
   }
   return opts;
+}
+
+// The fp32 transformer ops name an argument as (op, name); `where` is then `op(name)`.
+
+export function requireF32(t: unknown, op: string, name: string): Tensor<'f32'> {
+  requireDType(t, ['f32'], `${op}(${name})`);
+  return t;
+}
+
+export function optionalF32(t: unknown, op: string, name: string): Tensor<'f32'> | undefined {
+  return t === undefined || t === null ? undefined : requireF32(t, op, name);
+}
+
+export function requireRank(t: Tensor, rank: number | 'atLeast1', op: string, name: string): void {
+  const ok = rank === 'atLeast1' ? t.rank >= 1 : t.rank === rank;
+  if (!ok) {
+    throw new NinodesError('SHAPE_MISMATCH', `${op}: '${name}' must have ${rank === 'atLeast1' ? 'at least 1 dimension' : `${rank} dimensions`}, got [${t.shape.join(', ')}]`, {
+      value: t.shape,
+      where: `${op}(${name})`,
+    });
+  }
+}
+
+export function lastDim(t: Tensor): number {
+  return t.shape[t.shape.length - 1] ?? 1;
+}
+
+/** `b` broadcasts over `a` when its shape, without leading 1s, is a suffix of `a`'s shape. */
+export function requireSuffixBroadcast(a: Tensor, b: Tensor, op: string, name: string): void {
+  const core = [...b.shape];
+  while (!suffixMatches(a.shape, core) && core[0] === 1) core.shift();
+  if (!suffixMatches(a.shape, core)) {
+    throw new NinodesError('SHAPE_MISMATCH', `${op}: '${name}' of shape [${b.shape.join(', ')}] does not broadcast over [${a.shape.join(', ')}]`, {
+      value: { a: a.shape, [name]: b.shape },
+      where: `${op}(${name})`,
+      hint: `'${name}' must equal a trailing part of the other shape (leading 1s allowed)`,
+    });
+  }
+}
+
+function suffixMatches(shape: readonly number[], suffix: readonly number[]): boolean {
+  if (suffix.length > shape.length) return false;
+  const off = shape.length - suffix.length;
+  return suffix.every((d, i) => shape[off + i] === d);
+}
+
+export function requireFiniteNumber(v: unknown, op: string, name: string): number {
+  if (typeof v !== 'number' || !Number.isFinite(v)) {
+    throw new NinodesError('INVALID_ARGUMENT', `${op}: '${name}' must be a finite number`, { value: v, where: `${op}(${name})` });
+  }
+  return v;
 }

@@ -1,12 +1,9 @@
 import { requireDType } from './arg-checks.js';
-import { fromNativeError } from './errors.js';
 import { type CastTarget, CAST_SOURCES, requireCastTarget } from './reference/cast.js';
-import { nativeAddon } from './native-addon.js';
+import { callNative } from './native-addon.js';
 import { Tensor } from './tensor.js';
 
 export type { CastSource, CastTarget } from './reference/cast.js';
-
-type CastFn = (src: Uint8Array, from: string, dst: Uint8Array, to: string, n: number) => void;
 
 /**
  * Converts to f32, f16 or bf16: round to nearest even, NaN and infinity kept (PyTorch's bits); also
@@ -16,10 +13,6 @@ export function cast<T extends CastTarget>(x: Tensor, to: T): Tensor<T> {
   requireDType(x, CAST_SOURCES, 'cast input');
   requireCastTarget(to);
   const out = Tensor.zeros(to, x.shape);
-  try {
-    (nativeAddon().castElements as CastFn)(x.bytes(), x.dtype, out.bytes(), to, x.numel);
-  } catch (error) {
-    throw fromNativeError(error, 'cast');
-  }
+  callNative('cast', (n) => n.castElements(x.bytes(), x.dtype, out.bytes(), to, x.numel));
   return out;
 }

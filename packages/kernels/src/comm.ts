@@ -5,45 +5,10 @@
 // the same collectives in the same order; a second call waits for the first.
 import { statSync } from 'node:fs';
 import { NinodesError } from './errors.js';
-import { nativeAddon } from './native-addon.js';
+import { callNative, callNativeAsync } from './native-addon.js';
+import type { CommArray, CommDType, CommHandle as Handle, CommStatus as NativeStatus, ReduceOp } from '@ninodes/native';
 
-type Handle = { readonly __communicator: unique symbol };
-
-interface NativeStatus {
-  code: string;
-  message: string;
-  ranks: number[];
-}
-
-interface CommAddon {
-  commCreate(options: {
-    rank: number;
-    size: number;
-    storeKind: 'file' | 'redis';
-    storePath?: string;
-    storeHost?: string;
-    storePort?: number;
-    prefix: string;
-    iface?: string;
-    hostname?: string;
-    timeoutMs: number;
-    graceMs: number;
-  }): Promise<NativeStatus & { handle?: Handle }>;
-  commAllreduce(handle: Handle, data: CommArray, dtype: CommDType, op: ReduceOp): Promise<NativeStatus>;
-  commBroadcast(handle: Handle, data: CommArray, dtype: CommDType, root: number): Promise<NativeStatus>;
-  commAllgather(handle: Handle, input: CommArray, output: CommArray, dtype: CommDType): Promise<NativeStatus>;
-  commBarrier(handle: Handle): Promise<NativeStatus>;
-  commClose(handle: Handle): void;
-}
-
-function addon(): CommAddon {
-  return nativeAddon() as unknown as CommAddon;
-}
-
-/** The element types the collectives carry. */
-export type CommArray = Float32Array | Int32Array;
-type CommDType = 'f32' | 'i32';
-export type ReduceOp = 'sum' | 'max';
+export type { CommArray, ReduceOp };
 
 /** Where ranks meet: a directory every rank can reach (one machine), or a Redis server. */
 export type CommStore = { kind: 'file'; path: string } | { kind: 'redis'; host: string; port: number };
@@ -144,7 +109,7 @@ export class Communicator {
   allreduce(data: CommArray, op: ReduceOp = 'sum'): Promise<void> {
     const dtype = dtypeOf(data, 'allreduce');
     if (op !== 'sum' && op !== 'max') throw new NinodesError('INVALID_ARGUMENT', `allreduce: op must be 'sum' or 'max'`, { value: op });
-    return this.enqueue('allreduce', data.byteLength, (h) => addon().commAllreduce(h, data, dtype, op));
+    return this.enqueue('allreduce', data.byteLength, (h) => callNativeAsync('allreduce', (n) => n.commAllreduce(h, data, dtype, op)));
   }
 
   /** Copies `root`'s `data` into every other rank's `data`, in place. */
@@ -153,20 +118,20 @@ export class Communicator {
     if (!Number.isInteger(root) || root < 0 || root >= this.size) {
       throw new NinodesError('INVALID_ARGUMENT', `broadcast: root ${root} is not a rank of a world of ${this.size}`, { value: root });
     }
-    return this.enqueue('broadcast', data.byteLength, (h) => addon().commBroadcast(h, data, dtype, root));
+    return this.enqueue('broadcast', data.byteLength, (h) => callNativeAsync('broadcast', (n) => n.commBroadcast(h, data, dtype, root)));
   }
 
   /** Every rank's `data` concatenated in rank order (size x data.length elements). */
   async allgather<T extends CommArray>(data: T): Promise<T> {
     const dtype = dtypeOf(data, 'allgather');
     const out = (dtype === 'f32' ? new Float32Array(data.length * this.size) : new Int32Array(data.length * this.size)) as T;
-    await this.enqueue('allgather', data.byteLength, (h) => addon().commAllgather(h, data, out, dtype));
+    await this.enqueue('allgather', data.byteLength, (h) => callNativeAsync('allgather', (n) => n.commAllgather(h, data, out, dtype)));
     return out;
   }
 
   /** Resolves once every rank has reached the barrier. */
   barrier(): Promise<void> {
-    return this.enqueue('barrier', 0, (h) => addon().commBarrier(h));
+    return this.enqueue('barrier', 0, (h) => callNativeAsync('barrier', (n) => n.commBarrier(h)));
   }
 
   /** Totals of the collectives that completed. */
@@ -177,8 +142,9 @@ export class Communicator {
   /** Closes the sockets after the queued collectives finish. Idempotent. */
   async close(): Promise<void> {
     await this.tail.catch(() => undefined);
-    if (this.handle !== undefined) {
-      addon().commClose(this.handle);
+    const handle = this.handle;
+    if (handle !== undefined) {
+      callNative('close', (n) => n.commClose(handle));
       this.handle = undefined;
     }
   }
@@ -238,17 +204,19 @@ export async function createCommunicator(options: CommunicatorOptions): Promise<
   } else {
     throw new NinodesError('INVALID_ARGUMENT', `createCommunicator: store.kind must be 'file' or 'redis'`, { value: store, where: 'store' });
   }
-  const status = await addon().commCreate({
-    rank,
-    size,
-    storeKind: store.kind,
-    ...(store.kind === 'file' ? { storePath: store.path } : { storeHost: store.host, storePort: store.port }),
-    prefix,
-    ...(options.iface === undefined ? {} : { iface: options.iface }),
-    ...(options.hostname === undefined ? {} : { hostname: options.hostname }),
-    timeoutMs,
-    graceMs,
-  });
+  const status = await callNativeAsync('createCommunicator', (n) =>
+    n.commCreate({
+      rank,
+      size,
+      storeKind: store.kind,
+      ...(store.kind === 'file' ? { storePath: store.path } : { storeHost: store.host, storePort: store.port }),
+      prefix,
+      ...(options.iface === undefined ? {} : { iface: options.iface }),
+      ...(options.hostname === undefined ? {} : { hostname: options.hostname }),
+      timeoutMs,
+      graceMs,
+    }),
+  );
   if (status.code !== '' || status.handle === undefined) {
     throw new CommError(status.code || 'NATIVE_INTERNAL', status.message, status.ranks, `rank ${rank}`, HINTS[status.code]);
   }

@@ -1,13 +1,9 @@
 import { requireDType } from './arg-checks.js';
-import { fromNativeError } from './errors.js';
 import { type DecodeFp8Options, type EncodeFp8Options, type Fp8Format, FP8_FORMATS, resolveDecodeScale, resolveEncodeFp8 } from './fp8-options.js';
-import { nativeAddon } from './native-addon.js';
+import { callNative } from './native-addon.js';
 import { Tensor } from './tensor.js';
 
 export type { DecodeFp8Options, EncodeFp8Options, Fp8Format } from './fp8-options.js';
-
-type EncodeFn = (src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number, clamp: boolean, stochastic: boolean, seed: number) => void;
-type DecodeFn = (src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number) => void;
 
 /**
  * f32 -> fp8 bytes. Without options: PyTorch 2.13's `.to(float8)` (round to nearest even; e4m3fn
@@ -17,11 +13,7 @@ export function encodeFp8<F extends Fp8Format>(x: Tensor, format: F, opts?: Enco
   requireDType(x, ['f32'], 'encodeFp8 input');
   const o = resolveEncodeFp8(format, opts);
   const out = Tensor.zeros(format, x.shape);
-  try {
-    (nativeAddon().encodeFp8 as EncodeFn)(x.bytes(), out.bytes(), x.numel, format, o.scale ?? Number.NaN, o.clamp, o.seed !== undefined, o.seed ?? 0);
-  } catch (error) {
-    throw fromNativeError(error, 'encodeFp8');
-  }
+  callNative('encodeFp8', (n) => n.encodeFp8(x.bytes(), out.bytes(), x.numel, format, o.scale ?? Number.NaN, o.clamp, o.seed !== undefined, o.seed ?? 0));
   return out;
 }
 
@@ -30,10 +22,6 @@ export function decodeFp8(x: Tensor, opts?: DecodeFp8Options): Tensor<'f32'> {
   requireDType(x, FP8_FORMATS, 'decodeFp8 input');
   const scale = resolveDecodeScale(opts);
   const out = Tensor.zeros('f32', x.shape);
-  try {
-    (nativeAddon().decodeFp8 as DecodeFn)(x.bytes(), out.bytes(), x.numel, x.dtype, scale ?? Number.NaN);
-  } catch (error) {
-    throw fromNativeError(error, 'decodeFp8');
-  }
+  callNative('decodeFp8', (n) => n.decodeFp8(x.bytes(), out.bytes(), x.numel, x.dtype, scale ?? Number.NaN));
   return out;
 }

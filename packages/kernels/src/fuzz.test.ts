@@ -70,6 +70,7 @@ describe('fuzz', () => {
   });
 
   it('raw addon bindings reject random arguments with coded errors and never crash', () => {
+    // Deliberately untyped: the point is to pass arguments the typed NativeAddon interface forbids.
     const addon = nativeAddon() as unknown as Record<string, AnyFn>;
     const names = ['castElements', 'encodeFp8', 'decodeFp8', 'hadamardSync', 'quantizeRowsInt8', 'linear', 'int8Matmul', 'int8Linear', 'releaseNative', 'setComputeThreads'];
     const raw = fc.oneof(

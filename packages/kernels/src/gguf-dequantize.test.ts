@@ -4,7 +4,7 @@ import { BLOCK_DTYPES, type BlockDType, byteSizeOf, isBlockDType } from './dtype
 import { DEQUANTIZE_SOURCES, type DequantizeSource } from './gguf-dtypes.js';
 import { dequantize, dequantizeSync, reference } from './index.js';
 import { withSimd } from './test-support/numeric.js';
-import { setThreadsForTest } from './test-support/threads.js';
+import { setThreads } from './threads.js';
 import { Tensor } from './tensor.js';
 import { f32Of, fixturePath, readGguf, readSafetensors } from './test-support/fixture-files.js';
 
@@ -107,9 +107,9 @@ describe('GGUF decode on random blocks', () => {
     const bytes = new Uint8Array(byteSizeOf(dtype, [n]));
     for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 131 + 7) & 0xff;
     const x = new Tensor(dtype, [n], bytes.buffer);
-    const one = (setThreadsForTest(1), dequantizeSync(x).data);
-    const four = (setThreadsForTest(4), dequantizeSync(x).data);
-    setThreadsForTest(0);
+    const one = (setThreads(1), dequantizeSync(x).data);
+    const four = (setThreads(4), dequantizeSync(x).data);
+    setThreads(0);
     expect(bitsEqual(one, four)).toBe(0);
   });
 });
@@ -159,7 +159,7 @@ describe('GGUF decode input errors', () => {
 
   it('native rejects byte lengths that do not match the block count', async () => {
     const { nativeAddon } = await import('./native-addon.js');
-    const addon = nativeAddon() as unknown as { ggufDequantize(t: string, s: Uint8Array, d: Float32Array): void };
+    const addon = nativeAddon();
     expect(() => addon.ggufDequantize('q4_0', new Uint8Array(17), new Float32Array(32))).toThrow(
       expect.objectContaining({ code: 'BLOCK_LENGTH_MISMATCH' }),
     );

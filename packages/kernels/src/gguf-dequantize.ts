@@ -1,8 +1,8 @@
 import { byteSizeOf, isBlockDType } from './dtype.js';
 import { NinodesError } from './errors.js';
 import { DEQUANTIZE_SOURCES, type DequantizeSource } from './gguf-dtypes.js';
-import { callNative, callNativeAsync } from './ops/native-ops.js';
-import { requireDTypeIn } from './ops/op-checks.js';
+import { callNative, callNativeAsync } from './native-addon.js';
+import { requireDType } from './arg-checks.js';
 import { Tensor } from './tensor.js';
 
 export type DequantizeTarget = 'f32' | 'bf16';
@@ -21,7 +21,8 @@ function plan(
   to: DequantizeTarget,
   opts: DequantizeOptions | undefined,
 ): { src: Tensor<DequantizeSource>; out: Tensor<'f32'> | Tensor<'bf16'> } {
-  const src = requireDTypeIn(x, DEQUANTIZE_SOURCES, 'dequantize', 'x') as Tensor<DequantizeSource>;
+  requireDType(x, DEQUANTIZE_SOURCES, 'dequantize(x)');
+  const src = x;
   if (to !== 'f32' && to !== 'bf16') {
     throw new NinodesError('INVALID_ARGUMENT', `dequantize: target dtype must be 'f32' or 'bf16', got '${String(to)}'`, {
       value: to,
@@ -31,7 +32,7 @@ function plan(
   if (isBlockDType(src.dtype)) byteSizeOf(src.dtype, src.shape, 'dequantize(x)');
   const out = opts?.out;
   if (out === undefined) return { src, out: to === 'f32' ? Tensor.zeros('f32', src.shape) : Tensor.zeros('bf16', src.shape) };
-  requireDTypeIn(out, [to], 'dequantize', 'opts.out');
+  requireDType(out, [to], 'dequantize(opts.out)');
   if (out.numel !== src.numel) {
     throw new NinodesError('SHAPE_MISMATCH', `dequantize: opts.out holds ${out.numel} values, the source ${src.numel}`, {
       value: { out: out.shape, x: src.shape },

@@ -1,11 +1,8 @@
-import { fromNativeError } from './errors.js';
 import { type HadamardOptions, resolveHadamard } from './hadamard-options.js';
-import { nativeAddon } from './native-addon.js';
+import { callNative, callNativeAsync } from './native-addon.js';
 import { Tensor } from './tensor.js';
 
 export type { HadamardOptions } from './hadamard-options.js';
-
-type HadamardFn<R> = (src: Uint8Array, dst: Uint8Array, rows: number, cols: number, group: number, order: string) => R;
 
 /**
  * Normalized Hadamard rotation x·H of each `group`-sized chunk of the last dimension, as an
@@ -14,11 +11,7 @@ type HadamardFn<R> = (src: Uint8Array, dst: Uint8Array, rows: number, cols: numb
 export function hadamardSync(x: Tensor, opts?: HadamardOptions): Tensor<'f32'> {
   const r = resolveHadamard(x, opts);
   const out = (opts?.out as Tensor<'f32'> | undefined) ?? Tensor.zeros('f32', x.shape);
-  try {
-    (nativeAddon().hadamardSync as HadamardFn<void>)(x.bytes(), out.bytes(), r.rows, r.cols, r.group, r.order);
-  } catch (error) {
-    throw fromNativeError(error, 'hadamard');
-  }
+  callNative('hadamard', (n) => n.hadamardSync(x.bytes(), out.bytes(), r.rows, r.cols, r.group, r.order));
   return out;
 }
 
@@ -26,10 +19,6 @@ export function hadamardSync(x: Tensor, opts?: HadamardOptions): Tensor<'f32'> {
 export async function hadamard(x: Tensor, opts?: HadamardOptions): Promise<Tensor<'f32'>> {
   const r = resolveHadamard(x, opts);
   const out = (opts?.out as Tensor<'f32'> | undefined) ?? Tensor.zeros('f32', x.shape);
-  try {
-    await (nativeAddon().hadamardAsync as HadamardFn<Promise<void>>)(x.bytes(), out.bytes(), r.rows, r.cols, r.group, r.order);
-  } catch (error) {
-    throw fromNativeError(error, 'hadamard');
-  }
+  await callNativeAsync('hadamard', (n) => n.hadamardAsync(x.bytes(), out.bytes(), r.rows, r.cols, r.group, r.order));
   return out;
 }

@@ -1,5 +1,4 @@
 import { matrixDims, optionsOf, requireDType } from './arg-checks.js';
-import { fromNativeError } from './errors.js';
 import {
   type Int8BackendName,
   type Int8LinearOptions,
@@ -14,42 +13,18 @@ import {
   linearDims,
   resolveConvrot,
 } from './linear-checks.js';
-import { nativeAddon } from './native-addon.js';
+import { callNative, callNativeAsync } from './native-addon.js';
 import { NinodesError } from './errors.js';
 import { Tensor } from './tensor.js';
 
 export type { Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
-
-type QuantizeFn = (x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string) => void;
-type DequantizeFn = (acc: Uint8Array, xScale: Uint8Array, wScale: Uint8Array, bias: Uint8Array | null, y: Uint8Array, m: number, n: number) => Promise<void>;
-type MatmulFn = (a: Uint8Array, b: Uint8Array, c: Uint8Array, m: number, k: number, n: number, backend: string) => Promise<void>;
-type Int8LinearFn = (
-  x: Uint8Array,
-  w: Uint8Array,
-  wScale: Uint8Array,
-  bias: Uint8Array | null,
-  y: Uint8Array,
-  acc: Uint8Array | null,
-  xScale: Uint8Array,
-  m: number,
-  k: number,
-  n: number,
-  group: number,
-  order: string,
-  external: boolean,
-  backend: string,
-) => Promise<void>;
 
 function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   const [rows, cols] = matrixDims(x, where);
   const q = Tensor.zeros('i8', [rows, cols]);
   const scale = Tensor.zeros('f32', [rows, 1]);
   if (external !== undefined) scale.data.set(external);
-  try {
-    (nativeAddon().quantizeRowsInt8 as QuantizeFn)(x.bytes(), q.bytes(), scale.bytes(), rows, cols, external !== undefined, group, 'regular');
-  } catch (error) {
-    throw fromNativeError(error, where);
-  }
+  callNative(where, (addon) => addon.quantizeRowsInt8(x.bytes(), q.bytes(), scale.bytes(), rows, cols, external !== undefined, group, 'regular'));
   return { q, scale };
 }
 
@@ -90,11 +65,7 @@ export async function int8Matmul(qx: Tensor, qw: Tensor, options?: Int8MatmulOpt
   checkInt8K(k, 'int8Matmul');
   const backend = checkBackend(optionsOf(options, 'int8Matmul options').backend, 'int8Matmul options.backend');
   const acc = Tensor.zeros('i32', [m, n]);
-  try {
-    await (nativeAddon().int8Matmul as MatmulFn)(qx.bytes(), qw.bytes(), acc.bytes(), m, k, n, backend);
-  } catch (error) {
-    throw fromNativeError(error, 'int8Matmul');
-  }
+  await callNativeAsync('int8Matmul', (addon) => addon.int8Matmul(qx.bytes(), qw.bytes(), acc.bytes(), m, k, n, backend));
   return acc;
 }
 
@@ -120,8 +91,8 @@ export async function int8Linear(
   const xScale = Tensor.zeros('f32', [d.m, 1]);
   if (external !== undefined) xScale.data.set(external);
   const acc = opts.returnAccumulators === true ? Tensor.zeros('i32', [d.m, d.n]) : undefined;
-  try {
-    await (nativeAddon().int8Linear as Int8LinearFn)(
+  await callNativeAsync('int8Linear', (addon) =>
+    addon.int8Linear(
       x.bytes(),
       qw.bytes(),
       wScale.bytes(),
@@ -136,10 +107,8 @@ export async function int8Linear(
       order,
       external !== undefined,
       backend,
-    );
-  } catch (error) {
-    throw fromNativeError(error, 'int8Linear');
-  }
+    ),
+  );
   return acc === undefined ? { y, xScale } : { y, acc, xScale };
 }
 
@@ -156,24 +125,16 @@ export async function dequantizeInt8Accumulators(acc: Tensor, xScale: Tensor, wS
   checkWeightScale(wScale, n, 'dequantizeInt8Accumulators wScale');
   checkBias(bias, n, 'dequantizeInt8Accumulators');
   const y = Tensor.zeros('f32', [m, n]);
-  try {
-    await (nativeAddon().int8Dequantize as DequantizeFn)(acc.bytes(), xScale.bytes(), wScale.bytes(), bias?.bytes() ?? null, y.bytes(), m, n);
-  } catch (error) {
-    throw fromNativeError(error, 'dequantizeInt8Accumulators');
-  }
+  await callNativeAsync('dequantizeInt8Accumulators', (addon) => addon.int8Dequantize(acc.bytes(), xScale.bytes(), wScale.bytes(), bias?.bytes() ?? null, y.bytes(), m, n));
   return y;
 }
 
 /** The int8 GEMM that `'auto'` picks on this machine (shapes with K % 64 != 0 skip `amx`). */
 export function int8Backend(): Int8BackendName {
-  try {
-    return (nativeAddon().int8Backend as () => Int8BackendName)();
-  } catch (error) {
-    throw fromNativeError(error, 'int8Backend');
-  }
+  return callNative('int8Backend', (addon) => addon.int8Backend());
 }
 
 /** Every int8 backend this machine can run, fastest first. */
 export function int8Backends(): Int8BackendName[] {
-  return (nativeAddon().int8Backends as () => Int8BackendName[])();
+  return callNative('int8Backends', (addon) => addon.int8Backends());
 }

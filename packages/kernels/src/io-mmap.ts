@@ -7,30 +7,11 @@
 import { closeSync, fstatSync, openSync } from 'node:fs';
 import { openRegularFile } from './fs-errors.js';
 import { NinodesError, fromNativeError } from './errors.js';
-import { nativeAddon } from './native-addon.js';
+import { callNative } from './native-addon.js';
+import type { MadviseAdvice, MappingHandle as Handle } from '@ninodes/native';
 import type { StorageOwner } from './tensor.js';
 
-type Handle = { readonly __mapping: unique symbol };
-
-interface IoAddon {
-  ioMapFile(fd: number, length: number, priv: boolean, path: string): Handle;
-  ioMapView(handle: Handle, offset: number, length: number): ArrayBuffer;
-  ioDetach(buffer: ArrayBuffer): boolean;
-  ioUnmap(handle: Handle): boolean;
-  ioMadvise(handle: Handle, offset: number, length: number, advice: MadviseAdvice): void;
-  ioTouchPages(handle: Handle, offset: number, length: number): number;
-  ioSumBytes(handle: Handle, offset: number, length: number): number;
-  ioAssertIntact(handle: Handle): void;
-  ioMallocTrim(pad: number): boolean;
-  ioPageSize(): number;
-}
-
-function io(): IoAddon {
-  return nativeAddon() as unknown as IoAddon;
-}
-
-/** madvise hints: prefetch (`willneed`), drop after use (`dontneed`), or the access pattern. */
-export type MadviseAdvice = 'willneed' | 'dontneed' | 'sequential' | 'random' | 'normal';
+export type { MadviseAdvice };
 
 /** What identifies the file a mapping was made from: a change means it was truncated or replaced. */
 export interface FileIdentity {
@@ -80,7 +61,7 @@ export class MappedFile implements StorageOwner {
     try {
       const identity = fileIdentity(fd);
       const size = Number(identity.size);
-      const handle = size === 0 ? undefined : io().ioMapFile(fd, size, options.mode === 'private', path);
+      const handle = size === 0 ? undefined : callNative(path, (n) => n.ioMapFile(fd, size, options.mode === 'private', path));
       return new MappedFile(path, fd, size, identity, handle);
     } catch (error) {
       closeSync(fd);
@@ -101,20 +82,17 @@ export class MappedFile implements StorageOwner {
   view(offset: number, length: number): ArrayBuffer {
     this.assertOpen();
     if (length === 0 && offset <= this.byteLength) return new ArrayBuffer(0);
-    try {
-      const buffer = io().ioMapView(this.liveHandle(), offset, length);
-      this.views.add(new WeakRef(buffer));
-      if (this.views.size > this.pruneAt) this.pruneViews();
-      return buffer;
-    } catch (error) {
-      throw fromNativeError(error, this.path);
-    }
+    const handle = this.liveHandle();
+    const buffer = callNative(this.path, (n) => n.ioMapView(handle, offset, length));
+    this.views.add(new WeakRef(buffer));
+    if (this.views.size > this.pruneAt) this.pruneViews();
+    return buffer;
   }
 
   /** Detaches one view early (its typed arrays read as empty); the mapping stays. */
   detachView(buffer: ArrayBuffer): void {
     if (buffer.byteLength === 0) return;
-    io().ioDetach(buffer);
+    callNative(this.path, (n) => n.ioDetach(buffer));
   }
 
   /**
@@ -139,13 +117,8 @@ export class MappedFile implements StorageOwner {
   /** Throws FILE_TRUNCATED, FILE_REPLACED or FILE_MODIFIED when the file is no longer the one mapped. */
   verify(): void {
     this.assertOpen();
-    if (this.handle !== undefined) {
-      try {
-        io().ioAssertIntact(this.handle);
-      } catch (error) {
-        throw fromNativeError(error, this.path);
-      }
-    }
+    const handle = this.handle;
+    if (handle !== undefined) callNative(this.path, (n) => n.ioAssertIntact(handle));
     const now = fileIdentity(this.fd);
     if (now.size < this.identity.size) {
       throw new NinodesError('FILE_TRUNCATED', `${this.path} shrank from ${this.identity.size} to ${now.size} bytes after it was mapped`, {
@@ -183,47 +156,42 @@ export class MappedFile implements StorageOwner {
   /** madvise over a byte range (page-aligned outward by the addon). */
   advise(offset: number, length: number, advice: MadviseAdvice): void {
     this.assertOpen();
-    if (length === 0 || this.handle === undefined) return;
-    try {
-      io().ioMadvise(this.handle, offset, length, advice);
-    } catch (error) {
-      throw fromNativeError(error, this.path);
-    }
+    const handle = this.handle;
+    if (length === 0 || handle === undefined) return;
+    callNative(this.path, (n) => n.ioMadvise(handle, offset, length, advice));
   }
 
   /** Faults in every page of a range (reads one byte per page); returns a byte sum. */
   touch(offset: number, length: number): number {
     this.assertOpen();
-    if (length === 0 || this.handle === undefined) return 0;
-    try {
-      return io().ioTouchPages(this.handle, offset, length);
-    } catch (error) {
-      throw fromNativeError(error, this.path);
-    }
+    const handle = this.handle;
+    if (length === 0 || handle === undefined) return 0;
+    return callNative(this.path, (n) => n.ioTouchPages(handle, offset, length));
   }
 
   /** Reads every byte of a range (in parallel) and returns their sum: a full read without a copy. */
   sumBytes(offset: number, length: number): number {
     this.assertOpen();
-    if (length === 0 || this.handle === undefined) return 0;
-    try {
-      return io().ioSumBytes(this.handle, offset, length);
-    } catch (error) {
-      throw fromNativeError(error, this.path);
-    }
+    const handle = this.handle;
+    if (length === 0 || handle === undefined) return 0;
+    return callNative(this.path, (n) => n.ioSumBytes(handle, offset, length));
   }
 
   /** Detaches every view, unmaps and closes the descriptor. Idempotent. */
   release(): void {
     if (this.closed) return;
     this.closed = true;
-    const addon = this.handle === undefined ? undefined : io();
-    for (const ref of this.views) {
-      const buffer = ref.deref();
-      if (buffer !== undefined) addon?.ioDetach(buffer);
+    const handle = this.handle;
+    if (handle !== undefined) {
+      callNative(this.path, (n) => {
+        for (const ref of this.views) {
+          const buffer = ref.deref();
+          if (buffer !== undefined) n.ioDetach(buffer);
+        }
+        n.ioUnmap(handle);
+      });
     }
     this.views.clear();
-    if (this.handle !== undefined) addon?.ioUnmap(this.handle);
     this.handle = undefined;
     closeSync(this.fd);
     this.fd = -1;
@@ -253,10 +221,10 @@ export class MappedFile implements StorageOwner {
 
 /** glibc malloc_trim: hands free heap memory back to the OS after large frees. True when some was. */
 export function mallocTrim(pad = 0): boolean {
-  return io().ioMallocTrim(pad);
+  return callNative('mallocTrim', (n) => n.ioMallocTrim(pad));
 }
 
 /** The system page size in bytes. */
 export function pageSize(): number {
-  return io().ioPageSize();
+  return callNative('pageSize', (n) => n.ioPageSize());
 }

@@ -66,7 +66,8 @@ export interface Int8LinearOptions {
  * The exact int8 GEMMs: `amx` (hand-written AMX tiles, fused dequant; AMX-INT8 CPUs, K % 64 == 0),
  * `onednn` (oneDNN s8s8, where it is exact: VNNI or AMX), `native` (AVX2 or scalar, any CPU).
  */
-export type Int8BackendName = 'amx' | 'onednn' | 'native';
+import type { Int8BackendName } from '@ninodes/native';
+export type { Int8BackendName };
 /** `'auto'`: the fastest backend that can run the shape (NINODES_INT8_BACKEND overrides). */
 export type Int8BackendChoice = Int8BackendName | 'auto';
 

@@ -1,9 +1,6 @@
-import { fromNativeError } from './errors.js';
 import { checkBias, linearDims } from './linear-checks.js';
-import { nativeAddon } from './native-addon.js';
+import { callNativeAsync } from './native-addon.js';
 import { Tensor } from './tensor.js';
-
-type LinearFn = (x: Uint8Array, w: Uint8Array, wIsBf16: boolean, bias: Uint8Array | null, y: Uint8Array, m: number, k: number, n: number, precision: LinearPrecision) => Promise<void>;
 
 /**
  * Multiply precision. 'f32': bf16 weights are widened exactly and multiplied in f32 (any CPU).
@@ -26,10 +23,6 @@ export async function linear(x: Tensor, w: Tensor, bias?: Tensor, options: Linea
   checkBias(bias, d.n, 'linear');
   const precision = options.precision ?? 'f32';
   const y = Tensor.zeros('f32', d.outShape);
-  try {
-    await (nativeAddon().linear as LinearFn)(x.bytes(), w.bytes(), w.dtype === 'bf16', bias?.bytes() ?? null, y.bytes(), d.m, d.k, d.n, precision);
-  } catch (error) {
-    throw fromNativeError(error, 'linear');
-  }
+  await callNativeAsync('linear', (n) => n.linear(x.bytes(), w.bytes(), w.dtype === 'bf16', bias?.bytes() ?? null, y.bytes(), d.m, d.k, d.n, precision));
   return y;
 }

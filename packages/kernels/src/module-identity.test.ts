@@ -29,7 +29,7 @@ describe('one Tensor and NinodesError identity across the ESM and CJS builds', (
     const ws = Array.from({ length: n * k }, (_, i) => Math.cos(i * 0.7));
     const bs = Array.from({ length: n }, (_, i) => i * 0.25 - 0.5);
     const y = await esm.linear(cjs.Tensor.f32([m, k], xs), cjs.Tensor.f32([n, k], ws), cjs.Tensor.f32([n], bs));
-    // add checks its arguments with instanceof Tensor (op-checks); y is ESM, the addend CJS.
+    // add checks its arguments with instanceof Tensor (arg-checks); y is ESM, the addend CJS.
     const ones = Array.from({ length: m * n }, () => 1);
     const z = esm.add(y, cjs.Tensor.f32([m, n], ones));
     for (let i = 0; i < m; i++) {

@@ -1,12 +1,15 @@
-// The one place the native addon is loaded. Everything else in ninodes reaches native code
-// through @ninodes/kernels' typed functions.
+// The one place the native addon is loaded, and the one way to call it: callNative/callNativeAsync
+// hand the wrapper the typed addon (its whole surface is `NativeAddon` in @ninodes/native's
+// index.d.cts) and re-throw its errors as NinodesErrors. Everything else in ninodes reaches native
+// code through @ninodes/kernels' typed functions.
 import { createRequire } from 'node:module';
-import { NinodesError } from './errors.js';
+import type * as NativePackage from '@ninodes/native';
+import type { NativeAddon } from '@ninodes/native';
+import { NinodesError, fromNativeError } from './errors.js';
+
+export type { NativeAddon } from '@ninodes/native';
 
 const require = createRequire(import.meta.url);
-
-/** The raw addon; typed piecemeal by the modules that wrap its functions. */
-export type NativeAddon = Record<string, (...args: never[]) => unknown> & { modules: string[] };
 
 /** What @ninodes/native's loader throws: ADDON_MISSING or ADDON_LOAD_FAILED, the file, what to do. */
 interface NativeLoadError {
@@ -20,14 +23,40 @@ let addon: NativeAddon | undefined;
 
 export function nativeAddon(): NativeAddon {
   if (addon === undefined) {
-    const native = require('@ninodes/native') as { load(): unknown };
+    const native: typeof NativePackage = require('@ninodes/native');
     try {
-      addon = native.load() as NativeAddon;
+      addon = native.load();
     } catch (error) {
       throw addonError(error);
     }
   }
   return addon;
+}
+
+/** Runs a synchronous native call, re-throwing its error (or a load failure) as a NinodesError. */
+export function callNative<T>(where: string, fn: (addon: NativeAddon) => T): T {
+  const native = nativeAddon();
+  try {
+    return fn(native);
+  } catch (error) {
+    throw fromNativeError(error, where);
+  }
+}
+
+/** Awaits an asynchronous native call, re-throwing its error or rejection as a NinodesError. */
+export async function callNativeAsync<T>(where: string, fn: (addon: NativeAddon) => Promise<T>): Promise<T> {
+  const native = nativeAddon();
+  let promise: Promise<T>;
+  try {
+    promise = fn(native);
+  } catch (error) {
+    throw fromNativeError(error, where);
+  }
+  try {
+    return await promise;
+  } catch (error) {
+    throw fromNativeError(error, where);
+  }
 }
 
 function addonError(error: unknown): NinodesError {

@@ -1,16 +1,7 @@
 import { brandInstances } from './brand.js';
 import { type DType, byteSizeOf } from './dtype.js';
-import { fromNativeError } from './errors.js';
-import { nativeAddon } from './native-addon.js';
+import { callNative } from './native-addon.js';
 import { type StorageOwner, Tensor } from './tensor.js';
-
-interface NativeMemoryAddon {
-  allocateNative(bytes: number): ArrayBuffer;
-  releaseNative(buffer: ArrayBuffer): boolean;
-  nativeBytes(): number;
-}
-
-const addon = (): NativeMemoryAddon => nativeAddon() as unknown as NativeMemoryAddon;
 
 // The addon pins native memory an async op reads (native/src/core/memory_pins.h), so release()
 // during such an op only detaches the views; the memory is freed when the op settles.
@@ -28,7 +19,7 @@ class NativeStorage implements StorageOwner {
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    addon().releaseNative(this.buffer);
+    callNative('releaseNative', (n) => n.releaseNative(this.buffer));
   }
 }
 
@@ -38,16 +29,11 @@ class NativeStorage implements StorageOwner {
  */
 export function allocateNative<D extends DType>(dtype: D, shape: readonly number[]): Tensor<D> {
   const bytes = byteSizeOf(dtype, shape, 'allocateNative');
-  let buffer: ArrayBuffer;
-  try {
-    buffer = addon().allocateNative(bytes);
-  } catch (error) {
-    throw fromNativeError(error, 'allocateNative');
-  }
+  const buffer = callNative('allocateNative', (n) => n.allocateNative(bytes));
   return new Tensor(dtype, shape, buffer, { owner: new NativeStorage(buffer) });
 }
 
 /** Bytes of native memory allocated by allocateNative and not yet freed. */
 export function nativeBytes(): number {
-  return addon().nativeBytes();
+  return callNative('nativeBytes', (n) => n.nativeBytes());
 }

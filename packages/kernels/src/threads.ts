@@ -1,6 +1,6 @@
 import { show } from './arg-checks.js';
 import { NinodesError } from './errors.js';
-import { nativeAddon } from './native-addon.js';
+import { callNative } from './native-addon.js';
 
 /**
  * Sets the intra-op thread count of the native pool and of oneDNN (OpenMP); 0 = one per core.
@@ -11,10 +11,10 @@ export function setThreads(n: number): number {
   if (!Number.isInteger(n) || n < 0 || n > 1024) {
     throw new NinodesError('INVALID_ARGUMENT', `setThreads: ${show(n)} is not an integer in 0..1024`, { value: n, hint: '0 means one thread per core' });
   }
-  return (nativeAddon().setComputeThreads as (n: number) => number)(n);
+  return callNative('setThreads', (addon) => addon.setComputeThreads(n));
 }
 
 /** Threads the native kernels and oneDNN use now. */
 export function getThreads(): number {
-  return (nativeAddon().getComputeThreads as () => number)();
+  return callNative('getThreads', (addon) => addon.getComputeThreads());
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { gelu, reference, silu, swiglu } from '../index.js';
 import { Tensor } from '../tensor.js';
 import { expectBitsEqual, expectClose, randomF32, seedArb, shapeArb, simdPaths, withSimd } from '../test-support/numeric.js';
-import { setThreadsForTest } from '../test-support/threads.js';
+import { setThreads } from '../threads.js';
 
 // Definitions as written in the papers / torch docs, in float64.
 const siluDef = (x: number) => x * (1 / (1 + Math.exp(-x)));
@@ -53,11 +53,11 @@ describe('silu / gelu (tanh) / swiglu', () => {
 
   it('gives the same bits for any thread count', () => {
     const x = randomF32([300000], 5, 4);
-    setThreadsForTest(1);
+    setThreads(1);
     const one = [silu(x).data, gelu(x).data, swiglu(x).data];
-    setThreadsForTest(4);
+    setThreads(4);
     const four = [silu(x).data, gelu(x).data, swiglu(x).data];
-    setThreadsForTest(0);
+    setThreads(0);
     one.forEach((a, i) => expectBitsEqual(a, four[i] as Float32Array));
   });
 

@@ -1,7 +1,7 @@
 import { NinodesError } from '../errors.js';
 import { Tensor } from '../tensor.js';
-import { callNative } from './native-ops.js';
-import { lastDim, requireF32, requireRank } from './op-checks.js';
+import { callNative } from '../native-addon.js';
+import { lastDim, requireF32, requireRank } from '../arg-checks.js';
 
 /** SiLU: x · sigmoid(x). */
 export function silu(x: Tensor<'f32'>): Tensor<'f32'> {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { attention, attentionNaive, reference } from '../index.js';
 import { Tensor } from '../tensor.js';
 import { expectBitsEqual, expectClose, randomF32, seedArb, simdPaths, withSimdAsync } from '../test-support/numeric.js';
-import { setThreadsForTest } from '../test-support/threads.js';
+import { setThreads } from '../threads.js';
 
 // Textbook attention in float64: materialize the scores, softmax them, multiply by V.
 function naiveF64(q: Float32Array, k: Float32Array, v: Float32Array, h: number, s: number, t: number, d: number, scale: number): Float64Array {
@@ -82,11 +82,11 @@ describe('attention', () => {
     const q = randomF32([h, s, d], 5, 2);
     const k = randomF32([h, t, d], 6, 2);
     const v = randomF32([h, t, d], 7);
-    setThreadsForTest(1);
+    setThreads(1);
     const one = await attention(q, k, v);
-    setThreadsForTest(3);
+    setThreads(3);
     const three = await attention(q, k, v);
-    setThreadsForTest(0);
+    setThreads(0);
     expectBitsEqual(one.data, three.data);
     // Heads 1..2 alone (as one tensor-parallel rank would see them).
     const part = await attention(q.rows(1, 3), k.rows(1, 3), v.rows(1, 3));

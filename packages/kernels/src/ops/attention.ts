@@ -1,7 +1,7 @@
 import { NinodesError } from '../errors.js';
 import { Tensor } from '../tensor.js';
-import { callNativeAsync } from './native-ops.js';
-import { requireF32, requireRank } from './op-checks.js';
+import { callNativeAsync } from '../native-addon.js';
+import { requireF32, requireRank } from '../arg-checks.js';
 
 export interface AttentionOptions {
   /** Score scale; default 1/√D. */

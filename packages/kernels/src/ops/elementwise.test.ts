@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { add, addcmul, modulate, mul, reference, scale } from '../index.js';
 import { Tensor } from '../tensor.js';
 import { expectBitsEqual, expectClose, randomF32, seedArb, shapeArb, simdPaths, withSimd } from '../test-support/numeric.js';
-import { setThreadsForTest } from '../test-support/threads.js';
+import { setThreads } from '../threads.js';
 
 const f = Math.fround;
 
@@ -65,11 +65,11 @@ describe('add / mul / addcmul / modulate / scale', () => {
     const a = randomF32([333], 4);
     const b = randomF32([333], 5);
     const run = () => [add(x, a).data, mul(x, a).data, addcmul(x, a, b).data, modulate(x, a, b).data, scale(x, 0.37).data];
-    setThreadsForTest(1);
+    setThreads(1);
     const one = run();
-    setThreadsForTest(4);
+    setThreads(4);
     const four = run();
-    setThreadsForTest(0);
+    setThreads(0);
     one.forEach((v, i) => expectBitsEqual(v, four[i] as Float32Array));
   });
 

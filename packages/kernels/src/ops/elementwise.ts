@@ -1,7 +1,7 @@
 import { NinodesError } from '../errors.js';
 import { Tensor } from '../tensor.js';
-import { callNative } from './native-ops.js';
-import { requireF32, requireFiniteNumber, requireRank, requireSuffixBroadcast } from './op-checks.js';
+import { callNative } from '../native-addon.js';
+import { requireF32, requireFiniteNumber, requireRank, requireSuffixBroadcast } from '../arg-checks.js';
 
 export function planBinary(op: string, a: unknown, b: unknown): { a: Tensor<'f32'>; b: Tensor<'f32'> } {
   const ta = requireF32(a, op, 'a');

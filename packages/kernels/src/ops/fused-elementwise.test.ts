@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { add, gatedResidual, modulate, mul, rmsNorm, rmsNormModulate } from '../index.js';
 import { expectBitsEqual, expectClose, randomF32, seedArb, simdPaths, withSimd } from '../test-support/numeric.js';
-import { setThreadsForTest } from '../test-support/threads.js';
+import { setThreads } from '../threads.js';
 
 // Rows × width, widths off the SIMD width and rows past the parallel grain included.
 const dimsArb = fc.tuple(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: 200 }), seedArb);
@@ -60,11 +60,11 @@ describe('fused elementwise passes', () => {
     const o = randomF32([700, 333], 4);
     const g = randomF32([333], 5);
     const run = () => [gatedResidual(x, o, g).data, rmsNormModulate(x, g, o.view('f32', [333], 0), g, 1e-5).data];
-    setThreadsForTest(1);
+    setThreads(1);
     const one = run();
-    setThreadsForTest(4);
+    setThreads(4);
     const four = run();
-    setThreadsForTest(0);
+    setThreads(0);
     one.forEach((v, i) => expectBitsEqual(v, four[i] as Float32Array));
   });
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { layerNorm, reference, rmsNorm, softmax } from '../index.js';
 import { Tensor } from '../tensor.js';
 import { expectBitsEqual, expectClose, randomF32, seedArb, shapeArb, simdPaths, withSimd } from '../test-support/numeric.js';
-import { setThreadsForTest } from '../test-support/threads.js';
+import { setThreads } from '../threads.js';
 
 // Independent float64 definitions, written from the formulas (torch semantics).
 function rmsF64(x: Float32Array, w: Float32Array | undefined, dim: number, eps: number): number[] {
@@ -106,11 +106,11 @@ describe('rmsNorm / layerNorm / softmax', () => {
     const w = randomF32([200], 12);
     const b = randomF32([200], 13);
     const run = () => [rmsNorm(x, w, 1e-6).data, layerNorm(x, w, b).data, softmax(x).data];
-    setThreadsForTest(1);
+    setThreads(1);
     const one = run();
-    setThreadsForTest(3);
+    setThreads(3);
     const three = run();
-    setThreadsForTest(0);
+    setThreads(0);
     one.forEach((a, i) => expectBitsEqual(a, three[i] as Float32Array));
   });
 

@@ -1,7 +1,7 @@
 import type { Tensor } from '../tensor.js';
 import { Tensor as T } from '../tensor.js';
-import { callNative } from './native-ops.js';
-import { lastDim, optionalF32, requireF32, requireFiniteNumber, requireRank, requireShape } from './op-checks.js';
+import { callNative } from '../native-addon.js';
+import { lastDim, optionalF32, requireF32, requireFiniteNumber, requireRank, requireShape } from '../arg-checks.js';
 
 export interface RowPlan {
   x: Tensor<'f32'>;
@@ -26,8 +26,8 @@ export function planNorm(op: string, x: unknown, weight: unknown, bias: unknown,
   const p = rowPlan(x, op);
   const w = optionalF32(weight, op, 'weight');
   const b = optionalF32(bias, op, 'bias');
-  if (w) requireShape(w, [p.dim], op, 'weight');
-  if (b) requireShape(b, [p.dim], op, 'bias');
+  if (w) requireShape(w, [p.dim], `${op}(weight)`);
+  if (b) requireShape(b, [p.dim], `${op}(bias)`);
   const e = requireFiniteNumber(eps, op, 'eps');
   return { ...p, weight: w, bias: b, eps: e };
 }

@@ -4,7 +4,7 @@ import { reference, ropeSplitHalf } from '../index.js';
 import { Tensor } from '../tensor.js';
 import { f32Of, fixturePath, readSafetensors } from '../test-support/fixture-files.js';
 import { expectBitsEqual, expectClose, randomF32, seedArb } from '../test-support/numeric.js';
-import { setThreadsForTest } from '../test-support/threads.js';
+import { setThreads } from '../threads.js';
 
 // Rotation of the complex pair (x_i + i·x_{i+R/2}) by the angle, in float64.
 function ropeF64(x: Float32Array, angles: Float32Array, s: number, h: number, d: number, r: number, cols: number): number[] {
@@ -80,11 +80,11 @@ describe('ropeSplitHalf', () => {
   it('gives the same bits for any thread count', () => {
     const x = randomF32([257, 8, 64], 1);
     const a = randomF32([257, 48], 2, 10);
-    setThreadsForTest(1);
+    setThreads(1);
     const one = ropeSplitHalf(x, a, 48).data;
-    setThreadsForTest(4);
+    setThreads(4);
     const four = ropeSplitHalf(x, a, 48).data;
-    setThreadsForTest(0);
+    setThreads(0);
     expectBitsEqual(one, four);
   });
 

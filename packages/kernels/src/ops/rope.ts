@@ -1,7 +1,7 @@
 import { NinodesError } from '../errors.js';
 import { Tensor } from '../tensor.js';
-import { callNative } from './native-ops.js';
-import { requireF32, requireRank } from './op-checks.js';
+import { callNative } from '../native-addon.js';
+import { requireF32, requireRank } from '../arg-checks.js';
 
 export interface RopePlan {
   x: Tensor<'f32'>;

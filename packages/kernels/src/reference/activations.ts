@@ -1,6 +1,6 @@
 // Reference activations in float64, rounded once to float32.
 import { planSwiglu } from '../ops/activations.js';
-import { requireF32 } from '../ops/op-checks.js';
+import { requireF32 } from '../arg-checks.js';
 import { Tensor } from '../tensor.js';
 
 const siluOf = (v: number): number => v / (1 + Math.exp(-v));

@@ -1,7 +1,7 @@
 // Reference elementwise ops: exact float32 for single operations, float64 then one rounding for
 // the fused ones (addcmul, modulate).
 import { planBinary, planModulate, planTernary } from '../ops/elementwise.js';
-import { requireF32, requireFiniteNumber } from '../ops/op-checks.js';
+import { requireF32, requireFiniteNumber } from '../arg-checks.js';
 import { Tensor } from '../tensor.js';
 
 function periodic(n: number, fn: (i: number, j: number) => number, period: number, shape: readonly number[]): Tensor<'f32'> {

@@ -2,7 +2,7 @@
 // by Math.fround, so it gives the same bits as ggml, gguf-py and the native decoder.
 import { BLOCK_DTYPES, type BlockDType, byteSizeOf, isBlockDType } from '../dtype.js';
 import { NinodesError } from '../errors.js';
-import { requireDTypeIn } from '../ops/op-checks.js';
+import { requireDType } from '../arg-checks.js';
 import { Tensor } from '../tensor.js';
 import { bf16BitsFromF32, DEQUANTIZE_SOURCES, type DequantizeSource } from '../gguf-dtypes.js';
 
@@ -247,7 +247,8 @@ function lengthError(dtype: string, bytes: number, numel: number): NinodesError 
 
 /** Reference `dequantize`: any GGUF block dtype (or f32/f16/bf16) to f32 or bf16. */
 export function dequantize(x: Tensor, to: 'f32' | 'bf16' = 'f32'): Tensor<'f32'> | Tensor<'bf16'> {
-  const src = requireDTypeIn(x, DEQUANTIZE_SOURCES, 'dequantize', 'x') as Tensor<DequantizeSource>;
+  requireDType(x, DEQUANTIZE_SOURCES, 'dequantize(x)');
+  const src = x;
   if (to !== 'f32' && to !== 'bf16') {
     throw new NinodesError('INVALID_ARGUMENT', `dequantize: target dtype must be 'f32' or 'bf16', got '${String(to)}'`, { value: to, where: 'dequantize(to)' });
   }

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import { buildInfo, type SimdPath } from '../build-info.js';
-import { nativeAddon } from '../native-addon.js';
+import { callNative } from '../native-addon.js';
 import { Tensor } from '../tensor.js';
 
 /** Deterministic pseudo-normal values (sum of 4 uniforms, centred) from a seed. */
@@ -69,24 +69,22 @@ export function simdPaths(): SimdPath[] {
 }
 
 export function withSimd<T>(path: SimdPath, fn: () => T): T {
-  const setSimd = (nativeAddon() as unknown as { setSimd(p: string): void }).setSimd;
   const before = buildInfo().simd;
-  setSimd(path);
+  callNative('setSimd', (n) => n.setSimd(path));
   try {
     return fn();
   } finally {
-    setSimd(before);
+    callNative('setSimd', (n) => n.setSimd(before));
   }
 }
 
 export async function withSimdAsync<T>(path: SimdPath, fn: () => Promise<T>): Promise<T> {
-  const setSimd = (nativeAddon() as unknown as { setSimd(p: string): void }).setSimd;
   const before = buildInfo().simd;
-  setSimd(path);
+  callNative('setSimd', (n) => n.setSimd(path));
   try {
     return await fn();
   } finally {
-    setSimd(before);
+    callNative('setSimd', (n) => n.setSimd(before));
   }
 }
 

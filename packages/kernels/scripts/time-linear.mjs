@@ -1,7 +1,7 @@
-// Standalone timing of the kernels-A heavy ops (not a test, not the benchmark suite): fp32 linear,
+// Standalone timing of the matmul-heavy ops (not a test, not the benchmark suite): fp32 linear,
 // int8 linear (rotation + quantization + matmul + dequant), bare int8 matmul, Hadamard vs memcpy,
 // and whether oneDNN fp32 matmul is bit-identical across thread counts.
-// Usage: node packages/kernels/scripts/time-kernels-a.mjs [M] [K] [N]   (after building the package)
+// Usage: node packages/kernels/scripts/time-linear.mjs [M] [K] [N]   (after building the package)
 import { hadamardSync, int8Linear, int8Matmul, linear, quantizeWeightInt8, setThreads, getThreads, Tensor } from '../dist/index.js';
 
 const [M, K, N] = process.argv.slice(2).map(Number);
