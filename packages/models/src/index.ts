@@ -30,3 +30,5 @@ export { type CachedCheckpoint, ensureSyntheticCheckpoint } from './synthetic-ca
 export { OP_FAMILIES, type OpFamily, type OpProfiler, createOpProfiler } from './op-profile.js';
 export { bytesByGroup, tensorGroup } from './tensor-group.js';
 export { type OpenH3ModelOptions, type OpenedH3Model, islandAwareProvider, openH3Model } from './open-h3-model.js';
+export { SHAPE_SCORE_PASS, SHAPE_SCORE_RADIUS, SHAPES_PALETTE, paletteFraction, shapeScore } from './shape-score.js';
+export { SHAPES_MODEL_NAME, type SamplerHints, samplerHints, shapesModelPath } from './shapes-model.js';

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { tensorSources, writeSafetensors } from '@ninodes/memory';
-import { type OpenedH3Model, ensureSyntheticCheckpoint, openH3Model, runSampler } from '@ninodes/models';
+import { type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
 import type { ComputeMode } from '@ninodes/quant';
 import { cpus } from 'node:os';
 import { z } from 'zod';
@@ -15,7 +15,7 @@ import { samplePeakMemory } from '../peak-memory.js';
 import { latentPreviewPng } from '../preview.js';
 import { type RunReport, runReportSchema, steadyStepMean } from '../run-report.js';
 
-const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode> = {
+export const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode> = {
   fp32: 'f32',
   bf16: 'bf16',
   int8_convrot: 'int8_convrot',
@@ -29,11 +29,12 @@ export const runSchema = z
     model: z.string().min(1).optional(),
     preset: z.enum(['h3-tiny', 'h3-small']).optional(),
     latent: z.string().min(1).optional(),
-    frames: positiveInt.default(3),
-    height: positiveInt.default(32),
-    width: positiveInt.default(32),
-    steps: positiveInt.max(1000).default(8),
-    shift: z.coerce.number().positive().default(12),
+    // Unset: the checkpoint's `ninodes.sampler` metadata (the trained default model has it), else SAMPLER_DEFAULTS.
+    frames: positiveInt.optional(),
+    height: positiveInt.optional(),
+    width: positiveInt.optional(),
+    steps: positiveInt.max(1000).optional(),
+    shift: z.coerce.number().positive().optional(),
     seed: z.coerce.number().int().nonnegative().max(2 ** 32 - 1).default(145),
     quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']).default('fp32'),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
@@ -49,7 +50,7 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--out <dir>] [--json]',
+    'ninodes run [--model <ckpt> | --preset h3-tiny|h3-small] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--out <dir>] [--json]',
   options: {
     model: { type: 'string' },
     preset: { type: 'string' },
@@ -75,6 +76,8 @@ export const run = defineCommand({
     let opened: OpenedH3Model | undefined;
     try {
       let modelPath = args.model;
+      // No model and no preset: the trained h3-shapes model shipped with @ninodes/models.
+      if (modelPath === undefined && args.preset === undefined) modelPath = shapesModelPath();
       if (modelPath === undefined) {
         const preset = args.preset ?? 'h3-tiny';
         const gen = context.progress.task(`generating ${preset}`, 10);
@@ -97,21 +100,25 @@ export const run = defineCommand({
       // fp32 islands (patch embedding, time embedder, output head) run as stored, as in ComfyUI.
       opened = openH3Model(modelPath, { compute: QUANT_TO_COMPUTE[args.quant] });
       const { model } = opened;
+      const hints = samplerHints(opened.source);
+      const sampler = {
+        frames: args.frames ?? hints?.frames ?? SAMPLER_DEFAULTS.frames,
+        height: args.height ?? hints?.height ?? SAMPLER_DEFAULTS.height,
+        width: args.width ?? hints?.width ?? SAMPLER_DEFAULTS.width,
+        steps: args.steps ?? hints?.steps ?? SAMPLER_DEFAULTS.steps,
+        shift: args.shift ?? hints?.shift ?? SAMPLER_DEFAULTS.shift,
+      };
       const unused = model.unusedKeys();
       if (unused.length > 0) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
 
-      const steps = context.progress.task('steps', args.steps);
+      const steps = context.progress.task('steps', sampler.steps);
       const result = await runSampler(model, {
         ...(latentIn === undefined ? {} : { latent: latentIn }),
         seed: args.seed,
-        frames: args.frames,
-        height: args.height,
-        width: args.width,
-        steps: args.steps,
-        shift: args.shift,
+        ...sampler,
         onStep: (s) => {
           memory.sample();
           steps.tick(`sigma ${s.sigma.toFixed(3)} ${s.seconds.toFixed(2)}s`);
@@ -121,7 +128,7 @@ export const run = defineCommand({
 
       const latentPath = join(stage.dir, 'latent.safetensors');
       await writeSafetensors(latentPath, tensorSources({ latent: result.latent }), {
-        metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(args.steps) },
+        metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(sampler.steps) },
       });
       writeFileSync(join(stage.dir, 'preview.png'), latentPreviewPng(result.latent));
       const peak = memory.stop();
@@ -136,8 +143,8 @@ export const run = defineCommand({
           height: result.latent.shape[3],
           width: result.latent.shape[4],
           latentShape: [...result.latent.shape],
-          steps: args.steps,
-          shift: args.shift,
+          steps: sampler.steps,
+          shift: sampler.shift,
           seed: args.seed,
           threads,
         },
@@ -163,7 +170,7 @@ export const run = defineCommand({
         context.stdout.write(
           [
             `model      ${modelPath} (${args.quant})`,
-            `latent     [${result.latent.shape.join(', ')}], ${args.steps} steps, shift ${args.shift}, seed ${args.seed}`,
+            `latent     [${result.latent.shape.join(', ')}], ${sampler.steps} steps, shift ${sampler.shift}, seed ${args.seed}`,
             `steps      ${result.stepSeconds.map((s) => s.toFixed(2)).join(' ')} s (steady mean ${report.timing.meanStepSeconds.toFixed(3)} s)`,
             `total      ${report.timing.endToEndSeconds.toFixed(2)} s (load ${loadSeconds.toFixed(2)} s)`,
             `peak mem   ${mib(peak.peakAnonBytes)} anonymous, ${mib(peak.peakFileBytes)} file-backed`,
