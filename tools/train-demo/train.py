@@ -34,7 +34,8 @@ def parse():
     p.add_argument('--ema', type=float, default=0.999)
     p.add_argument('--seed', type=int, default=19)
     p.add_argument('--threads', type=int, default=1)
-    p.add_argument('--every', type=int, default=500, help='checkpoint and score every N steps')
+    p.add_argument('--every', type=int, default=100, help='checkpoint every N steps')
+    p.add_argument('--score-every', type=int, default=500, help='log the shape score of the EMA weights every N steps')
     p.add_argument('--resume', action='store_true')
     return p.parse_args()
 
@@ -136,9 +137,11 @@ def main():
             torch.save({'model': model.state_dict(), 'ema': ema.state_dict(), 'opt': opt.state_dict(), 'data_gen': data_gen.get_state(),
                         'torch_rng': torch.get_rng_state(), 'step': step + 1}, state_path + '.tmp')
             os.replace(state_path + '.tmp', state_path)
+            say(f'checkpoint at step {step + 1}')
+        if (step + 1) % args.score_every == 0:
             r = rounded_copy(ema)
             scores = {f'{n}@{sh}': quick_score(r, args.size, n, sh) for n, sh in [(20, 1.0), (10, 2.0)]}
-            say(f'checkpoint at step {step + 1}: shape score {json.dumps(scores)}')
+            say(f'shape score at step {step + 1} (64 seeds, steps@shift): {json.dumps(scores)}')
     say(f'done in {time.time() - t0:.0f} s')
 
 
