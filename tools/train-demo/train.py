@@ -31,6 +31,7 @@ def parse():
     p.add_argument('--size', type=int, default=16, help='latent height and width (1 frame)')
     p.add_argument('--lr', type=float, default=6e-4)
     p.add_argument('--warmup', type=int, default=200)
+    p.add_argument('--decay-steps', type=int, default=0, help='decay the learning rate linearly over the last N steps')
     p.add_argument('--ema', type=float, default=0.999)
     p.add_argument('--seed', type=int, default=19)
     p.add_argument('--threads', type=int, default=1)
@@ -41,10 +42,14 @@ def parse():
 
 
 def lr_at(step, args):
-    """Linear warm-up, then constant: the weights after k steps do not depend on --steps, so any
-    checkpoint of a long run is reproduced by a run with --steps k (the EMA does the smoothing)."""
+    """Linear warm-up, constant, then over the last --decay-steps a linear decay to lr/20. Until the
+    decay starts the weights do not depend on --steps, so a run can be continued (--resume) with a
+    decay chosen later and land on the same weights as one run with those arguments."""
     if step < args.warmup:
         return args.lr * (step + 1) / args.warmup
+    start = args.steps - args.decay_steps
+    if args.decay_steps > 0 and step >= start:
+        return args.lr * (1 - 0.95 * (step - start + 1) / args.decay_steps)
     return args.lr
 
 
