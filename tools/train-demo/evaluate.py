@@ -3,7 +3,7 @@
     /usr/bin/python3 tools/train-demo/evaluate.py --train /tmp/h3-shapes
 
 1. Loads <train>/h3-shapes.safetensors as ninodes will run it (bf16 weights widened to fp32).
-2. Sweeps (steps, shift) on 32 selection seeds (1000..1031) and keeps the setting with the highest
+2. Sweeps (steps, shift) on 128 selection seeds (1000..1127) and keeps the setting with the highest
    shape score minus 0.002 per step (fewer steps break ties: the demo runs every format).
 3. Scores that setting under PyTorch's own fp32 sampler on the 64 evaluation seeds 0..63, from
    ninodes' own starting noise (gaussianNoise(seed), ported in shapes.py), so ninodes' score on
@@ -28,9 +28,9 @@ from shapes import PASS_FRACTION, draw, ninodes_noise, shape_score, shape_score_
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 SIZE = 16
-STEPS = [12, 16, 24]
+STEPS = [16, 24, 32]
 SHIFTS = [1.0, 2.0, 3.0]
-SELECTION_SEEDS = range(1000, 1032)
+SELECTION_SEEDS = range(1000, 1128)
 
 
 def load(path, dtype):
@@ -90,7 +90,7 @@ def main():
         'ninodes.h3_config': meta['ninodes.h3_config'],
         'ninodes.sampler': json.dumps({'steps': steps, 'shift': shift, 'frames': 1, 'height': SIZE, 'width': SIZE}),
         'ninodes.train': json.dumps({'tool': 'tools/train-demo/train.py', 'steps': int(meta['ninodes.train_step']), 'args': train_args(args.train, meta)}),
-        'ninodes.shape_score': json.dumps({'pytorch_fp32': score, 'seeds': '0..63', 'sweep_on_seeds_1000..1031': sweep}),
+        'ninodes.shape_score': json.dumps({'pytorch_fp32': score, 'seeds': '0..63', 'sweep_on_seeds_1000..1127': sweep}),
     }
     wdir = os.path.join(ROOT, 'packages', 'models', 'weights')
     os.makedirs(wdir, exist_ok=True)
