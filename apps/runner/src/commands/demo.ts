@@ -154,12 +154,12 @@ async function sampleFormat(format: DemoFormat, args: DemoArgs, context: { stder
 export const demo = defineCommand({
   name: 'demo',
   summary: 'sample the trained h3-shapes model in fp32 and every weight format; pictures, shape score, PSNR, speed',
-  usage: 'ninodes demo [--out <dir>] [--seeds N] [--steps N] [--threads N] [--format fp32|bf16|int8_convrot|fp8]',
+  usage: 'ninodes demo [--out <dir>] [--seeds 8] [--steps N] [--threads N] [--format fp32|bf16|int8_convrot|fp8]',
   options: { out: { type: 'string' }, seeds: { type: 'string' }, steps: { type: 'string' }, threads: { type: 'string' }, format: { type: 'string' } },
   positionals: [0, 0],
   schema: z.object({
     out: z.string().min(1).default('ninodes-demo'),
-    seeds: z.coerce.number().int().positive().max(1024).default(16),
+    seeds: z.coerce.number().int().positive().max(1024).default(8),
     steps: z.coerce.number().int().positive().max(1000).optional(),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
     /** One format only, in this process (the full demo runs each format this way, in a child). */
