@@ -15,6 +15,8 @@ function packedFiles(dir: string): string[] {
 }
 
 const libraries = readdirSync(join(root, 'packages'));
+/** Data files a library ships beside its build: @ninodes/models carries the trained h3-shapes weights. */
+const DATA_FILES: Readonly<Record<string, RegExp>> = { models: /^weights\/h3-shapes\.safetensors$/ };
 
 describe('npm pack contents', () => {
   it.each(libraries)('@ninodes/%s packs dist/, README.md, LICENSE and package.json only', (name) => {
@@ -24,8 +26,9 @@ describe('npm pack contents', () => {
     expect(files).toContain('dist/index.js');
     expect(files).toContain('dist/index.cjs');
     expect(files).toContain('dist/index.d.ts');
-    const stray = files.filter((f) => !/^(dist\/.+\.(js|cjs|d\.ts|d\.cts)|README\.md|LICENSE|package\.json)$/.test(f));
+    const stray = files.filter((f) => !/^(dist\/.+\.(js|cjs|d\.ts|d\.cts)|README\.md|LICENSE|package\.json)$/.test(f) && !DATA_FILES[name]?.test(f));
     expect(stray).toEqual([]);
+    if (DATA_FILES[name]) expect(files.filter((f) => DATA_FILES[name]!.test(f))).toHaveLength(1);
     expect(files.some((f) => f.includes('.test.'))).toBe(false);
   });
 

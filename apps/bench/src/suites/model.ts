@@ -2,7 +2,9 @@
  * Suite `model` (issue 6): step time (one model forward at a sampler latent) and whole-process peak
  * memory (a separate child, measured by the OS) for the synthetic H3 presets at fp32 / bf16 / int8
  * convrot, the step-time ratio against fp32 timed in the same rounds, and the share of the step per
- * op family from the model's profiler.
+ * op family from the model's profiler. Case `shapes` (issue 19): the trained h3-shapes model per
+ * format, its step time and the shape score of its samples, so a kernel change that degrades
+ * pictures shows up as a number.
  *
  * Issue 16: every instance is also timed, interleaved, against PyTorch eager running the same
  * checkpoint and latent (tools/torch-h3) in fp32 and in bf16 (bf16 weights under
@@ -15,7 +17,22 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import type { Tensor } from '@ninodes/kernels';
-import { type H3PresetName, type H3VideoModel, OP_FAMILIES, createOpProfiler, ensureSyntheticCheckpoint, flowSigmas, gaussianNoise, h3Linears, h3Preset, openH3Model } from '@ninodes/models';
+import {
+  type H3PresetName,
+  type H3VideoModel,
+  OP_FAMILIES,
+  createOpProfiler,
+  ensureSyntheticCheckpoint,
+  flowSigmas,
+  gaussianNoise,
+  h3Linears,
+  h3Preset,
+  openH3Model,
+  runSampler,
+  samplerHints,
+  shapeScore,
+  shapesModelPath,
+} from '@ninodes/models';
 import type { BenchCase, CaseContext, Contender, Metric, Params, Suite, Target, Work } from '../suite.js';
 import { benchCacheDir } from './quant.js';
 
@@ -263,14 +280,53 @@ const step: BenchCase = {
   },
 };
 
+type ShapesFormat = StepFormat | 'f8_e4m3fn';
+const SHAPES_FORMATS: readonly ShapesFormat[] = ['f32', 'bf16', 'int8_convrot', 'f8_e4m3fn'];
+
+const shapes: BenchCase = {
+  name: 'shapes',
+  description: 'the trained h3-shapes model (3 blocks, hidden 256, latent [1,24,1,16,16]): one forward timed; shape score of its samples (seeds 0..N-1, its own steps and shift) per format',
+  params: {
+    // 64 seeds: the seeds tools/train-demo scored PyTorch's fp32 sampler on.
+    full: SHAPES_FORMATS.map((format) => ({ model: 'h3-shapes', format, seeds: 64 })),
+    quick: SHAPES_FORMATS.map((format) => ({ model: 'h3-shapes', format, seeds: 4 })),
+  },
+  budget: { warmup: 2, minRuns: 5, maxRuns: 30 },
+  setup: (p) => {
+    const format = p.format as ShapesFormat;
+    const { model, source, close } = openH3Model(shapesModelPath(), { compute: format, capture: false });
+    const hints = samplerHints(source);
+    if (hints === undefined) throw new Error(`${source.path} has no ninodes.sampler metadata`);
+    const latent = gaussianNoise([1, model.config.latentChannels, hints.frames, hints.height, hints.width], SEED);
+    const sigma = flowSigmas(hints.steps, hints.shift)[1] as number;
+    return {
+      run: async () => (await model.forward(latent, sigma)).dispose(),
+      metrics: async () => {
+        const samples = [];
+        for (let seed = 0; seed < (p.seeds as number); seed++) {
+          samples.push((await runSampler(model, { seed, frames: hints.frames, height: hints.height, width: hints.width, steps: hints.steps, shift: hints.shift })).latent);
+        }
+        const score = shapeScore(samples);
+        for (const s of samples) s.dispose();
+        return { shape_score: { value: score, unit: 'fraction', better: 'higher' } };
+      },
+      dispose: () => {
+        latent.dispose();
+        close();
+      },
+    };
+  },
+};
+
 export const modelSuite: Suite = {
   name: 'model',
   description:
-    'Synthetic H3 DiT presets: step time and peak memory per format, int8 convrot / bf16 against fp32, against PyTorch eager fp32 and bf16 on the same checkpoint, step share per op family.',
-  cases: [step],
+    'Synthetic H3 DiT presets: step time and peak memory per format, int8 convrot / bf16 against fp32, against PyTorch eager fp32 and bf16 on the same checkpoint, step share per op family; the trained h3-shapes model: shape score per format.',
+  cases: [step, shapes],
   charts: [
     { kind: 'time', title: 'step time per model and format', cases: ['step'], x: 'model', color: 'format' },
     { kind: 'ratio', title: 'step time against fp32 (same rounds)', cases: ['step'] },
+    { kind: 'metric', title: 'h3-shapes: shape score of the samples per format', metric: 'shape_score', cases: ['shapes'], x: 'format' },
     { kind: 'metric', title: 'peak RSS of a process doing two steps', metric: 'peak_rss', cases: ['step'], x: 'model', color: 'format' },
     { kind: 'metric', title: 'share of step time in linears', metric: 'share_linear', cases: ['step'], x: 'model', color: 'format' },
     { kind: 'metric', title: 'share of step time in attention', metric: 'share_attention', cases: ['step'], x: 'model', color: 'format' },

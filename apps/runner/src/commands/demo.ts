@@ -1,83 +1,265 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NinodesError, type Tensor } from '@ninodes/kernels';
-import { openSafetensors } from '@ninodes/memory';
+import { NinodesError, Tensor, setThreads } from '@ninodes/kernels';
+import { openSafetensors, tensorSources, writeSafetensors } from '@ninodes/memory';
+import { SHAPES_MODEL_NAME, type OpenedH3Model, openH3Model, paletteFraction, runSampler, samplerHints, shapeScore, shapesModelPath } from '@ninodes/models';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
+import { stageOutput } from '../output-dir.js';
+import { writeNewFile } from '../write-new-file.js';
+import { samplePeakMemory } from '../peak-memory.js';
+import { encodePng } from '../png.js';
 import { psnr } from '../psnr.js';
-import { type RunReport, runReportSchema } from '../run-report.js';
+import { type RgbImage, sampleGrid, sideBySide } from '../sample-grid.js';
 import { formatTable } from '../table.js';
+import { QUANT_TO_COMPUTE } from './run.js';
 
 const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 
-/** Each configuration runs in its own process, so its peak memory is its own. */
+/** fp32 first (the reference), then every weight format `ninodes run --quant` converts to on the fly. */
+const DEMO_FORMATS = ['fp32', 'bf16', 'int8_convrot', 'fp8'] as const;
+type DemoFormat = (typeof DEMO_FORMATS)[number];
+
+/** What one format writes, and everything the demo writes into --out (which it replaces as a whole). */
+const formatFiles = (format: DemoFormat): string[] => [`${format}.safetensors`, `${format}.png`, `${format}.json`];
+const DEMO_FILES = [...DEMO_FORMATS.flatMap(formatFiles), 'overview.png', 'report.json'];
+
+const formatReportSchema = z.object({
+  schema: z.literal('ninodes.demo-format/1'),
+  format: z.enum(DEMO_FORMATS),
+  model: z.string(),
+  seeds: z.array(z.number().int().nonnegative()),
+  steps: z.number().int().positive(),
+  shift: z.number().positive(),
+  latentShape: z.array(z.number().int().positive()),
+  threads: z.number().int().positive(),
+  /** Seconds of every sampler step, seed after seed. */
+  stepSeconds: z.array(z.number().nonnegative()),
+  /** Mean step of every seed but the first (which materializes the weights). */
+  meanStepSeconds: z.number().nonnegative(),
+  loadSeconds: z.number().nonnegative(),
+  peakAnonBytes: z.number().int().nonnegative(),
+  peakFileBytes: z.number().int().nonnegative(),
+  /** Per seed: fraction of pixels within 0.2 of a palette colour. */
+  paletteFractions: z.array(z.number()),
+  shapeScore: z.number(),
+});
+type FormatReport = z.infer<typeof formatReportSchema>;
+
+/** Each format runs in its own process, so its peak memory is its own. */
 function runChild(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [CLI, 'run', ...args], { stdio: ['ignore', 'ignore', 'inherit'], env });
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'ignore', 'inherit'], env });
     child.on('error', reject);
     child.on('exit', (code, signal) => {
       if (code === 0) resolvePromise();
-      else reject(new NinodesError('DEMO_RUN_FAILED', `ninodes run ${args.join(' ')} exited with ${signal ?? code}`, { value: args, hint: 'its error is printed above' }));
+      else reject(new NinodesError('DEMO_RUN_FAILED', `ninodes ${args.join(' ')} exited with ${signal ?? code}`, { value: args, hint: 'its error is printed above' }));
     });
   });
 }
 
-function readLatent(dir: string): Float32Array {
-  const source = openSafetensors(join(dir, 'latent.safetensors'));
+/** The samples of one format as [N, C, T, H, W] and, per seed, [1, C, T, H, W] views. */
+function readSamples(path: string): Tensor<'f32'>[] {
+  const source = openSafetensors(path);
   try {
-    return Float32Array.from((source.tensor('latent') as Tensor<'f32'>).data);
+    const all = source.tensor('latents') as Tensor<'f32'>;
+    const [n, ...rest] = all.shape as number[];
+    const per = rest.reduce((a, b) => a * b, 1);
+    return Array.from({ length: n as number }, (_, i) => Tensor.fromArray('f32', [1, ...rest], Float32Array.from(all.data.subarray(i * per, (i + 1) * per))));
   } finally {
     source.close();
   }
 }
 
+/** Channels 0..2 of every sample, concatenated: what the pictures show and what PSNR compares. */
+function rgbOf(latents: readonly Tensor<'f32'>[]): Float32Array {
+  const parts = latents.map((l) => {
+    const [, , t, h, w] = l.shape as number[];
+    return l.data.subarray(0, 3 * (t as number) * (h as number) * (w as number));
+  });
+  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+const png = (im: RgbImage): Buffer => encodePng(im.width, im.height, im.rgb);
+
+interface DemoArgs {
+  out: string;
+  seeds: number;
+  steps?: number | undefined;
+  threads: number;
+}
+
+/** One format in this process: samples seeds 0..N-1 and writes <format>.{safetensors,png,json}. */
+async function sampleFormat(format: DemoFormat, args: DemoArgs, context: { stderr: NodeJS.WritableStream }): Promise<string[]> {
+  const started = performance.now();
+  const threads = setThreads(args.threads);
+  const memory = samplePeakMemory();
+  // The demo replaces its own earlier output (and refuses a directory holding anything else).
+  const stage = stageOutput(args.out, { force: true, ownFiles: DEMO_FILES });
+  let opened: OpenedH3Model | undefined;
+  try {
+    const path = shapesModelPath();
+    opened = openH3Model(path, { compute: QUANT_TO_COMPUTE[format] });
+    const hints = samplerHints(opened.source);
+    if (hints === undefined) throw new NinodesError('INVALID_METADATA', `${path} has no ninodes.sampler metadata`, { value: path, where: path, hint: 'rewrite it with tools/train-demo/evaluate.py' });
+    const steps = args.steps ?? hints.steps;
+    const loadSeconds = (performance.now() - started) / 1000;
+    const seeds = Array.from({ length: args.seeds }, (_, i) => i);
+    const latents: Tensor<'f32'>[] = [];
+    const stepSeconds: number[] = [];
+    for (const seed of seeds) {
+      const r = await runSampler(opened.model, { seed, frames: hints.frames, height: hints.height, width: hints.width, steps, shift: hints.shift, onStep: () => memory.sample() });
+      latents.push(r.latent);
+      stepSeconds.push(...r.stepSeconds);
+    }
+    context.stderr.write(`${format}: ${seeds.length} samples, ${steps} steps, shift ${hints.shift}\n`);
+    const warm = stepSeconds.length > steps ? stepSeconds.slice(steps) : stepSeconds;
+    const shape = latents[0]!.shape;
+    const stacked = Tensor.fromArray('f32', [latents.length, ...shape.slice(1)], new Float32Array(latents.flatMap((l) => Array.from(l.data))));
+    await writeSafetensors(join(stage.dir, `${format}.safetensors`), tensorSources({ latents: stacked }), {
+      metadata: { producer: 'ninodes demo', model: SHAPES_MODEL_NAME, format, seeds: `0..${seeds.length - 1}`, steps: String(steps), shift: String(hints.shift) },
+    });
+    writeNewFile(join(stage.dir, `${format}.png`), png(sampleGrid(latents)));
+    const peak = memory.stop();
+    const report: FormatReport = formatReportSchema.parse({
+      schema: 'ninodes.demo-format/1',
+      format,
+      model: path,
+      seeds,
+      steps,
+      shift: hints.shift,
+      latentShape: [...shape],
+      threads,
+      stepSeconds,
+      meanStepSeconds: warm.reduce((a, b) => a + b, 0) / warm.length,
+      loadSeconds,
+      peakAnonBytes: peak.peakAnonBytes,
+      peakFileBytes: peak.peakFileBytes,
+      paletteFractions: latents.map((l) => paletteFraction(l)),
+      shapeScore: shapeScore(latents),
+    });
+    writeNewFile(join(stage.dir, `${format}.json`), `${JSON.stringify(report, null, 2)}\n`);
+    return stage.commit();
+  } catch (error) {
+    memory.stop();
+    throw error;
+  } finally {
+    // After a commit this only releases the lock; otherwise it removes the staging directory.
+    stage.discard();
+    opened?.close();
+  }
+}
+
 export const demo = defineCommand({
   name: 'demo',
-  summary: 'run the embedded h3-tiny model fp32 and int8 convrot side by side',
-  usage: 'ninodes demo [--out <dir>] [--steps N] [--threads N]',
+  summary: 'sample the trained h3-shapes model in fp32 and every weight format; pictures, shape score, PSNR, speed',
+  usage: 'ninodes demo [--out <dir>] [--seeds 8] [--steps N] [--threads N] [--format fp32|bf16|int8_convrot|fp8]',
   options: {
-    out: { type: 'string', value: '<dir>', description: 'directory for the two runs (<dir>/fp32, <dir>/int8_convrot; the demo replaces its own earlier runs there)' },
-    steps: { type: 'string', value: 'N', description: 'denoising steps, 1 to 100' },
+    out: { type: 'string', value: '<dir>', description: 'directory for the pictures, samples and report (the demo replaces its own earlier output there)' },
+    seeds: { type: 'string', value: 'N', description: 'samples per format (seeds 0..N-1)' },
+    steps: { type: 'string', value: 'N', description: "denoising steps [default: the model's ninodes.sampler metadata]" },
     threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
+    format: { type: 'string', value: '<format>', description: 'sample one format in this process: fp32, bf16, int8_convrot or fp8' },
   },
   positionals: [0, 0],
   examples: ['ninodes demo', 'ninodes demo --steps 4 --out /tmp/demo'],
   schema: z.object({
     out: z.string().min(1).default('ninodes-demo'),
-    steps: z.coerce.number().int().positive().max(100).default(8),
+    seeds: z.coerce.number().int().positive().max(1024).default(8),
+    steps: z.coerce.number().int().positive().max(1000).optional(),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
+    /** One format only, in this process (the full demo runs each format this way, in a child). */
+    format: z.enum(DEMO_FORMATS).optional(),
     positionals: z.array(z.string()).length(0),
   }),
   async run(args, context) {
-    const configs = ['fp32', 'int8_convrot'] as const;
-    const reports = new Map<string, RunReport>();
-    for (const quant of configs) {
-      context.stderr.write(`\n== h3-tiny ${quant}\n`);
-      const dir = resolve(args.out, quant);
-      await runChild(['--preset', 'h3-tiny', '--quant', quant, '--steps', String(args.steps), '--threads', String(args.threads), '--out', dir, '--force'], context.env);
-      reports.set(quant, runReportSchema.parse(JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'))));
+    if (args.format !== undefined) {
+      const files = await sampleFormat(args.format, args, context);
+      context.stdout.write(files.map((f) => `wrote      ${f}\n`).join(''));
+      return 0;
     }
-    const fp32 = reports.get('fp32')!;
-    const reference = readLatent(resolve(args.out, 'fp32'));
-    const rows = configs.map((quant) => {
-      const r = reports.get(quant)!;
-      const quality = quant === 'fp32' ? 'reference' : `${psnr(reference, readLatent(resolve(args.out, quant))).toFixed(1)} dB`;
-      return [
-        quant,
-        `${r.timing.meanStepSeconds.toFixed(3)} s`,
-        `${(fp32.timing.meanStepSeconds / r.timing.meanStepSeconds).toFixed(2)}x`,
-        `${(r.memory.peakAnonBytes / 2 ** 20).toFixed(0)} MiB`,
-        `${(r.memory.peakFileBytes / 2 ** 20).toFixed(0)} MiB`,
-        quality,
-        join(resolve(args.out, quant), 'preview.png'),
-      ];
-    });
-    context.stdout.write(
-      `\nh3-tiny, ${fp32.config.steps} steps, latent [${fp32.config.latentShape.join(', ')}], seed ${fp32.config.seed}, ${fp32.config.threads} threads\n\n` +
-        `${formatTable(['QUANT', 'STEP (steady)', 'SPEED-UP', 'PEAK ANON', 'PEAK FILE', 'PSNR vs fp32', 'PREVIEW'], rows)}\n`,
-    );
-    return 0;
+    const stage = stageOutput(args.out, { force: true, ownFiles: DEMO_FILES });
+    try {
+      const reports = new Map<DemoFormat, FormatReport>();
+      const samples = new Map<DemoFormat, Tensor<'f32'>[]>();
+      for (const format of DEMO_FORMATS) {
+        context.stderr.write(`== ${SHAPES_MODEL_NAME} ${format}\n`);
+        // Each format samples in its own process into a fresh folder of the staging area, whose files
+        // then join the others: the whole demo output still commits at once.
+        const part = join(stage.dir, `.${format}`);
+        const childArgs = ['demo', '--format', format, '--seeds', String(args.seeds), '--threads', String(args.threads), '--out', part];
+        if (args.steps !== undefined) childArgs.push('--steps', String(args.steps));
+        await runChild(childArgs, context.env);
+        for (const f of formatFiles(format)) renameSync(join(part, f), join(stage.dir, f));
+        rmSync(part, { recursive: true, force: true });
+        reports.set(format, formatReportSchema.parse(JSON.parse(readFileSync(join(stage.dir, `${format}.json`), 'utf8'))));
+        samples.set(format, readSamples(join(stage.dir, `${format}.safetensors`)));
+      }
+      const fp32 = reports.get('fp32')!;
+      const reference = rgbOf(samples.get('fp32')!);
+      const grids = DEMO_FORMATS.map((f) => sampleGrid(samples.get(f)!));
+      writeNewFile(join(stage.dir, 'overview.png'), png(sideBySide(grids)));
+      const outDir = resolve(args.out);
+      const rows = DEMO_FORMATS.map((format) => {
+        const r = reports.get(format)!;
+        return {
+          format,
+          meanStepSeconds: r.meanStepSeconds,
+          speedUp: fp32.meanStepSeconds / r.meanStepSeconds,
+          peakAnonBytes: r.peakAnonBytes,
+          shapeScore: r.shapeScore,
+          // Over channels 0..2 (the picture); the 21 channels the model keeps near zero would inflate it.
+          psnrVsFp32: format === 'fp32' ? null : psnr(reference, rgbOf(samples.get(format)!)),
+          picture: join(outDir, `${format}.png`),
+        };
+      });
+      const gguf = 'GGUF Q8_0 / Q4_K: ninodes reads and runs GGUF checkpoints but has no GGUF writer yet, so the demo cannot convert to them';
+      const report = {
+        schema: 'ninodes.demo-report/1',
+        model: { name: SHAPES_MODEL_NAME, path: fp32.model, latentShape: fp32.latentShape, steps: fp32.steps, shift: fp32.shift },
+        seeds: fp32.seeds,
+        threads: fp32.threads,
+        formats: rows,
+        overview: join(outDir, 'overview.png'),
+        notes: [gguf],
+      };
+      writeNewFile(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+      stage.commit();
+      const table = rows.map((r) => [
+        r.format,
+        `${(r.meanStepSeconds * 1000).toFixed(1)} ms`,
+        `${r.speedUp.toFixed(2)}x`,
+        `${(r.peakAnonBytes / 2 ** 20).toFixed(0)} MiB`,
+        r.shapeScore.toFixed(2),
+        r.psnrVsFp32 === null ? 'reference' : `${r.psnrVsFp32.toFixed(1)} dB`,
+        r.picture,
+      ]);
+      context.stdout.write(
+        [
+          '',
+          `${SHAPES_MODEL_NAME}: a 3-block H3 DiT trained to draw a disk or square (tools/train-demo), ${fp32.seeds.length} seeds, ${fp32.steps} steps, shift ${fp32.shift}, latent [${fp32.latentShape.join(', ')}], ${fp32.threads} threads`,
+          '',
+          formatTable(['FORMAT', 'STEP', 'SPEED-UP', 'PEAK ANON', 'SHAPE SCORE', 'PSNR vs fp32 (RGB)', 'PICTURE'], table),
+          '',
+          `overview   ${report.overview} (${DEMO_FORMATS.join(', ')}, left to right)`,
+          `report     ${join(outDir, 'report.json')}`,
+          `note       ${gguf}.`,
+          'note       shape score: share of samples with >= 90 % of pixels within 0.2 of a drawing colour (the training data scores 1.0).',
+          'note       speed and memory at scale: `ninodes run --preset h3-tiny|h3-small` (synthetic random weights, so their previews are noise) and `npm run bench`.',
+          '',
+        ].join('\n'),
+      );
+      return 0;
+    } finally {
+      stage.discard();
+    }
   },
 });

@@ -4,7 +4,7 @@ import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
 import { StreamingExecutor, computeAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
 import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
-import { type LinearOp, type OpenedH3Model, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler } from '@ninodes/models';
+import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
 import { type ComputeMode, floatPrecision, openCheckpoint } from '@ninodes/quant';
 import { shardPlan } from '@ninodes/tp';
 import { cpus } from 'node:os';
@@ -40,11 +40,12 @@ export const runSchema = z
     model: z.string().min(1).optional(),
     preset: z.enum(['h3-tiny', 'h3-small']).optional(),
     latent: z.string().min(1).optional(),
-    frames: positiveInt.default(3),
-    height: positiveInt.default(32),
-    width: positiveInt.default(32),
-    steps: positiveInt.max(1000).default(8),
-    shift: z.coerce.number().positive().max(1e6).default(12),
+    // Unset: the checkpoint's `ninodes.sampler` metadata (the trained default model has it), else SAMPLER_DEFAULTS.
+    frames: positiveInt.optional(),
+    height: positiveInt.optional(),
+    width: positiveInt.optional(),
+    steps: positiveInt.max(1000).optional(),
+    shift: z.coerce.number().positive().max(1e6).optional(),
     seed: z.coerce.number().int().nonnegative().max(2 ** 32 - 1).default(145),
     quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']).default('fp32'),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
@@ -70,7 +71,8 @@ export const runSchema = z
   // Streaming placement and tensor parallelism do not compose yet: each rank would need its own plan.
   .refine((a) => a.tp === 1 || (a.alloc === undefined && a.budget === undefined), { message: '--tp cannot be combined with --alloc or --budget yet', path: ['tp'] })
   .refine((a) => !(a.audio && a['audio-frames']), { message: '--audio and --audio-frames are exclusive', path: ['audio'] })
-  .refine((a) => (a['start-step'] ?? 0) < (a['end-step'] ?? a.steps) && (a['end-step'] ?? a.steps) <= a.steps, { message: 'need 0 ≤ --start-step < --end-step ≤ --steps', path: ['start-step'] });
+  // --steps may come from the checkpoint: the end is checked against it once the model is open.
+  .refine((a) => (a['start-step'] ?? 0) < (a['end-step'] ?? a.steps ?? Number.POSITIVE_INFINITY) && (a['end-step'] ?? 0) <= (a.steps ?? Number.POSITIVE_INFINITY), { message: 'need 0 ≤ --start-step < --end-step ≤ --steps', path: ['start-step'] });
 
 export type RunArgs = z.infer<typeof runSchema>;
 
@@ -82,7 +84,7 @@ function preparable(op: LinearOp): op is LinearOp & PreparableOp {
  * --alloc / --budget: plan the checkpoint's groups on cpu and the mapped file, and stream the groups
  * placed on disk through the model's hooks (this runner computes on the CPU only).
  */
-function streamingExecutor(opened: OpenedH3Model, args: RunArgs): { executor: StreamingExecutor<void>; allocation: string; budgetBytes: number; warnings: readonly string[] } {
+function streamingExecutor(opened: OpenedH3Model, args: RunArgs, latent: { frames: number; height: number; width: number }): { executor: StreamingExecutor<void>; allocation: string; budgetBytes: number; warnings: readonly string[] } {
   const allocation = args.alloc ?? `cpu,${formatAllocationBytes(parseByteSize(args.budget as string))};disk,*`;
   const layout = layoutOf(opened.source);
   const placement = planPlacement({
@@ -91,7 +93,7 @@ function streamingExecutor(opened: OpenedH3Model, args: RunArgs): { executor: St
     devices: enumerateDevices({ includeDisk: false }).devices,
     compute: 'cpu',
     account: computeAccount(QUANT_TO_COMPUTE[args.quant]),
-    activationBytes: estimateActivationBytes(layout, latentTokens(args)),
+    activationBytes: estimateActivationBytes(layout, latentTokens(latent)),
     prefetch: args.prefetch,
   });
   const elsewhere = placement.groups.find((g) => g.device !== 'cpu' && g.device !== 'disk');
@@ -114,7 +116,7 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N]',
+    'ninodes run [--model <ckpt> | --preset h3-tiny|h3-small] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N]',
   options: {
     model: { type: 'string', value: '<ckpt>', description: 'checkpoint: .safetensors, .safetensors.index.json or .gguf (exclusive with --preset)' },
     preset: { type: 'string', value: '<name>', description: 'generate (once, cached in $NINODES_CACHE) a synthetic model: h3-tiny or h3-small; used when --model is absent [default: h3-tiny]' },
@@ -179,7 +181,8 @@ export const run = defineCommand({
     let pressure: MemoryPressureMonitor | undefined;
     let tp: TpRankModel | undefined;
     try {
-      const modelPath = args.model ?? (await syntheticModel(args.preset ?? 'h3-tiny', context));
+      // No model and no preset: the trained h3-shapes model shipped with @ninodes/models.
+      const modelPath = args.model ?? (args.preset === undefined ? shapesModelPath() : await syntheticModel(args.preset, context));
       // fp32 islands (patch embedding, time embedder, output head) run as stored, as in ComfyUI.
       if (rank === undefined) {
         opened = openH3Model(modelPath, { compute: QUANT_TO_COMPUTE[args.quant] });
@@ -188,10 +191,18 @@ export const run = defineCommand({
         opened = tp.opened;
       }
       const { model } = opened;
+      const hints = samplerHints(opened.source);
+      const sampler = {
+        frames: args.frames ?? hints?.frames ?? SAMPLER_DEFAULTS.frames,
+        height: args.height ?? hints?.height ?? SAMPLER_DEFAULTS.height,
+        width: args.width ?? hints?.width ?? SAMPLER_DEFAULTS.width,
+        steps: args.steps ?? hints?.steps ?? SAMPLER_DEFAULTS.steps,
+        shift: args.shift ?? hints?.shift ?? SAMPLER_DEFAULTS.shift,
+      };
       const unused = model.unusedKeys();
       if (unused.length > 0 && writes) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
-      const executor = args.alloc === undefined && args.budget === undefined ? undefined : streamingExecutor(opened, args);
+      const executor = args.alloc === undefined && args.budget === undefined ? undefined : streamingExecutor(opened, args, sampler);
       if (executor !== undefined) {
         for (const w of executor.warnings) context.stderr.write(`warning: ${w}\n`);
         model.setHooks(executor.executor);
@@ -199,9 +210,12 @@ export const run = defineCommand({
         pressure = new MemoryPressureMonitor({ onPressure: (bytes) => (executor.executor.shrink(bytes) > 0 ? mallocTrim() : undefined) });
         pressure.start();
       }
-      checkRunFits(model.config, latentIn?.shape ?? [1, model.latentChannels, args.frames, args.height, args.width]);
+      checkRunFits(model.config, latentIn?.shape ?? [1, model.latentChannels, sampler.frames, sampler.height, sampler.width]);
       // The schedule is checked before the first step (a collapsing --shift is refused up front).
-      flowSigmas(args.steps, args.shift);
+      flowSigmas(sampler.steps, sampler.shift);
+      if ((args['end-step'] ?? 0) > sampler.steps || (args['start-step'] ?? 0) >= (args['end-step'] ?? sampler.steps)) {
+        throw new NinodesError('CLI_OUT_OF_RANGE', `need 0 ≤ --start-step < --end-step ≤ --steps (${sampler.steps})`, { value: { start: args['start-step'], end: args['end-step'] }, where: '--start-step', hint: `the schedule has ${sampler.steps} steps` });
+      }
       const { audioChannels, textDim, hidden } = model.config;
       if ((args.audio !== undefined || args['audio-frames'] !== undefined) && audioChannels === undefined) {
         throw new NinodesError('INVALID_ARGUMENT', `${modelPath} has no audio stream (no audio_patch_proj / final_layer.audio_out)`, { value: args.audio ?? args['audio-frames'], where: '--audio', hint: 'run it without --audio / --audio-frames' });
@@ -211,7 +225,7 @@ export const run = defineCommand({
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
 
-      const steps = context.progress.task('steps', (args['end-step'] ?? args.steps) - (args['start-step'] ?? 0));
+      const steps = context.progress.task('steps', (args['end-step'] ?? sampler.steps) - (args['start-step'] ?? 0));
       const result = await runSampler(model, {
         ...(latentIn === undefined ? {} : { latent: latentIn }),
         ...(audioIn === undefined ? {} : { audio: audioIn }),
@@ -220,11 +234,7 @@ export const run = defineCommand({
         ...(args['start-step'] === undefined ? {} : { startStep: args['start-step'] }),
         ...(args['end-step'] === undefined ? {} : { endStep: args['end-step'] }),
         seed: args.seed,
-        frames: args.frames,
-        height: args.height,
-        width: args.width,
-        steps: args.steps,
-        shift: args.shift,
+        ...sampler,
         onStep: (s) => {
           memory.sample();
           steps.tick(`sigma ${s.sigma.toFixed(3)} ${s.seconds.toFixed(2)}s`);
@@ -240,11 +250,11 @@ export const run = defineCommand({
 
       const latentPath = join(stage.dir, 'latent.safetensors');
       await writeSafetensors(latentPath, tensorSources({ latent: result.latent }), {
-        metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(args.steps) },
+        metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(sampler.steps) },
       });
       if (result.audio !== undefined) {
         await writeSafetensors(join(stage.dir, 'audio.safetensors'), tensorSources({ audio: result.audio }), {
-          metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(args.steps) },
+          metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(sampler.steps) },
         });
       }
       writeNewFile(join(stage.dir, 'preview.png'), latentPreviewPng(result.latent));
@@ -260,8 +270,8 @@ export const run = defineCommand({
           height: result.latent.shape[3],
           width: result.latent.shape[4],
           latentShape: [...result.latent.shape],
-          steps: args.steps,
-          shift: args.shift,
+          steps: sampler.steps,
+          shift: sampler.shift,
           seed: args.seed,
           threads,
         },
@@ -290,7 +300,7 @@ export const run = defineCommand({
         context.stdout.write(
           [
             `model      ${modelPath} (${args.quant})`,
-            `latent     [${result.latent.shape.join(', ')}], ${args.steps} steps, shift ${args.shift}, seed ${args.seed}`,
+            `latent     [${result.latent.shape.join(', ')}], ${sampler.steps} steps, shift ${sampler.shift}, seed ${args.seed}`,
             `steps      ${result.stepSeconds.map((s) => s.toFixed(2)).join(' ')} s (steady mean ${report.timing.meanStepSeconds.toFixed(3)} s)`,
             `total      ${report.timing.endToEndSeconds.toFixed(2)} s (load ${loadSeconds.toFixed(2)} s)`,
             `peak mem   ${mib(peak.peakAnonBytes)} anonymous, ${mib(peak.peakFileBytes)} file-backed`,
@@ -345,7 +355,7 @@ async function syntheticModel(preset: 'h3-tiny' | 'h3-small', context: CommandCo
 
 /** `ninodes run --tp N`: the checkpoint is made once here, then N ranks run the same command on it. */
 async function launch(args: RunArgs, context: CommandContext): Promise<number> {
-  const modelPath = args.model ?? (await syntheticModel(args.preset ?? 'h3-tiny', context));
+  const modelPath = args.model ?? (args.preset === undefined ? shapesModelPath() : await syntheticModel(args.preset, context));
   // Whether the model splits over N ranks is known from the headers: fail once, here, naming the layer.
   const source = openCheckpoint(modelPath);
   try {
@@ -355,7 +365,7 @@ async function launch(args: RunArgs, context: CommandContext): Promise<number> {
   }
   const argv = ['run', '--model', modelPath];
   for (const key of ['latent', 'context', 'audio', 'audio-frames', 'start-step', 'end-step'] as const) if (args[key] !== undefined) argv.push(`--${key}`, String(args[key]));
-  for (const key of ['frames', 'height', 'width', 'steps', 'shift', 'seed', 'quant', 'out'] as const) argv.push(`--${key}`, String(args[key]));
+  for (const key of ['frames', 'height', 'width', 'steps', 'shift', 'seed', 'quant', 'out'] as const) if (args[key] !== undefined) argv.push(`--${key}`, String(args[key]));
   if (args.json) argv.push('--json');
   if (args.force) argv.push('--force');
   // Threads split evenly: --threads T over N ranks, or every core when T is 0.

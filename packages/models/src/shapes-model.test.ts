@@ -1,0 +1,106 @@
+// The committed h3-shapes model against references that are not ninodes' own output: float64
+// PyTorch samples (tools/train-demo/evaluate.py), the float64 TS oracle in test-support, and the
+// Python shape score on the same cases.
+import { fileURLToPath } from 'node:url';
+import { Tensor } from '@ninodes/kernels';
+import { describe, expect, it } from 'vitest';
+import { gaussianNoise } from './noise.js';
+import { openH3Model } from './open-h3-model.js';
+import { runSampler } from './sampler.js';
+import { SHAPES_PALETTE, paletteFraction, shapeScore } from './shape-score.js';
+import { samplerHints, shapesModelPath } from './shapes-model.js';
+import { maxRelError } from './test-support/compare.js';
+import { readSafetensorsFile, tensorF64 } from './test-support/read-safetensors.js';
+import { type RefConfig, refForward } from './test-support/reference-f64.js';
+
+const expectPath = fileURLToPath(new URL('../fixtures/h3-shapes/expect.safetensors', import.meta.url));
+
+describe('h3-shapes, the trained default model', () => {
+  const fixture = readSafetensorsFile(expectPath);
+  const f64 = (name: string): Float64Array => tensorF64(fixture, name);
+
+  it('carries the sampler setting it was chosen with', () => {
+    const { source, close } = openH3Model(shapesModelPath(), { compute: 'f32' });
+    try {
+      const hints = samplerHints(source);
+      expect(hints).toMatchObject({ frames: 1, height: 16, width: 16 });
+      expect(fixture.metadata.sample_f64).toContain(`${hints!.steps} steps, shift ${hints!.shift}`);
+    } finally {
+      close();
+    }
+  });
+
+  it('samples seeds 0..3 in fp32 as float64 PyTorch does from the same weights and noise', async () => {
+    const { model, source, close } = openH3Model(shapesModelPath(), { compute: 'f32' });
+    try {
+      const hints = samplerHints(source)!;
+      const want = f64('sample_f64');
+      const per = want.length / 4;
+      for (let seed = 0; seed < 4; seed++) {
+        const r = await runSampler(model, { seed, frames: hints.frames, height: hints.height, width: hints.width, steps: hints.steps, shift: hints.shift });
+        const ref = want.subarray(seed * per, (seed + 1) * per);
+        // fp32 against float64 through every step: a wrong op (rope, norm, gate, sign) is off by O(1).
+        expect(maxRelError(r.latent.data, ref)).toBeLessThan(1e-3);
+      }
+    } finally {
+      close();
+    }
+  });
+
+  it('one fp32 forward matches the float64 TS oracle of the H3 video forward', async () => {
+    const ck = readSafetensorsFile(shapesModelPath());
+    const cfgJson = JSON.parse(ck.metadata['ninodes.h3_config']!) as Record<string, number>;
+    const cfg: RefConfig = {
+      layers: cfgJson.layers!,
+      hidden: cfgJson.hidden!,
+      heads: cfgJson.heads!,
+      headDim: cfgJson.headDim!,
+      ffn: cfgJson.ffn!,
+      tDim: cfgJson.tDim!,
+      channels: cfgJson.latentChannels!,
+      ropeLen: cfgJson.ropeLen!,
+      eps: cfgJson.eps!,
+      qkEps: cfgJson.qkEps!,
+      finalEps: cfgJson.finalEps!,
+      freqDim: cfgJson.freqDim!,
+    };
+    const noise = gaussianNoise([1, 24, 1, 16, 16], 11);
+    const want = refForward((n) => tensorF64(ck, n), cfg, Float64Array.from(noise.data), 1, 16, 16, 0.5);
+    const { model, close } = openH3Model(shapesModelPath(), { compute: 'f32' });
+    try {
+      expect(maxRelError((await model.forward(noise, 0.5)).data, want)).toBeLessThan(1e-4);
+    } finally {
+      close();
+    }
+  });
+
+  it('scores the fixture cases as the Python shape score does', () => {
+    const cases = f64('score_cases');
+    const fractions = f64('score_fractions');
+    const n = fractions.length;
+    const per = cases.length / n;
+    const latents = Array.from({ length: n }, (_, i) => Tensor.fromArray('f32', [1, 3, 1, 16, 16], Float32Array.from(cases.subarray(i * per, (i + 1) * per))));
+    expect(latents.map((l) => paletteFraction(l))).toEqual(Array.from(fractions));
+    // drawings score 1, the noisiest cases fail: the cases cover both sides of the threshold
+    expect(fractions.slice(0, 8).every((f) => f === 1)).toBe(true);
+    expect(Math.min(...fractions)).toBeLessThan(0.9);
+    expect(shapeScore(latents)).toBe(Number(fixture.metadata.score_cases_score));
+  });
+
+  it('counts a pixel within 0.2 of a palette colour and not one just outside', () => {
+    const [r, g, b] = SHAPES_PALETTE[2]!;
+    const pixel = (dr: number) => Tensor.fromArray('f32', [1, 3, 1, 1, 1], Float32Array.from([(r + dr) * 2 - 1, g * 2 - 1, b * 2 - 1]));
+    expect(paletteFraction(pixel(0.19))).toBe(1);
+    expect(paletteFraction(pixel(-0.21))).toBe(0);
+  });
+});
+
+describe('samplerHints', () => {
+  it('is undefined without metadata and rejects a malformed setting', () => {
+    expect(samplerHints({ path: 'x', metadata: {} })).toBeUndefined();
+    expect(() => samplerHints({ path: 'x', metadata: { 'ninodes.sampler': '{"steps": 0, "shift": 1, "frames": 1, "height": 16, "width": 16}' } })).toThrow(
+      expect.objectContaining({ code: 'INVALID_METADATA' }),
+    );
+    expect(() => samplerHints({ path: 'x', metadata: { 'ninodes.sampler': 'nope' } })).toThrow(expect.objectContaining({ code: 'INVALID_METADATA' }));
+  });
+});
