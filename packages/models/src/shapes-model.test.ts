@@ -10,7 +10,7 @@ import { runSampler } from './sampler.js';
 import { SHAPES_PALETTE, paletteFraction, shapeScore } from './shape-score.js';
 import { samplerHints, shapesModelPath } from './shapes-model.js';
 import { maxRelError } from './test-support/compare.js';
-import { readSafetensorsFile, tensorF64 } from './test-support/read-safetensors.js';
+import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { type RefConfig, refForward } from './test-support/reference-f64.js';
 
 const expectPath = fileURLToPath(new URL('../fixtures/h3-shapes/expect.safetensors', import.meta.url));
