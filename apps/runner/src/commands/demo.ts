@@ -9,6 +9,7 @@ import { defineCommand } from '../command.js';
 import { psnr } from '../psnr.js';
 import { type RunReport, runReportSchema } from '../run-report.js';
 import { formatTable } from '../table.js';
+import { demoTp2Row, runDemoTp2 } from './demo-tp.js';
 
 const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 
@@ -35,10 +36,10 @@ function readLatent(dir: string): Float32Array {
 
 export const demo = defineCommand({
   name: 'demo',
-  summary: 'run the embedded h3-tiny model fp32 and int8 convrot side by side',
+  summary: 'run the embedded h3-tiny model fp32, int8 convrot and int8 convrot over two tensor-parallel ranks side by side',
   usage: 'ninodes demo [--out <dir>] [--steps N] [--threads N]',
   options: {
-    out: { type: 'string', value: '<dir>', description: 'directory for the two runs (<dir>/fp32, <dir>/int8_convrot; the demo replaces its own earlier runs there)' },
+    out: { type: 'string', value: '<dir>', description: 'directory for the two runs (<dir>/fp32, <dir>/int8_convrot, <dir>/int8_convrot-tp2; the demo replaces its own earlier runs there)' },
     steps: { type: 'string', value: 'N', description: 'denoising steps, 1 to 100' },
     threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
   },
@@ -59,6 +60,9 @@ export const demo = defineCommand({
       await runChild(['--preset', 'h3-tiny', '--quant', quant, '--steps', String(args.steps), '--threads', String(args.threads), '--out', dir, '--force'], context.env);
       reports.set(quant, runReportSchema.parse(JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'))));
     }
+    context.stderr.write('\n== h3-tiny int8_convrot --tp 2\n');
+    const tpDir = resolve(args.out, 'int8_convrot-tp2');
+    const tp = await runDemoTp2((a) => runChild(a, context.env), ['--preset', 'h3-tiny', '--quant', 'int8_convrot', '--steps', String(args.steps), '--threads', String(args.threads)], tpDir);
     const fp32 = reports.get('fp32')!;
     const reference = readLatent(resolve(args.out, 'fp32'));
     const rows = configs.map((quant) => {
@@ -76,7 +80,7 @@ export const demo = defineCommand({
     });
     context.stdout.write(
       `\nh3-tiny, ${fp32.config.steps} steps, latent [${fp32.config.latentShape.join(', ')}], seed ${fp32.config.seed}, ${fp32.config.threads} threads\n\n` +
-        `${formatTable(['QUANT', 'STEP (steady)', 'SPEED-UP', 'PEAK ANON', 'PEAK FILE', 'PSNR vs fp32', 'PREVIEW'], rows)}\n`,
+        `${formatTable(['QUANT', 'STEP (steady)', 'SPEED-UP', 'PEAK ANON', 'PEAK FILE', 'PSNR vs fp32', 'PREVIEW'], [...rows, demoTp2Row(tp, fp32, reports.get('int8_convrot')!, tpDir)])}\n`,
     );
     return 0;
   },
