@@ -2,8 +2,8 @@
 // pair, meeting through a redis-server in the first namespace, as users start ranks on two machines
 // (NINODES_TP_* by hand). Its latent must equal, byte for byte, the loopback `--tp 2` run's and (int8
 // convrot) the single-rank run's. The /30 between the namespaces exists only inside them: nothing
-// this test sends leaves the two namespaces it created. Needs root or CAP_NET_ADMIN (`ip netns
-// add`); skipped, saying so, where that is not permitted.
+// this test sends leaves the two namespaces it created. Needs root (or CAP_NET_ADMIN
+// and CAP_SYS_ADMIN: `ip netns add`, `ip netns exec`); skipped, saying why, where that is not permitted.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,11 +47,15 @@ function must(args: string[]): void {
 
 /** Creates the two namespaces and the veth pair; the reason it could not where that is not permitted. */
 function createHosts(): string | undefined {
+  if (spawnSync('ip', ['-V']).error !== undefined) return 'iproute2 (`ip`) is not installed: apt-get install iproute2 (scripts/setup.sh test installs it)';
   for (const n of ns) {
     const r = ip(['netns', 'add', n]);
-    if (!r.ok) return `needs root or CAP_NET_ADMIN to create network namespaces (${r.why})`;
+    if (!r.ok) return `creating a network namespace needs root or CAP_NET_ADMIN + CAP_SYS_ADMIN (${r.why})`;
     createdNs.push(n);
   }
+  // Entering one also remounts /sys in a new mount namespace, which some containers refuse.
+  const enter = ip(['netns', 'exec', ns[0], 'true']);
+  if (!enter.ok) return `entering a network namespace is not permitted here (${enter.why})`;
   must(['-n', ns[0], 'link', 'add', veth[0], 'type', 'veth', 'peer', 'name', veth[1], 'netns', ns[1]]);
   for (const i of [0, 1] as const) {
     must(['-n', ns[i], 'addr', 'add', `${addr[i]}/30`, 'dev', veth[i]]);
