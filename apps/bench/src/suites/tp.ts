@@ -22,6 +22,7 @@ import { type StepWorker, type WorkerConfig, startStepWorker } from './tp-step-w
 const SIGMA = flowSigmas(8, 12)[1] as number;
 const SEED = 145;
 const WORLD = 2;
+// Load, the first forward and every request; also each collective's deadline (a lost rank fails, never hangs).
 const TIMEOUT_MS = 300_000;
 
 /** Multiply-adds x2 of one whole forward (as in the model suite): every linear on its rows, plus attention. */
