@@ -47,7 +47,8 @@ const step: BenchCase = {
   name: 'step',
   description: 'one H3 forward as TP2 (2 rank processes, 1 thread each) against one rank on 1 and on 2 threads, same rounds',
   params: {
-    full: [{ model: 'h3-small', format: 'int8_convrot', frames: 1, height: 32, width: 32 }],
+    // int8 convrot (bit-identical to one rank) and fp32 (what the PyTorch + Gloo figures used).
+    full: (['int8_convrot', 'f32'] as const).map((format) => ({ model: 'h3-small', format, frames: 1, height: 32, width: 32 })),
     quick: [{ model: 'h3-tiny', format: 'int8_convrot', frames: 1, height: 16, width: 16 }],
   },
   work: (p: Params): Work => ({ flops: stepFlops(p.model as H3PresetName, p.frames as number, p.height as number, p.width as number) }),
