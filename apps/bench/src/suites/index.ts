@@ -8,5 +8,6 @@ import { kernelsSuite } from './kernels.js';
 import { modelSuite } from './model.js';
 import { offloadSuite } from './offload.js';
 import { quantSuite } from './quant.js';
+import { tpSuite } from './tp.js';
 
-export const SUITES: readonly Suite[] = [kernelsSuite, ioSuite, quantSuite, modelSuite, offloadSuite];
+export const SUITES: readonly Suite[] = [kernelsSuite, ioSuite, quantSuite, modelSuite, offloadSuite, tpSuite];

@@ -1,0 +1,154 @@
+/**
+ * The `tp` suite's step worker: the source of a fresh Node process (resolving @ninodes/* from
+ * apps/bench) that opens one H3 model, as one rank or as a tensor-parallel rank, on its own thread
+ * count, and runs forwards on request. Thread counts are per process (the addon's pool), so every
+ * side of the comparison is such a process and the bench only sends it requests.
+ *
+ * Protocol, one JSON object per line: the worker prints {ready} after loading and one untimed
+ * forward (the first materializes the weights); then {run: n} -> {seconds} (n forwards, timed
+ * inside), {stats} -> {commSeconds, collectives, forwardSeconds} (since ready), {quit} -> exits.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { NinodesError } from '@ninodes/kernels';
+import { benchRoot } from '../package-root.js';
+
+export interface WorkerConfig {
+  path: string;
+  compute: 'f32' | 'bf16' | 'int8_convrot';
+  threads: number;
+  latent: { frames: number; height: number; width: number };
+  sigma: number;
+  seed: number;
+  /** Absent: one rank, the whole model. */
+  tp?: { rank: number; size: number; storeDir: string; prefix: string; timeoutMs: number };
+}
+
+// The rank is composed as `ninodes run` composes it (apps/runner/src/tp-rank.ts; bench cannot import
+// the runner): the plan from the layout, the provider reading only this rank's slices, fp32 islands
+// as stored, tp's parallel ops, the model built from this rank's heads and MLP slice.
+const SOURCE = `
+import { createInterface } from 'node:readline';
+import { createCommunicator, setThreads } from '@ninodes/kernels';
+import { gaussianNoise, islandAwareProvider, layoutOf, openH3Model } from '@ninodes/models';
+import { createLinearProvider, openCheckpoint } from '@ninodes/quant';
+import { parallelLinearProvider, shardPlan } from '@ninodes/tp';
+const cfg = JSON.parse(process.env.NINODES_BENCH_TP_WORKER);
+setThreads(cfg.threads);
+let comm;
+let weights;
+let opened;
+if (cfg.tp === undefined) {
+  opened = openH3Model(cfg.path, { compute: cfg.compute, capture: false });
+} else {
+  comm = await createCommunicator({ rank: cfg.tp.rank, size: cfg.tp.size, store: { kind: 'file', path: cfg.tp.storeDir }, prefix: cfg.tp.prefix, timeoutMs: cfg.tp.timeoutMs });
+  weights = openCheckpoint(cfg.path);
+  const layout = layoutOf(weights);
+  const plan = shardPlan(layout, cfg.tp.size, { compute: cfg.compute });
+  const main = createLinearProvider(weights, { compute: cfg.compute });
+  const asStored = createLinearProvider(weights, { compute: 'auto', detection: main.detection });
+  const islands = new Set(layout.groups.flatMap((g) => g.linears.filter((l) => l.fp32Island).map((l) => l.name)));
+  const provider = parallelLinearProvider({ provider: islandAwareProvider(main, asStored, islands), plan, comm });
+  opened = openH3Model(cfg.path, { provider, shard: { rank: cfg.tp.rank, size: cfg.tp.size }, config: layout.config, prefix: layout.prefix, capture: false });
+}
+const model = opened.model;
+const latent = gaussianNoise([1, model.config.latentChannels, cfg.latent.frames, cfg.latent.height, cfg.latent.width], cfg.seed);
+const forward = async () => (await model.forward(latent, cfg.sigma)).dispose();
+await forward();
+const comm0 = comm === undefined ? { seconds: 0, collectives: 0 } : comm.stats();
+let forwardSeconds = 0;
+const say = (o) => process.stdout.write(JSON.stringify(o) + '\\n');
+say({ ready: true });
+for await (const line of createInterface({ input: process.stdin })) {
+  const req = JSON.parse(line);
+  if (req.run !== undefined) {
+    const t0 = performance.now();
+    for (let i = 0; i < req.run; i++) await forward();
+    const seconds = (performance.now() - t0) / 1000;
+    forwardSeconds += seconds;
+    say({ seconds });
+  } else if (req.stats !== undefined) {
+    const s = comm === undefined ? comm0 : comm.stats();
+    say({ commSeconds: s.seconds - comm0.seconds, collectives: s.collectives - comm0.collectives, forwardSeconds });
+  } else break;
+}
+latent.dispose();
+opened.close();
+weights?.close();
+await comm?.close();
+`;
+
+export interface StepWorker {
+  readonly pid: number;
+  /** n forwards; resolves to their seconds, timed in the worker. */
+  run(n: number): Promise<number>;
+  stats(): Promise<{ commSeconds: number; collectives: number; forwardSeconds: number }>;
+  /** The worker's peak resident set so far (VmHWM, read by this process from /proc). */
+  peakResidentBytes(): number;
+  close(): Promise<void>;
+}
+
+/** Starts a worker and resolves once it has loaded and run its first forward. */
+export function startStepWorker(cfg: WorkerConfig, readyTimeoutMs = 600_000): Promise<StepWorker> {
+  const child: ChildProcess = spawn(process.execPath, ['--input-type=module', '--eval', SOURCE], {
+    cwd: benchRoot(),
+    env: { ...process.env, NINODES_BENCH_TP_WORKER: JSON.stringify(cfg), OMP_NUM_THREADS: String(cfg.threads), OMP_WAIT_POLICY: 'passive' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const where = cfg.tp === undefined ? `one-rank worker (${cfg.threads} threads)` : `rank ${cfg.tp.rank} of ${cfg.tp.size}`;
+  let stderr = '';
+  let buffered = '';
+  const waiting: Array<{ resolve: (o: Record<string, number>) => void; reject: (e: Error) => void }> = [];
+  const failed = (why: string): NinodesError =>
+    new NinodesError('BENCH_CHILD_FAILED', `tp step worker, ${where}: ${why}: ${stderr.slice(-2000)}`, { value: child.pid, where: 'startStepWorker', hint: 'run the same split with `ninodes run --tp 2` to see the error' });
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdout!.on('data', (d: Buffer) => {
+    buffered += d.toString();
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      waiting.shift()?.resolve(JSON.parse(line) as Record<string, number>);
+    }
+  });
+  const closed = new Promise<void>((resolve) =>
+    child.on('close', (code, signal) => {
+      for (const w of waiting.splice(0)) w.reject(failed(`exited (${signal ?? code})`));
+      resolve();
+    }),
+  );
+  const reply = (request: object | undefined, timeoutMs: number): Promise<Record<string, number>> =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(failed(`no reply within ${timeoutMs} ms`));
+      }, timeoutMs);
+      waiting.push({
+        resolve: (o) => (clearTimeout(timer), resolve(o)),
+        reject: (e) => (clearTimeout(timer), reject(e)),
+      });
+      if (request !== undefined) child.stdin!.write(`${JSON.stringify(request)}\n`);
+    });
+  const worker: StepWorker = {
+    pid: child.pid ?? -1,
+    run: async (n) => (await reply({ run: n }, readyTimeoutMs)).seconds as number,
+    stats: async () => (await reply({ stats: true }, 60_000)) as { commSeconds: number; collectives: number; forwardSeconds: number },
+    peakResidentBytes: () => Number(/^VmHWM:\s*(\d+)\s*kB/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]) * 1024,
+    close: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.stdin!.end(`${JSON.stringify({ quit: true })}\n`);
+        const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        await closed;
+        clearTimeout(killer);
+      }
+    },
+  };
+  return reply(undefined, readyTimeoutMs).then(
+    () => worker,
+    async (e: unknown) => {
+      child.kill('SIGKILL');
+      await closed;
+      throw e;
+    },
+  );
+}

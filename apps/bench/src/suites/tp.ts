@@ -1,0 +1,127 @@
+/**
+ * Suite `tp` (issue 15): one H3 forward (a sampler step) split over two tensor-parallel ranks with
+ * one thread each (two processes meeting through Gloo's FileStore, as `ninodes run --tp 2` runs
+ * them), against the whole model as one rank on 1 thread and on 2 threads, in the same rounds. Every
+ * side is its own worker process (thread counts are per process); ours is timed here around a
+ * request to both ranks, the one-rank sides time their forwards themselves. Metrics: each worker's
+ * peak resident set (VmHWM, load + every forward), each rank's share of its forward time spent in
+ * collectives (`Communicator.stats()`), and the plan's weight bytes per rank against one rank's.
+ *
+ * Not here: the PyTorch + Gloo (`torch.distributed`) TP2 peer of the issue. It would need the whole
+ * H3 forward written in PyTorch to time the same work; it is left out (see the README).
+ */
+import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { type H3PresetName, ensureSyntheticCheckpoint, flowSigmas, h3Linears, h3Preset, layoutOf } from '@ninodes/models';
+import { openCheckpoint } from '@ninodes/quant';
+import { shardPlan } from '@ninodes/tp';
+import type { BenchCase, Metric, Params, Suite, Work } from '../suite.js';
+import { benchCacheDir } from './quant.js';
+import { type StepWorker, type WorkerConfig, startStepWorker } from './tp-step-worker.js';
+
+const SIGMA = flowSigmas(8, 12)[1] as number;
+const SEED = 145;
+const WORLD = 2;
+// Load, the first forward and every request; also each collective's deadline (a lost rank fails, never hangs).
+const TIMEOUT_MS = 300_000;
+
+/** Multiply-adds x2 of one whole forward (as in the model suite): every linear on its rows, plus attention. */
+function stepFlops(model: H3PresetName, frames: number, height: number, width: number): number {
+  const c = h3Preset(model).config;
+  const tokens = frames * Math.ceil(height / 2) * Math.ceil(width / 2);
+  let flops = 0;
+  for (const l of h3Linears(c)) flops += 2 * (/adaln|time_embedder/.test(l.name) ? 1 : tokens) * l.inFeatures * l.outFeatures;
+  return flops + c.layers * 4 * tokens * tokens * c.heads * c.headDim;
+}
+
+/** Starts all ranks together (they meet in the store); if one fails, the others are stopped. */
+async function startRanks(configs: WorkerConfig[]): Promise<StepWorker[]> {
+  const settled = await Promise.allSettled(configs.map((c) => startStepWorker(c, TIMEOUT_MS)));
+  const failure = settled.find((s) => s.status === 'rejected');
+  if (failure === undefined) return settled.map((s) => (s as PromiseFulfilledResult<StepWorker>).value);
+  await Promise.all(settled.map((s) => (s.status === 'fulfilled' ? s.value.close() : undefined)));
+  throw failure.reason;
+}
+
+const step: BenchCase = {
+  name: 'step',
+  description: 'one H3 forward as TP2 (2 rank processes, 1 thread each) against one rank on 1 and on 2 threads, same rounds',
+  params: {
+    // int8 convrot (bit-identical to one rank) and fp32 (what the issue's PyTorch + Gloo figures used).
+    full: (['int8_convrot', 'f32'] as const).map((format) => ({ model: 'h3-small', format, frames: 1, height: 32, width: 32 })),
+    quick: [{ model: 'h3-tiny', format: 'int8_convrot', frames: 1, height: 16, width: 16 }],
+  },
+  work: (p: Params): Work => ({ flops: stepFlops(p.model as H3PresetName, p.frames as number, p.height as number, p.width as number) }),
+  targets: [
+    // Ratios are ours / contender time: ≥ 1.9× faster is ≤ 1/1.9.
+    { source: 'issue 15', description: 'TP2 (1 thread per rank) ≥ 1.9× one rank on 1 thread', on: { ratio: 'one_rank_1t' }, op: '<=', value: 1 / 1.9 },
+    { source: 'issue 15', description: 'TP2 (1 thread per rank) ≥ 1.05× one rank on 2 threads', on: { ratio: 'one_rank_2t' }, op: '<=', value: 1 / 1.05 },
+    { source: 'issue 15', description: "per-rank weight memory ≤ 55% of one rank's", on: { metric: 'weight_share_per_rank' }, op: '<=', value: 0.55 },
+  ],
+  budget: { warmup: 1, minRuns: 3, maxRuns: 10 },
+  setup: async (p, ctx) => {
+    const model = p.model as H3PresetName;
+    const path = (await ensureSyntheticCheckpoint({ dir: join(benchCacheDir(), 'models'), preset: model })).path;
+    const compute = p.format as WorkerConfig['compute'];
+    const base = { path, compute, latent: { frames: p.frames as number, height: p.height as number, width: p.width as number }, sigma: SIGMA, seed: SEED };
+    const source = openCheckpoint(path);
+    let plan: ReturnType<typeof shardPlan>;
+    try {
+      plan = shardPlan(layoutOf(source), WORLD, { compute });
+    } finally {
+      source.close();
+    }
+    const storeDir = join(ctx.tmpDir, `tp-store-${model}-${process.pid}`);
+    mkdirSync(storeDir, { recursive: true });
+    const prefix = `bench-${Date.now()}`;
+    const workers: StepWorker[] = [];
+    try {
+      // One side at a time: loads do not compete with each other for the cores.
+      const one1 = await startStepWorker({ ...base, threads: 1 }, TIMEOUT_MS);
+      workers.push(one1);
+      const one2 = await startStepWorker({ ...base, threads: 2 }, TIMEOUT_MS);
+      workers.push(one2);
+      const ranks = await startRanks(Array.from({ length: WORLD }, (_, rank) => ({ ...base, threads: 1, tp: { rank, size: WORLD, storeDir, prefix, timeoutMs: TIMEOUT_MS } })));
+      workers.push(...ranks);
+      return {
+        run: () => Promise.all(ranks.map((r) => r.run(1))),
+        against: {
+          one_rank_1t: { kind: 'baseline', contender: { time: (runs) => one1.run(runs) } },
+          one_rank_2t: { kind: 'baseline', contender: { time: (runs) => one2.run(runs) } },
+        },
+        metrics: async () => {
+          const m: Record<string, Metric> = {};
+          for (const [i, r] of ranks.entries()) {
+            const s = await r.stats();
+            m[`comm_share_rank${i}`] = { value: s.forwardSeconds > 0 ? s.commSeconds / s.forwardSeconds : 0, unit: 'fraction', better: 'lower' };
+            m[`peak_rss_rank${i}`] = { value: r.peakResidentBytes(), unit: 'bytes', better: 'lower' };
+          }
+          m.peak_rss_one_rank_1t = { value: one1.peakResidentBytes(), unit: 'bytes', better: 'lower' };
+          m.peak_rss_one_rank_2t = { value: one2.peakResidentBytes(), unit: 'bytes', better: 'lower' };
+          m.weight_bytes_per_rank = { value: plan.ranks[0]!.totalBytes, unit: 'bytes', better: 'lower' };
+          m.weight_bytes_one_rank = { value: plan.singleRankBytes, unit: 'bytes' };
+          m.weight_share_per_rank = { value: plan.ranks[0]!.totalBytes / plan.singleRankBytes, unit: 'fraction', better: 'lower' };
+          return m;
+        },
+        dispose: async () => {
+          await Promise.all(workers.map((w) => w.close()));
+        },
+      };
+    } catch (error) {
+      await Promise.all(workers.map((w) => w.close()));
+      throw error;
+    }
+  },
+};
+
+export const tpSuite: Suite = {
+  name: 'tp',
+  description: 'tensor parallelism: an H3 step as TP2 (1 thread per rank) against one rank on 1 and 2 threads; per-rank peak memory, communication share, weight bytes per rank',
+  cases: [step],
+  charts: [
+    { kind: 'time', title: 'step time, TP2 with 1 thread per rank', cases: ['step'], x: 'model', color: 'format' },
+    { kind: 'ratio', title: 'TP2 step time against one rank (same rounds)', cases: ['step'] },
+    { kind: 'metric', title: 'peak RSS of rank 0', metric: 'peak_rss_rank0', cases: ['step'], x: 'model', color: 'format' },
+    { kind: 'metric', title: 'share of rank 0 forward time in collectives', metric: 'comm_share_rank0', cases: ['step'], x: 'model', color: 'format' },
+  ],
+};
