@@ -76,7 +76,7 @@ describe('ninodes main', () => {
       for (const name of Object.keys(run.options)) expect(text.stdout).toContain(`--${name}`);
       // Defaults come from the schema the parser uses, so help cannot drift from behaviour.
       const defaults = run.schema.parse({ positionals: [] }) as Record<string, unknown>;
-      expect(text.stdout).toMatch(new RegExp(`--steps N +.*\\[default: ${String(defaults.steps)}\\]`));
+      expect(text.stdout).toMatch(new RegExp(`--seed N +.*\\[default: ${String(defaults.seed)}\\]`));
       expect(text.stdout).toMatch(new RegExp(`--out <dir> +.*\\[default: ${String(defaults.out)}\\]`));
       expect(text.stdout).toContain('examples:\n  ninodes run ');
     }

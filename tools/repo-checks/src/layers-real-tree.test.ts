@@ -2,7 +2,7 @@
 // and .dependency-cruiser.cjs into a temporary folder (node_modules linked as npm links them),
 // inject one violation per rule, each in a file of its own, and expect every one reported under
 // its rule, and nothing else.
-import { cpSync, readdirSync, readFileSync, symlinkSync, mkdirSync } from 'node:fs';
+import { existsSync, cpSync, readdirSync, readFileSync, symlinkSync, mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CruiseResult, cruise, linkPackage, removeTrees, repoRoot, tempTree, writeFiles } from './depcruise-run.js';
@@ -12,6 +12,8 @@ function workspaceFolders(): Map<string, string> {
   const folders = new Map<string, string>([['@ninodes/native', 'native']]);
   for (const group of ['packages', 'apps', 'tools']) {
     for (const entry of readdirSync(join(repoRoot, group))) {
+      // tools/ also holds Python tools (train-demo, torch-h3) that are not workspaces.
+      if (!existsSync(join(repoRoot, group, entry, 'package.json'))) continue;
       const manifest = JSON.parse(readFileSync(join(repoRoot, group, entry, 'package.json'), 'utf8')) as { name: string };
       folders.set(manifest.name, `${group}/${entry}`);
     }

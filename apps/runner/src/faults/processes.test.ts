@@ -55,9 +55,10 @@ describe('a FIFO where a file belongs is refused at once, never read', () => {
 describe('interrupted at random points, nothing is left behind', () => {
   it('SIGINT and SIGTERM during preset generation, quantize and run', async () => {
     const cases: Array<{ name: string; args: (i: number) => string[]; cache?: boolean }> = [
-      { name: 'preset', args: (i) => ['run', '--preset', 'h3-tiny', ...small, '--steps', '1', '--out', join(dir, 'int', `preset-${i}`)], cache: true },
+      // Enough steps that a run outlasts the latest interrupt point even on an idle machine.
+      { name: 'preset', args: (i) => ['run', '--preset', 'h3-tiny', ...small, '--steps', '40', '--out', join(dir, 'int', `preset-${i}`)], cache: true },
       { name: 'quantize', args: (i) => ['quantize', ckpt, join(dir, 'int', `q-${i}.safetensors`), '--format', 'int8_convrot'] },
-      { name: 'run', args: (i) => ['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '6', '--threads', '1', '--out', join(dir, 'int', `run-${i}`)] },
+      { name: 'run', args: (i) => ['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '80', '--threads', '1', '--out', join(dir, 'int', `run-${i}`)] },
     ];
     mkdirSync(join(dir, 'int'), { recursive: true });
     const points = delays(20261201, 9, 150, 2500);
