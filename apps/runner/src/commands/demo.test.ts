@@ -2,30 +2,18 @@
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import type { Tensor } from '@ninodes/kernels';
 import { openSafetensors } from '@ninodes/memory';
 import { openH3Model, paletteFraction, samplerHints, shapesModelPath } from '@ninodes/models';
 import { afterAll, describe, expect, it } from 'vitest';
-import { COMMANDS } from '../commands.js';
 import { main } from '../main.js';
 import { runReportSchema } from '../run-report.js';
+import { inProcessCli } from '../test-support/in-process-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-demo-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function cli(...argv: string[]) {
-  const text = { stdout: '', stderr: '' };
-  const sink = (key: 'stdout' | 'stderr') =>
-    new Writable({
-      write(chunk, _e, cb) {
-        text[key] += String(chunk);
-        cb();
-      },
-    });
-  const status = await main(argv, COMMANDS, { stdout: sink('stdout'), stderr: sink('stderr'), env: { NINODES_CACHE: join(dir, 'cache') } });
-  return { status, ...text };
-}
+const cli = inProcessCli(dir);
 
 function hints() {
   const { source, close } = openH3Model(shapesModelPath());

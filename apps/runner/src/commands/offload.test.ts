@@ -3,29 +3,17 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { H3_DEFAULTS, writeSyntheticH3Checkpoint } from '@ninodes/models';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COMMANDS } from '../commands.js';
 import { main } from '../main.js';
 import { runReportSchema } from '../run-report.js';
+import { inProcessCli } from '../test-support/in-process-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-offload-'));
 const ckpt = join(dir, 'h3-micro.safetensors');
 const config = { ...H3_DEFAULTS, layers: 3, hidden: 256, heads: 4, headDim: 64, ffn: 512, tDim: 256, timeHidden: 256, ropeLen: 8 };
 
-async function cli(...argv: string[]) {
-  const text = { stdout: '', stderr: '' };
-  const sink = (key: 'stdout' | 'stderr') =>
-    new Writable({
-      write(chunk, _e, cb) {
-        text[key] += String(chunk);
-        cb();
-      },
-    });
-  const status = await main(argv, COMMANDS, { stdout: sink('stdout'), stderr: sink('stderr'), env: { NINODES_CACHE: join(dir, 'cache') } });
-  return { status, ...text };
-}
+const cli = inProcessCli(dir);
 
 beforeAll(async () => {
   await writeSyntheticH3Checkpoint(ckpt, { config, seed: 3 });

@@ -3,28 +3,16 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { openSafetensors } from '@ninodes/memory';
 import { afterAll, describe, expect, it } from 'vitest';
-import { COMMANDS } from '../commands.js';
 import { main } from '../main.js';
+import { inProcessCli } from '../test-support/in-process-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-cli-av-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const fixtures = join(process.env.NINODES_FIXTURES ?? '', 'h3av');
 
-async function cli(...argv: string[]) {
-  const text = { stdout: '', stderr: '' };
-  const sink = (key: 'stdout' | 'stderr') =>
-    new Writable({
-      write(chunk, _e, cb) {
-        text[key] += String(chunk);
-        cb();
-      },
-    });
-  const status = await main(argv, COMMANDS, { stdout: sink('stdout'), stderr: sink('stderr'), env: { NINODES_CACHE: join(dir, 'cache') } });
-  return { status, ...text };
-}
+const cli = inProcessCli(dir);
 
 function f32(path: string, name: string): Float32Array {
   const s = openSafetensors(path);

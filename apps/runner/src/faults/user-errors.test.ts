@@ -4,30 +4,18 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { Tensor } from '@ninodes/kernels';
 import { buildHeader, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COMMANDS } from '../commands.js';
 import { main } from '../main.js';
 import { canChattr, checkRunOutput, dirDigest, leftovers, microCheckpoint, mountTmpfs, unmount } from './harness.js';
+import { inProcessCli } from '../test-support/in-process-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-user-errors-'));
 const ckpt = join(dir, 'micro.safetensors');
 const mounts: string[] = [];
 
-async function cli(...argv: string[]) {
-  const text = { stdout: '', stderr: '' };
-  const sink = (key: 'stdout' | 'stderr') =>
-    new Writable({
-      write(chunk, _e, cb) {
-        text[key] += String(chunk);
-        cb();
-      },
-    });
-  const status = await main(argv, COMMANDS, { stdout: sink('stdout'), stderr: sink('stderr'), env: { NINODES_CACHE: join(dir, 'cache') } });
-  return { status, ...text };
-}
+const cli = inProcessCli(dir);
 
 function expectCoded(r: { status: number; stderr: string }, code: string): void {
   expect(r.stderr).not.toContain('INTERNAL');
