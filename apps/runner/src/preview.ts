@@ -1,6 +1,7 @@
-// preview.png: the latent's frames side by side, channels 0..2 as RGB, each channel stretched over
-// its 1st..99th percentile so a few outliers do not wash out the picture. Upscaled by nearest
-// neighbour so a 16x16 latent is visible.
+// preview.png: the latent's frames side by side, channels 0..2 as RGB, upscaled by nearest neighbour
+// so a 16x16 latent is visible. 'stretch' maps each channel's 1st..99th percentile to 0..255, so
+// the latent of a model with random weights shows its structure; 'true' maps [-1, 1] to 0..255, the
+// colours of a model trained on pixels in channels 0..2 (h3-shapes), as the demo's grids do.
 import type { Tensor } from '@ninodes/kernels';
 import { encodePng } from './png.js';
 
@@ -11,12 +12,14 @@ function percentileRange(values: Float32Array): [number, number] {
   return hi > lo ? [lo, hi] : [lo - 1, lo + 1];
 }
 
-export function latentPreviewPng(latent: Tensor<'f32'>, scale = 4): Buffer {
+export type PreviewColours = 'stretch' | 'true';
+
+export function latentPreviewPng(latent: Tensor<'f32'>, colours: PreviewColours = 'stretch', scale = 4): Buffer {
   const [, channels, frames, height, width] = latent.shape as [number, number, number, number, number];
   if (latent.rank !== 5 || channels < 3) throw new RangeError(`preview needs a [1, C>=3, T, H, W] latent, got [${latent.shape.join(', ')}]`);
   const data = latent.data;
   const plane = frames * height * width;
-  const ranges = [0, 1, 2].map((c) => percentileRange(data.subarray(c * plane, (c + 1) * plane)));
+  const ranges = [0, 1, 2].map((c): [number, number] => (colours === 'true' ? [-1, 1] : percentileRange(data.subarray(c * plane, (c + 1) * plane))));
   const gap = 1;
   const outW = frames * width * scale + (frames - 1) * gap;
   const outH = height * scale;

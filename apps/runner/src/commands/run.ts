@@ -257,7 +257,7 @@ export const run = defineCommand({
           metadata: { producer: 'ninodes run', quant: args.quant, seed: String(args.seed), steps: String(sampler.steps) },
         });
       }
-      writeNewFile(join(stage.dir, 'preview.png'), latentPreviewPng(result.latent));
+      writeNewFile(join(stage.dir, 'preview.png'), latentPreviewPng(result.latent, hints === undefined ? 'stretch' : 'true'));
       const peak = memory.stop();
       const info = buildInfo();
       const report: RunReport = runReportSchema.parse({
