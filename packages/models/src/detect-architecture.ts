@@ -232,3 +232,23 @@ export function detectArchitecture(tensors: readonly TensorShapeInfo[]): Detecte
     ],
   };
 }
+
+/**
+ * The H3 config and key prefix of a checkpoint: those given, else detected from its tensors.
+ * A checkpoint of another family is ARCHITECTURE_MISMATCH naming the file.
+ */
+export function resolveH3Config(
+  source: { readonly path: string; entries(): readonly TensorShapeInfo[] },
+  given: { readonly config?: H3Config | undefined; readonly prefix?: string | undefined } = {},
+): { config: H3Config; prefix: string } {
+  if (given.config !== undefined && given.prefix !== undefined) return { config: given.config, prefix: given.prefix };
+  const detected = detectArchitecture(source.entries());
+  if (detected.family !== 'h3' || detected.h3 === undefined) {
+    throw new NinodesError('ARCHITECTURE_MISMATCH', `${source.path} is not a MiniMax-H3 DiT checkpoint (detected: ${detected.family})`, {
+      value: detected.family,
+      where: source.path,
+      hint: detected.evidence.slice(0, 3).join('; '),
+    });
+  }
+  return { config: given.config ?? detected.h3, prefix: given.prefix ?? detected.prefix };
+}

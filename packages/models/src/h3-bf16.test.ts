@@ -15,7 +15,6 @@ import { openSafetensors } from '@ninodes/memory';
 import { createLinearProvider, floatPrecision } from '@ninodes/quant';
 import { afterAll, describe, expect, it } from 'vitest';
 import { H3Block } from './h3-block.js';
-import { H3_DEFAULTS, type H3Config } from './h3-config.js';
 import { flowSigmas } from './sigma-schedule.js';
 import { gaussianNoise } from './noise.js';
 import { openH3Model } from './open-h3-model.js';
@@ -25,6 +24,7 @@ import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 import { maxRelError } from './test-support/compare.js';
 import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { refForward } from './test-support/reference-f64.js';
+import { blockFixtureConfig } from './test-support/fixture-config.js';
 
 const fixture = join(process.env.NINODES_FIXTURES ?? '', 'dit', 'h3_blocks.safetensors');
 const hasBf16 = buildInfo().bf16Units;
@@ -39,20 +39,7 @@ describe.runIf(hasBf16)('bf16 compute error against float64 references (CPU with
   it('the PyTorch fixture: two H3 blocks with bf16 linears stay within 2.5e-3 of out.final_f64', async () => {
     const source = openSafetensors(fixture);
     try {
-      const meta = JSON.parse(source.metadata.config ?? '{}') as Record<string, number>;
-      const config: H3Config = {
-        ...H3_DEFAULTS,
-        layers: meta.layers as number,
-        hidden: meta.hidden as number,
-        heads: meta.heads as number,
-        headDim: meta.head_dim as number,
-        ffn: meta.ffn as number,
-        tDim: meta.t_dim as number,
-        timeHidden: 1,
-        ropeLen: Number(source.metadata.rot_dim) / 6,
-        eps: Number(source.metadata.eps),
-        qkEps: Number(source.metadata.qk_eps),
-      };
+      const config = blockFixtureConfig(source.metadata);
       const f32 = (name: string): Tensor<'f32'> => castF32(source.tensor(name));
       const provider = createLinearProvider(source, { compute: 'bf16' });
       expect(floatPrecision('bf16')).toBe('bf16');

@@ -2,30 +2,17 @@ import { join } from 'node:path';
 import { Tensor } from '@ninodes/kernels';
 import { describe, expect, it } from 'vitest';
 import { H3Block } from './h3-block.js';
-import { H3_DEFAULTS, type H3Config } from './h3-config.js';
 import { castF32 } from './ops.js';
 import { maxRelError } from './test-support/compare.js';
 import { testLinearProvider } from './test-support/test-source.js';
 import { openSafetensors } from '@ninodes/memory';
+import { blockFixtureConfig } from './test-support/fixture-config.js';
 
 const fixture = join(process.env.NINODES_FIXTURES ?? '', 'dit', 'h3_blocks.safetensors');
 
 describe('H3Block against the PyTorch fixture', () => {
   const source = openSafetensors(fixture);
-  const meta = JSON.parse(source.metadata.config ?? '{}') as Record<string, number>;
-  const config: H3Config = {
-    ...H3_DEFAULTS,
-    layers: meta.layers as number,
-    hidden: meta.hidden as number,
-    heads: meta.heads as number,
-    headDim: meta.head_dim as number,
-    ffn: meta.ffn as number,
-    tDim: meta.t_dim as number,
-    timeHidden: 1,
-    ropeLen: Number(source.metadata.rot_dim) / 6,
-    eps: Number(source.metadata.eps),
-    qkEps: Number(source.metadata.qk_eps),
-  };
+  const config = blockFixtureConfig(source.metadata);
   const f32 = (name: string): Tensor<'f32'> => castF32(source.tensor(name));
 
   it('two blocks land within 1e-5 relative of out.final_f64 and track the fp32 outputs', async () => {

@@ -1,7 +1,7 @@
 import { NinodesError } from '@ninodes/kernels';
 import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
 import { type FormatDetection, type FusedLayout, type LayoutGroup, type LayoutLinear, type LayoutTensor, type LinearSpec, type ModelLayout, type ParallelRole, type Shard, detectFormats } from '@ninodes/quant';
-import { detectArchitecture } from './detect-architecture.js';
+import { resolveH3Config } from './detect-architecture.js';
 import type { H3Config } from './h3-config.js';
 import { tensorGroup } from './tensor-group.js';
 import { type H3LinearLayer, H3_LINEAR_SIDECARS, h3Linears, h3Parameters } from './h3-tensors.js';
@@ -104,19 +104,7 @@ function layoutTensor(e: TensorEntry): LayoutTensor {
  * (stored format, parallel role, fused layout, fp32 island). Reads headers only.
  */
 export function h3Layout(source: CheckpointSource, options: H3LayoutOptions = {}): H3Layout {
-  let { config, prefix } = options;
-  if (config === undefined || prefix === undefined) {
-    const detected = detectArchitecture(source.entries());
-    if (detected.family !== 'h3' || detected.h3 === undefined) {
-      throw new NinodesError('ARCHITECTURE_MISMATCH', `${source.path} is not a MiniMax-H3 DiT checkpoint (detected: ${detected.family})`, {
-        value: detected.family,
-        where: source.path,
-        hint: detected.evidence.slice(0, 3).join('; '),
-      });
-    }
-    config ??= detected.h3;
-    prefix ??= detected.prefix;
-  }
+  const { config, prefix } = resolveH3Config(source, options);
   const detection = options.detection ?? detectFormats(source);
   const groups = new Map<string, { kind: LayoutGroup['kind']; tensors: LayoutTensor[]; linears: LayoutLinear[] }>();
   for (const name of h3PreGroups(config)) groups.set(name, { kind: 'pre', tensors: [], linears: [] });

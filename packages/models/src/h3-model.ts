@@ -1,7 +1,7 @@
 import { NinodesError, Tensor } from '@ninodes/kernels';
 import type { CheckpointSource } from '@ninodes/memory';
 import { type CaptureSink, captureFromEnv } from './capture.js';
-import { detectArchitecture } from './detect-architecture.js';
+import { resolveH3Config } from './detect-architecture.js';
 import { type H3Block as H3BlockType, H3Block } from './h3-block.js';
 import { type H3Config, H3_SIGMA_SHIFTS, patchDim, pddHeads, validateH3Config } from './h3-config.js';
 import type { GroupHooks, Shard } from '@ninodes/quant';
@@ -123,20 +123,7 @@ export class H3VideoModel implements VelocityModel {
    * with the expected shape (TENSOR_NOT_FOUND / SHAPE_MISMATCH name it); reads nothing else.
    */
   static create(source: CheckpointSource, provider: LinearProvider, options: H3ModelOptions = {}): H3VideoModel {
-    let config = options.config;
-    let prefix = options.prefix;
-    if (config === undefined || prefix === undefined) {
-      const detected = detectArchitecture(source.entries());
-      if (detected.family !== 'h3' || detected.h3 === undefined) {
-        throw new NinodesError('ARCHITECTURE_MISMATCH', `${source.path} is not a MiniMax-H3 DiT checkpoint (detected: ${detected.family})`, {
-          value: detected.family,
-          where: source.path,
-          hint: detected.evidence.slice(0, 3).join('; '),
-        });
-      }
-      config ??= detected.h3;
-      prefix ??= detected.prefix;
-    }
+    const { config, prefix } = resolveH3Config(source, options);
     validateH3Config(config);
     for (const l of h3Linears(config)) {
       const name = `${prefix}${l.name}.weight`;

@@ -1,7 +1,6 @@
 import type { CheckpointSource } from '@ninodes/memory';
 import { type ComputeMode, createLinearProvider, openCheckpoint } from '@ninodes/quant';
-import { NinodesError } from '@ninodes/kernels';
-import { detectArchitecture } from './detect-architecture.js';
+import { resolveH3Config } from './detect-architecture.js';
 import { H3VideoModel, type H3ModelOptions } from './h3-model.js';
 import { h3Linears } from './h3-tensors.js';
 import type { LinearProvider } from './linear-provider.js';
@@ -39,20 +38,7 @@ export function islandAwareProvider(main: LinearProvider, islands: LinearProvide
 export function openH3Model(path: string, options: OpenH3ModelOptions = {}): OpenedH3Model {
   const source = openCheckpoint(path);
   try {
-    let config = options.config;
-    let prefix = options.prefix;
-    if (config === undefined || prefix === undefined) {
-      const detected = detectArchitecture(source.entries());
-      if (detected.family !== 'h3' || detected.h3 === undefined) {
-        throw new NinodesError('ARCHITECTURE_MISMATCH', `${path} is not a MiniMax-H3 DiT checkpoint (detected: ${detected.family})`, {
-          value: detected.family,
-          where: path,
-          hint: detected.evidence.slice(0, 3).join('; '),
-        });
-      }
-      config ??= detected.h3;
-      prefix ??= detected.prefix;
-    }
+    const { config, prefix } = resolveH3Config(source, options);
     let provider = options.provider;
     if (!provider) {
       const compute = options.compute ?? 'auto';
