@@ -1,9 +1,12 @@
 #!/usr/bin/env node
-import { isNinodesError } from '@ninodes/kernels';
+import { isNinodesError, removeTempsOnSignals } from '@ninodes/kernels';
 import { parseCli, USAGE } from './args.js';
 import { runBench } from './run-bench.js';
 import { selectCases } from './select-cases.js';
 import { SUITES } from './suites/index.js';
+
+// SIGINT/SIGTERM remove the run's scratch directory (registered by runBench) before the process dies.
+removeTempsOnSignals(process.stderr);
 
 async function main(): Promise<number> {
   const opts = parseCli(process.argv.slice(2), SUITES.map((s) => s.name));

@@ -1,9 +1,9 @@
 /** A whole bench run: environment, every selected suite, the three outputs. */
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { closeSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { createTempFile, releaseTemp, removeTemp } from '@ninodes/kernels';
+import { createTempDir, createTempFile, releaseTemp, removeTemp } from '@ninodes/kernels';
 import { buildCharts, defaultCharts, renderCharts, type RenderedChart } from './charts.js';
 import { applyBaseline, loadBaseline } from './compare.js';
 import { captureEnv } from './env.js';
@@ -40,7 +40,8 @@ export async function runBench(options: BenchOptions): Promise<BenchOutcome> {
   const startedAt = new Date().toISOString();
   const baseline = options.compare ? await loadBaseline(options.compare) : undefined;
   const python = new PythonPeer();
-  const tmpDir = await mkdtemp(join(tmpdir(), 'ninodes-bench-'));
+  // Registered with kernels' live temporaries, so a signal that ends the CLI removes it too.
+  const tmpDir = createTempDir(tmpdir(), 'ninodes-bench');
   const cases: CaseResult[] = [];
   let env: Results['env'];
   try {
@@ -71,7 +72,7 @@ export async function runBench(options: BenchOptions): Promise<BenchOutcome> {
     }
   } finally {
     await python.close();
-    await rm(tmpDir, { recursive: true, force: true });
+    removeTemp(tmpDir);
   }
   const compared = baseline ? applyBaseline(cases, baseline) : cases;
   const results = ResultsSchema.parse({

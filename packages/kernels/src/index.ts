@@ -30,6 +30,7 @@ export {
   tempName,
   tempOwner,
 } from './temp-files.js';
+export { removeTempsOnSignals } from './temp-signals.js';
 export { isFileLock, tryLock, waitLock, type FileLock, type LockOwner } from './file-lock.js';
 export { Tensor, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
 export {

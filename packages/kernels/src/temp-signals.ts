@@ -1,9 +1,9 @@
-// The CLI's signal manners: on SIGINT, SIGTERM or SIGHUP every temporary file, staging directory
+// A CLI's signal manners: on SIGINT, SIGTERM or SIGHUP every temporary file, staging directory
 // and lock this process holds is removed (kernels' live registry), then the signal is raised again
 // with its default action, so the parent sees a death by that signal (status 130 for Ctrl-C).
-// Only the CLI installs these; libraries never take over a process's signals.
+// Only a CLI (runner, bench) installs these; libraries never take over a process's signals.
 import type { Writable } from 'node:stream';
-import { removeLiveTemps } from '@ninodes/kernels';
+import { removeLiveTemps } from './temp-files.js';
 
 export function removeTempsOnSignals(stderr: Writable): void {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
