@@ -37,8 +37,11 @@ export function loraTargets(layout: ModelLayout): LoraTarget[] {
 
 /** Prefixes trainers and converters put before the model's own module path. */
 const KNOWN_PREFIXES = ['model.diffusion_model.', 'diffusion_model.', 'base_model.model.', 'transformer.', 'unet.', 'model.'];
-/** kohya's flattened prefixes (the path's dots become underscores after them). */
-const KOHYA_PREFIXES = ['lora_unet_', 'lora_transformer_', 'lora_te_'];
+/**
+ * kohya's flattened prefixes of the diffusion model (the path's dots become underscores after them).
+ * Text-encoder modules (`lora_te_`, `lora_te1_`) are not the DiT's: they stay unmapped.
+ */
+const KOHYA_PREFIXES = ['lora_unet_', 'lora_transformer_'];
 /** Names of the three parts of a fused qkv layer, as split-projection models and their LoRAs call them. */
 const QKV_PART_NAMES: readonly (readonly [string, string, string])[] = [
   ['to_q', 'to_k', 'to_v'],
