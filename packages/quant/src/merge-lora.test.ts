@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Tensor } from '@ninodes/kernels';
+import { Tensor, cast } from '@ninodes/kernels';
 import { SafetensorsFile, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLinearProvider } from './linear-provider.js';
@@ -105,6 +105,48 @@ describe('mergeLora', () => {
       expect([...(a?.scale.data ?? [])]).toEqual([...(b?.scale.data ?? [])]);
     }
     expect(Buffer.from(merged.tensor(`${LAYERS[1]}.weight`).bytes()).equals(Buffer.from(src.tensor(`${LAYERS[1]}.weight`).bytes()))).toBe(true);
+    merged.close();
+    src.close();
+  });
+
+  it('an fp8 checkpoint merged in its own format: patched layers re-encoded with a new scale, as the run path prepares them', async () => {
+    const f32 = SafetensorsFile.open(await checkpoint());
+    const q = join(dir, 'model-fp8.safetensors');
+    await quantize(f32, q, { format: 'f8_e4m3fn' });
+    f32.close();
+    const src = SafetensorsFile.open(q);
+    const patcher = await patcherFor();
+    const out = join(dir, 'merged-fp8-keep.safetensors');
+    await mergeLora(src, out, { patcher });
+    const merged = SafetensorsFile.open(out);
+    const fromFile = createLinearProvider(merged);
+    const run = createLinearProvider(src, { patcher });
+    for (const l of LAYERS) {
+      expect(fromFile.detection.layers.get(l)?.format).toBe('f8_e4m3fn');
+      const a = await fromFile.linear(spec(l)).materializedWeight();
+      const b = await run.linear(spec(l)).materializedWeight();
+      expect(Buffer.from(a.bytes()).equals(Buffer.from(b.bytes()))).toBe(true);
+    }
+    expect(merged.tensor(`${LAYERS[0]}.weight_scale`).shape).toEqual([]);
+    expect([...(merged.tensor(`${LAYERS[0]}.weight_scale`).data as Float32Array)]).not.toEqual([...(src.tensor(`${LAYERS[0]}.weight_scale`).data as Float32Array)]);
+    merged.close();
+    src.close();
+  });
+
+  it('--format bf16: every linear weight as bf16, the patched ones rounded from the f32 patch', async () => {
+    const src = SafetensorsFile.open(await checkpoint());
+    const patcher = await patcherFor();
+    const out = join(dir, 'merged-bf16.safetensors');
+    await mergeLora(src, out, { patcher, format: 'bf16' });
+    const merged = SafetensorsFile.open(out);
+    const run = createLinearProvider(src, { patcher });
+    for (const l of [LAYERS[0], LAYERS[1]] as string[]) {
+      expect(merged.entry(`${l}.weight`).dtype).toBe('bf16');
+      const want = cast(await run.linear(spec(l)).materializedWeight(), 'bf16');
+      expect(Buffer.from(merged.tensor(`${l}.weight`).bytes()).equals(Buffer.from(want.bytes()))).toBe(true);
+    }
+    // Not a linear weight: as stored.
+    expect(merged.entry('final_norm.weight').dtype).toBe('f32');
     merged.close();
     src.close();
   });
