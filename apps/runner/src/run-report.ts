@@ -55,6 +55,18 @@ export const runReportSchema = z.object({
       ),
     })
     .optional(),
+  /** --lora: each LoRA, its strength, how many layers it patched and the modules that named no layer. */
+  lora: z
+    .array(
+      z.object({
+        path: z.string(),
+        strength: z.number(),
+        layers: z.number().int().nonnegative(),
+        unmapped: z.array(z.string()),
+        unsupported: z.array(z.string()),
+      }),
+    )
+    .optional(),
   output: z.object({
     latentSha256: z.string().regex(/^[0-9a-f]{64}$/),
     files: z.array(z.string()),

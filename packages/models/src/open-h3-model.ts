@@ -1,5 +1,5 @@
 import type { CheckpointSource } from '@ninodes/memory';
-import { type ComputeMode, createLinearProvider, openCheckpoint } from '@ninodes/quant';
+import { type ComputeMode, type WeightPatcher, createLinearProvider, openCheckpoint } from '@ninodes/quant';
 import { resolveH3Config } from './detect-architecture.js';
 import { H3VideoModel, type H3ModelOptions } from './h3-model.js';
 import { h3Linears } from './h3-tensors.js';
@@ -15,6 +15,11 @@ export interface OpenH3ModelOptions extends H3ModelOptions {
   readonly quantizeIslands?: boolean;
   /** Use this provider instead of building one from `compute`. */
   readonly provider?: LinearProvider;
+  /**
+   * Weight patches (LoRA) for the built provider, made once the checkpoint is open (a LoRA is mapped
+   * against the checkpoint's layer names): applied in fp32 whenever a weight is prepared.
+   */
+  readonly patcher?: (source: CheckpointSource) => WeightPatcher;
 }
 
 export interface OpenedH3Model {
@@ -42,10 +47,12 @@ export function openH3Model(path: string, options: OpenH3ModelOptions = {}): Ope
     let provider = options.provider;
     if (!provider) {
       const compute = options.compute ?? 'auto';
-      const main = createLinearProvider(source, { compute });
+      const patcher = options.patcher?.(source);
+      const patch = patcher === undefined ? {} : { patcher };
+      const main = createLinearProvider(source, { compute, ...patch });
       if (compute === 'auto' || options.quantizeIslands) provider = main;
       else {
-        const asStored = createLinearProvider(source, { compute: 'auto', detection: main.detection });
+        const asStored = createLinearProvider(source, { compute: 'auto', detection: main.detection, ...patch });
         const islands = new Set(h3Linears(config).filter((l) => l.fp32Island).map((l) => `${prefix}${l.name}`));
         provider = islandAwareProvider(main, asStored, islands);
       }

@@ -79,3 +79,8 @@ export { accuracyReport, normalStream, sampleActivations, type AccuracyFormat, t
 export { randomBlockTensor } from './synthetic-blocks.js';
 export { openCheckpoint } from './open-checkpoint.js';
 export type { FusedLayout, GroupHooks, LayoutGroup, LayoutLinear, LayoutTensor, ModelLayout, ParallelRole, Shard } from './model-layout.js';
+export type { WeightPatcher } from './weight-patcher.js';
+export { readLoraFile, type LoraFile, type LoraKeyStyle, type LoraModule, type ReadLoraOptions } from './lora-file.js';
+export { loraTargets, mapLora, type LoraDelta, type LoraMapping, type LoraTarget } from './lora-map.js';
+export { LoraPatcher, type LoraApplied } from './lora-patcher.js';
+export { MERGE_FORMATS, mergeLora, type MergeFormat, type MergeOptions, type MergeReport } from './merge-lora.js';

@@ -7,6 +7,7 @@ import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, weight2d } f
 import { type ComputeMode, type PreparedData, type PreparedWeight, preparedWeight, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
 import { type WeightFormat, weightFormatInfo } from './weight-format.js';
 import { fp8Scale, relativeError } from './quant-math.js';
+import type { WeightPatcher } from './weight-patcher.js';
 
 export type { ComputeMode } from './memory-account.js';
 
@@ -35,6 +36,12 @@ export interface LinearProviderOptions {
   /** File name used for format words when detecting. */
   filename?: string;
   cache?: LinearCacheOptions;
+  /**
+   * Patches (LoRA) applied in fp32 to a layer's weight each time it is prepared, before it is
+   * converted to the run format: a quantized layer is dequantized, patched and quantized again with
+   * new scales (ComfyUI's convert_weight / set_weight for quantized layers).
+   */
+  patcher?: WeightPatcher;
 }
 
 /** A LinearOp with the extras quant offers: patching and requantization error. */
@@ -53,6 +60,11 @@ export interface QuantLinearOp extends LinearOp {
   replaceWeight(w: Tensor<'f32'>): Promise<void>;
   /** Drops materialized state (disposing what it held) and any replacement; the next forward reloads from the source. */
   release(): void;
+  /**
+   * Drops the prepared weight, own or cached (not a replacement), so the next use prepares it again
+   * with the patcher's current patches (after a LoRA's strength changed).
+   */
+  invalidate(): void;
   /** What the memory account says this op holds while prepared (its cache size) and allocates per call. */
   readonly residentBytes: number;
   readonly transientBytes: number;
@@ -76,6 +88,8 @@ export interface QuantLinearOp extends LinearOp {
 export interface QuantLinearProvider extends LinearProvider {
   readonly detection: FormatDetection;
   linear(spec: LinearSpec): QuantLinearOp;
+  /** Invalidates the ops built for these layers (e.g. what `LoraPatcher.setStrength` returns); returns how many. */
+  repatch(layers: Iterable<string>): number;
 }
 
 /** A weight cache for prepared linear weights: evicted weights are disposed. */
@@ -204,8 +218,9 @@ class QuantLinear implements QuantLinearOp {
 
   conversionError(): Promise<number> {
     this.error ??= (async () => {
-      if (this.format === this.storedFormat) return 0;
-      const original = await materializeF32(this.source, this.layer, this.slice);
+      if (this.format === this.storedFormat && !this.patched) return 0;
+      // Against the patched f32 weight: the error of the conversion, not the size of the patch.
+      const original = await this.sourceF32(this.slice);
       return relativeError(await this.materializedWeight(), original);
     })();
     return this.error;
@@ -218,10 +233,14 @@ class QuantLinear implements QuantLinearOp {
     }
     // The patch becomes the op's source: a cached weight is dropped and rebuilt from it (still
     // counted and evictable); an eviction later rebuilds it from the patch again, not from the file.
+    this.invalidate();
+    this.patch = w;
+  }
+
+  invalidate(): void {
     const cache = this.options.cache;
     if (cache !== undefined) cache.weights.invalidate(cache.model, this.cacheKey());
     this.dropHeld();
-    this.patch = w;
     this.error = undefined;
   }
 
@@ -280,11 +299,28 @@ class QuantLinear implements QuantLinearOp {
     return this.prepared;
   }
 
+  private get patched(): boolean {
+    return this.options.patcher?.has(this.spec.name) ?? false;
+  }
+
+  /**
+   * The layer (or `slice` of it) in f32, with the patcher's patches added: an owned copy when patched
+   * (a stored f32 weight materializes as a read-only view of the file).
+   */
+  private async sourceF32(slice: LayerSlice | undefined): Promise<Tensor<'f32'>> {
+    const w = await materializeF32(this.source, this.layer, slice);
+    const patcher = this.options.patcher;
+    if (patcher === undefined || !patcher.has(this.spec.name)) return w;
+    const own = this.layer.format === 'f32' ? w.copy() : w;
+    await patcher.apply(this.spec.name, own, slice);
+    return own;
+  }
+
   private async load(): Promise<Prepared> {
     if (this.patch !== undefined) return this.convert(this.patch, true);
     const layer = this.layer;
     const slice = this.slice;
-    if (this.format === layer.format) {
+    if (this.format === layer.format && !this.patched) {
       const info = weightFormatInfo(layer.format);
       const w = weight2d(this.source, layer, slice);
       switch (info.family) {
@@ -305,14 +341,14 @@ class QuantLinear implements QuantLinearOp {
     if (slice?.columns !== undefined && weightFormatInfo(this.format).family === 'int8') {
       // Row-parallel int8: every rank must hold the whole row's weight scale (their int32
       // accumulators are summed), so the whole layer is quantized once and the columns kept.
-      const whole = this.convert(await materializeF32(this.source, layer), false);
+      const whole = this.convert(await this.sourceF32(undefined), false);
       if (whole.kind !== 'int8') throw new NinodesError('INTERNAL', `layer '${this.spec.name}' did not quantize to int8`, { where: this.spec.name });
       const [a, b] = slice.columns;
       const q = copyColumnRange(whole.q, `${this.spec.name}.weight`, a, b) as Tensor<'i8'>;
       const scale = whole.scale;
       return preparedWeight({ kind: 'int8', q, scale, convrot: whole.convrot });
     }
-    return this.convert(await materializeF32(this.source, layer, slice), false);
+    return this.convert(await this.sourceF32(slice), false);
   }
 
   /** `w` converted to the run format; `borrowed`: w is the caller's and is never disposed. */
@@ -357,8 +393,19 @@ class QuantLinear implements QuantLinearOp {
  */
 export function createLinearProvider(source: CheckpointSource, options: LinearProviderOptions = {}): QuantLinearProvider {
   const detection = options.detection ?? detectFormats(source, options.filename === undefined ? {} : { filename: options.filename });
+  const built = new Map<string, QuantLinear[]>();
   return {
     detection,
+    repatch(layers: Iterable<string>): number {
+      let n = 0;
+      for (const name of layers) {
+        for (const op of built.get(name) ?? []) {
+          op.invalidate();
+          n++;
+        }
+      }
+      return n;
+    },
     linear(spec: LinearSpec): QuantLinearOp {
       const layer = detection.layers.get(spec.name);
       if (layer === undefined) {
@@ -377,7 +424,9 @@ export function createLinearProvider(source: CheckpointSource, options: LinearPr
       if (spec.bias !== (layer.tensors.bias !== undefined)) {
         throw new NinodesError('BIAS_MISMATCH', `layer '${spec.name}' ${spec.bias ? 'needs a bias the file lacks' : 'has a bias the model does not use'}`, { where: spec.name });
       }
-      return new QuantLinear(spec, source, layer, options, geometry, k);
+      const op = new QuantLinear(spec, source, layer, options, geometry, k);
+      built.set(spec.name, [...(built.get(spec.name) ?? []), op]);
+      return op;
     },
   };
 }

@@ -19,6 +19,11 @@ export interface QuantizeOptions {
   /** Extra `__metadata__` entries (the source's metadata is kept). */
   metadata?: Readonly<Record<string, string>>;
   onProgress?: (event: QuantizeProgress) => void;
+  /**
+   * Reads a source tensor (default: `source.tensor`). `mergeLora` passes its reader, which patches
+   * and dequantizes a layer (asynchronously) when the converter reaches it.
+   */
+  read?: (name: string) => Promise<Tensor> | Tensor;
 }
 
 export interface QuantizeProgress {
@@ -80,8 +85,7 @@ function keepReason(layer: string, options: QuantizeOptions): string | undefined
 
 const FLOAT_SOURCE: ReadonlySet<DType> = new Set(['f32', 'f16', 'bf16']);
 
-async function sourceF32(source: CheckpointSource, entry: TensorEntry): Promise<Tensor<'f32'>> {
-  const t = source.tensor(entry.name);
+async function sourceF32(t: Tensor, entry: TensorEntry): Promise<Tensor<'f32'>> {
   if (isBlockDType(t.dtype)) {
     const d = (await dequantize(t as never, 'f32')) as Tensor<'f32'>;
     return d.reshape(entry.shape);
@@ -110,6 +114,7 @@ export async function quantize(source: CheckpointSource, target: string, options
   if (!['int8_convrot', 'int8_rowwise', 'f8_e4m3fn', 'f8_e5m2'].includes(format)) {
     throw new NinodesError('UNSUPPORTED_QUANTIZE_TARGET', `cannot quantize to '${format}'`, { value: format, hint: 'targets: int8_convrot, int8_rowwise, f8_e4m3fn, f8_e5m2' });
   }
+  const read = options.read ?? ((name: string) => source.tensor(name));
   const entries = source.entries();
   const names = new Set(entries.map((e) => e.name));
   const sourceBytes = entries.reduce((a, e) => a + e.byteLength, 0);
@@ -154,7 +159,8 @@ export async function quantize(source: CheckpointSource, target: string, options
         shape: e.shape,
         data: async () => {
           consumed(e.name);
-          const t = outDtype === e.dtype ? source.tensor(e.name) : await sourceF32(source, e);
+          const stored = await read(e.name);
+          const t = outDtype === e.dtype ? stored : await sourceF32(stored, e);
           bytesRead += e.byteLength;
           progress({ kind: 'kept', name: e.name, ...(outDtype !== e.dtype ? { note: `${e.dtype} decoded to f32` } : {}) });
           return t;
@@ -186,7 +192,7 @@ export async function quantize(source: CheckpointSource, target: string, options
       shape: [n, k],
       data: async () => {
         consumed(e.name);
-        const w = await sourceF32(source, e);
+        const w = await sourceF32(await read(e.name), e);
         let out: Tensor;
         let sc: Tensor<'f32'>;
         if (int8) {

@@ -17,6 +17,7 @@ import { readAudioFile, readContextFile } from '../stream-inputs.js';
 import { stageOutput } from '../output-dir.js';
 import { samplePeakMemory } from '../peak-memory.js';
 import { latentPreviewPng } from '../preview.js';
+import { type LoadedLoras, describeLoras, loadLoras, loraReport, parseLoraOption } from '../lora-option.js';
 import { type RunReport, runReportSchema, steadyStepMean } from '../run-report.js';
 import { DEFAULT_TP_TIMEOUT_MS, tpRankEnv } from '../tp-env.js';
 import { launchTensorParallel } from '../tp-launch.js';
@@ -64,12 +65,15 @@ export const runSchema = z
     'audio-frames': positiveInt.optional(),
     'start-step': z.coerce.number().int().nonnegative().optional(),
     'end-step': z.coerce.number().int().positive().optional(),
+    lora: z.array(z.string()).default([]),
     positionals: z.array(z.string()).length(0),
   })
   .refine((a) => !(a.model && a.preset), { message: '--model and --preset are exclusive', path: ['model'] })
   .refine((a) => !(a.alloc && a.budget), { message: '--alloc and --budget are exclusive (--budget B is --alloc "cpu,B;disk,*")', path: ['alloc'] })
   // Streaming placement and tensor parallelism do not compose yet: each rank would need its own plan.
   .refine((a) => a.tp === 1 || (a.alloc === undefined && a.budget === undefined), { message: '--tp cannot be combined with --alloc or --budget yet', path: ['tp'] })
+  // The ranks open their shards through their own provider, which takes no patches yet.
+  .refine((a) => a.tp === 1 || a.lora.length === 0, { message: '--tp cannot be combined with --lora yet (merge the LoRA first: ninodes merge)', path: ['lora'] })
   .refine((a) => !(a.audio && a['audio-frames']), { message: '--audio and --audio-frames are exclusive', path: ['audio'] })
   // --steps may come from the checkpoint: the end is checked against it once the model is open.
   .refine((a) => (a['start-step'] ?? 0) < (a['end-step'] ?? a.steps ?? Number.POSITIVE_INFINITY) && (a['end-step'] ?? 0) <= (a.steps ?? Number.POSITIVE_INFINITY), { message: 'need 0 ≤ --start-step < --end-step ≤ --steps', path: ['start-step'] });
@@ -116,7 +120,7 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny|h3-small] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N]',
+    'ninodes run [--model <ckpt> | --preset h3-tiny|h3-small] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N] [--lora <file[:strength]>]...',
   options: {
     model: { type: 'string', value: '<ckpt>', description: 'checkpoint: .safetensors, .safetensors.index.json or .gguf (exclusive with --preset)' },
     preset: { type: 'string', value: '<name>', description: 'generate (once, cached in $NINODES_CACHE) a synthetic model: h3-tiny or h3-small (random weights, for speed and memory work); with neither --model nor --preset the trained h3-shapes model runs' },
@@ -143,11 +147,13 @@ export const run = defineCommand({
     'audio-frames': { type: 'string', value: 'T', description: 'seeded audio noise of T frames instead of --audio' },
     'start-step': { type: 'string', value: 'N', description: 'first step of the --steps schedule to run (KSamplerAdvanced start_at_step) [default: 0]' },
     'end-step': { type: 'string', value: 'N', description: 'step to stop at, returning the leftover noise (end_at_step) [default: --steps]' },
+    lora: { type: 'string', multiple: true, value: '<file[:strength]>', description: 'apply a LoRA (kohya/ComfyUI or diffusers/peft keys) at this strength [default: 1], patched in fp32 before each weight is quantized or streamed; repeatable' },
   },
   examples: [
     'ninodes run --preset h3-tiny --steps 8 --out runs/tiny',
     'ninodes run --model model.safetensors --quant int8_convrot --frames 3 --height 32 --width 32 --out runs/int8 --force',
     'ninodes run --model model.gguf --latent noise.safetensors --json',
+    'ninodes run --model model.safetensors --lora style.safetensors:0.8 --lora detail.safetensors --budget 2gb',
   ],
   positionals: [0, 0],
   schema: runSchema,
@@ -162,6 +168,8 @@ export const run = defineCommand({
       });
     }
     const started = performance.now();
+    // Parsed before any work: a malformed --lora fails now.
+    const loraOptions = args.lora.map(parseLoraOption);
     const threads = setThreads(args.threads);
     // Rank 0 writes the run's files; the other ranks only report their latent hash to it. Taken
     // before any work: a busy or unusable --out fails now, not after the run.
@@ -180,12 +188,24 @@ export const run = defineCommand({
     let opened: OpenedH3Model | undefined;
     let pressure: MemoryPressureMonitor | undefined;
     let tp: TpRankModel | undefined;
+    let loras: LoadedLoras | undefined;
     try {
       // No model and no preset: the trained h3-shapes model shipped with @ninodes/models.
       const modelPath = args.model ?? (args.preset === undefined ? shapesModelPath() : await syntheticModel(args.preset, context));
       // fp32 islands (patch embedding, time embedder, output head) run as stored, as in ComfyUI.
       if (rank === undefined) {
-        opened = openH3Model(modelPath, { compute: QUANT_TO_COMPUTE[args.quant] });
+        opened = openH3Model(modelPath, {
+          compute: QUANT_TO_COMPUTE[args.quant],
+          ...(loraOptions.length === 0
+            ? {}
+            : {
+                patcher: (source) => {
+                  loras = loadLoras(source, loraOptions);
+                  return loras.patcher;
+                },
+              }),
+        });
+        if (loras !== undefined) context.stderr.write(`${describeLoras(loras.applied).join('\n')}\n`);
       } else {
         tp = await openTpRank(modelPath, QUANT_TO_COMPUTE[args.quant], rank);
         opened = tp.opened;
@@ -289,6 +309,7 @@ export const run = defineCommand({
         },
         env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), computePrecision: floatPrecision(QUANT_TO_COMPUTE[args.quant]), cpu: cpus()[0]?.model ?? 'unknown' },
         ...(tpReport === undefined ? {} : { tp: tpReport }),
+        ...(loras === undefined ? {} : { lora: loraReport(loras.applied) }),
       });
       writeNewFile(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
       await executor?.executor.close();
