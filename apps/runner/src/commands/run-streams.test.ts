@@ -46,6 +46,10 @@ describe.each(['full', 'curve_pdd'])('ninodes run --context --audio --start-step
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
     expect(report.output.files).toContain('audio.safetensors');
     expect(report.timing.stepSeconds).toHaveLength(1);
+    // The range asked for and the one step run, with the fixture's own sigmas for it (config.json).
+    const fx = JSON.parse(readFileSync(join(v, 'config.json'), 'utf8')) as { sigma0: number; sigma1: number };
+    expect(report.config).toMatchObject({ steps: 8, startStep: 1, endStep: 2 });
+    expect(report.timing.steps).toEqual([{ step: 1, sigma: expect.closeTo(fx.sigma0, 12), sigmaNext: expect.closeTo(fx.sigma1, 12) }]);
     const audio = openSafetensors(join(out, 'audio.safetensors'));
     try {
       expect(audio.entry('audio').shape).toEqual([1, 32, 2, 5]);

@@ -226,6 +226,7 @@ export const run = defineCommand({
       memory.sample();
 
       const steps = context.progress.task('steps', (args['end-step'] ?? sampler.steps) - (args['start-step'] ?? 0));
+      const ran: { step: number; sigma: number; sigmaNext: number }[] = [];
       const result = await runSampler(model, {
         ...(latentIn === undefined ? {} : { latent: latentIn }),
         ...(audioIn === undefined ? {} : { audio: audioIn }),
@@ -236,6 +237,7 @@ export const run = defineCommand({
         seed: args.seed,
         ...sampler,
         onStep: (s) => {
+          ran.push({ step: s.step, sigma: s.sigma, sigmaNext: s.sigmaNext });
           memory.sample();
           steps.tick(`sigma ${s.sigma.toFixed(3)} ${s.seconds.toFixed(2)}s`);
         },
@@ -271,12 +273,15 @@ export const run = defineCommand({
           width: result.latent.shape[4],
           latentShape: [...result.latent.shape],
           steps: sampler.steps,
+          startStep: args['start-step'] ?? 0,
+          endStep: args['end-step'] ?? sampler.steps,
           shift: sampler.shift,
           seed: args.seed,
           threads,
         },
         timing: {
           stepSeconds: result.stepSeconds,
+          steps: ran,
           meanStepSeconds: steadyStepMean(result.stepSeconds),
           loadSeconds,
           endToEndSeconds: (performance.now() - started) / 1000,
