@@ -104,6 +104,14 @@ export class H3VideoModel implements VelocityModel {
     this.linears = linears;
   }
 
+  /**
+   * Every linear op of the model: embedders and final layer, the token refiner's, the blocks'. What
+   * a loader preparing weights ahead of use (distorch's opGroupLoader) needs, for each layout group.
+   */
+  allLinears(): LinearOp[] {
+    return [...this.linears.values(), ...this.refiner.flatMap((b) => Object.values(b.linears)), ...this.blocks.flatMap((b) => Object.values(b.linears))];
+  }
+
   /** Hooks awaited around every execution group (undefined: none). */
   setHooks(hooks: GroupHooks | undefined): void {
     this.hooks = hooks;

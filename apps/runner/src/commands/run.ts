@@ -104,8 +104,7 @@ function streamingExecutor(opened: OpenedH3Model, args: RunArgs, latent: { frame
       hint: 'use cpu and disk: --alloc "cpu,2gb;disk,*" (or --budget 2gb)',
     });
   }
-  // The embedders' and final layer's ops, then each block's.
-  const all = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))];
+  const all = opened.model.allLinears();
   const ops = all.filter(preparable);
   if (ops.length !== all.length) throw new NinodesError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
   const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes: placement.reserve.stagingBytes, prefetch: args.prefetch });
