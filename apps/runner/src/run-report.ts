@@ -12,7 +12,11 @@ export const runReportSchema = z.object({
     height: z.number().int().positive(),
     width: z.number().int().positive(),
     latentShape: z.array(z.number().int().nonnegative()),
+    /** Length of the sigma schedule (--steps). */
     steps: z.number().int().positive(),
+    /** The range of that schedule run, [startStep, endStep) (--start-step / --end-step; 0 and steps by default). */
+    startStep: z.number().int().nonnegative(),
+    endStep: z.number().int().positive(),
     shift: z.number().positive(),
     seed: z.number().int().nonnegative(),
     threads: z.number().int().positive(),
@@ -20,6 +24,8 @@ export const runReportSchema = z.object({
   timing: z.object({
     /** Seconds of each sampler step, in order. */
     stepSeconds: z.array(z.number().nonnegative()),
+    /** The steps actually run, in order (0-based indices into the schedule), with their sigmas: one per stepSeconds entry. */
+    steps: z.array(z.object({ step: z.number().int().nonnegative(), sigma: z.number().nonnegative(), sigmaNext: z.number().nonnegative() })),
     /** Mean of steps 2..N-1 (1-based), the steady state without warm-up and the last step; all steps when N < 3. */
     meanStepSeconds: z.number().nonnegative(),
     loadSeconds: z.number().nonnegative(),

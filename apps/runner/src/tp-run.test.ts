@@ -8,8 +8,8 @@ import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openSafetensors } from '@ninodes/memory';
-import { H3_DEFAULTS, writeSyntheticH3Checkpoint } from '@ninodes/models';
+import { openSafetensors, writeSafetensors } from '@ninodes/memory';
+import { H3_DEFAULTS, gaussianNoise, writeSyntheticH3Checkpoint } from '@ninodes/models';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runReportSchema } from './run-report.js';
 
@@ -123,6 +123,40 @@ describe('ninodes run --tp', () => {
       expect(new Set(report.tp!.ranks.map((x) => x.latentSha256)).size).toBe(1);
       const diff = relFrobenius(latentOf(join(dir, `f32-${n}`)), latentOf(join(dir, 'f32-1')));
       expect(diff).toBeLessThanOrEqual(1e-6);
+    }
+  });
+
+  it('with the text and audio streams (--context, --audio-frames): int8 convrot TP2 gives the single-rank latent and audio bytes, fp32 within 1e-6', async () => {
+    const av = join(dir, 'h3-tp-av.safetensors');
+    // textDim differs from hidden, so the context runs condition_proj and the 2-block token refiner.
+    await writeSyntheticH3Checkpoint(av, { config: { ...config, audioChannels: 32, textDim: 512, refinerLayers: 2 }, seed: 12 });
+    const ctx = join(dir, 'tp-context.safetensors');
+    await writeSafetensors(ctx, [{ name: 'context', dtype: 'f32', shape: [1, 3, 512], data: () => gaussianNoise([1, 3, 512], 4).bytes() }]);
+    const streams = ['--context', ctx, '--audio-frames', '2'];
+    const audioOf = (out: string): Float32Array => {
+      const f = openSafetensors(join(out, 'audio.safetensors'));
+      try {
+        return f.tensor('audio').copy().data as Float32Array;
+      } finally {
+        f.close();
+      }
+    };
+    for (const quant of ['int8_convrot', 'fp32'] as const) {
+      const one = await startCli(['run', '--model', av, ...LATENT, ...streams, '--quant', quant, '--out', join(dir, `av-${quant}-1`), '--json']);
+      expect(one.status, one.stderr).toBe(0);
+      const r = await startCli(['run', '--model', av, ...LATENT, ...streams, '--quant', quant, '--tp', '2', '--out', join(dir, `av-${quant}-2`), '--json']);
+      expect(r.status, r.stderr).toBe(0);
+      const report = runReportSchema.parse(JSON.parse(r.stdout));
+      expect(new Set(report.tp!.ranks.map((x) => x.latentSha256)).size).toBe(1);
+      const [v1, v2] = [latentOf(join(dir, `av-${quant}-1`)), latentOf(join(dir, `av-${quant}-2`))];
+      const [a1, a2] = [audioOf(join(dir, `av-${quant}-1`)), audioOf(join(dir, `av-${quant}-2`))];
+      if (quant === 'int8_convrot') {
+        expect(report.output.latentSha256).toBe(runReportSchema.parse(JSON.parse(one.stdout)).output.latentSha256);
+        expect(Buffer.from(a2.buffer).equals(Buffer.from(a1.buffer))).toBe(true);
+      } else {
+        expect(relFrobenius(v2, v1)).toBeLessThanOrEqual(1e-6);
+        expect(relFrobenius(a2, a1)).toBeLessThanOrEqual(1e-6);
+      }
     }
   });
 

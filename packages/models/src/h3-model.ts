@@ -104,6 +104,14 @@ export class H3VideoModel implements VelocityModel {
     this.linears = linears;
   }
 
+  /**
+   * Every linear op of the model: embedders and final layer, the token refiner's, the blocks'. What
+   * a loader preparing weights ahead of use (distorch's opGroupLoader) needs, for each layout group.
+   */
+  allLinears(): LinearOp[] {
+    return [...this.linears.values(), ...this.refiner.flatMap((b) => Object.values(b.linears)), ...this.blocks.flatMap((b) => Object.values(b.linears))];
+  }
+
   /** Hooks awaited around every execution group (undefined: none). */
   setHooks(hooks: GroupHooks | undefined): void {
     this.hooks = hooks;
@@ -325,13 +333,14 @@ export class H3VideoModel implements VelocityModel {
       return { v, a };
     });
     if (heads.v.shape[1] !== n * patchDim(this.config)) throw new NinodesError('SHAPE_MISMATCH', `video_out gave [${heads.v.shape.join(', ')}]`, { value: heads.v.shape });
-    const nextV = sigmaNext === undefined ? undefined : Math.max(Math.fround(sigmaNext), 1e-6);
-    const head = n === 1 ? heads.v : combinePddHeads(heads.v, patchDim(this.config), pddHeadWeights(n, sv, nextV));
+    // ComfyUI reads the next sigma from the sampler's fp32 schedule; both streams' heads take their
+    // intervals from the video sigmas and their weights from their own shift.
+    const nextV = sigmaNext === undefined ? undefined : Math.fround(sigmaNext);
+    const head = n === 1 ? heads.v : combinePddHeads(heads.v, patchDim(this.config), pddHeadWeights(n, sv, nextV, H3_SIGMA_SHIFTS.video, H3_SIGMA_SHIFTS.video));
     const out = timed(prof, 'layout', () => unpatchify(head, dims, true));
     if (cap) cap.write('final', { 'in.x': x, head, velocity: out.reshape([out.numel]) });
     if (heads.a === undefined) return { video: out };
-    const nextA = nextV === undefined ? undefined : timeShiftSigma(nextV, H3_SIGMA_SHIFTS.video, H3_SIGMA_SHIFTS.audio);
-    const aHead = n === 1 ? heads.a : combinePddHeads(heads.a, audioChannels as number, pddHeadWeights(n, sA, nextA));
+    const aHead = n === 1 ? heads.a : combinePddHeads(heads.a, audioChannels as number, pddHeadWeights(n, sv, nextV, H3_SIGMA_SHIFTS.video, H3_SIGMA_SHIFTS.audio));
     return { video: out, audio: unpackAudio(aHead, true) };
   }
 }

@@ -157,7 +157,7 @@ describe('tensor-parallel H3 blocks (two ranks in one process)', () => {
 });
 
 describe('group hooks', () => {
-  it('are awaited around every group in ModelLayout order; outputs are byte-identical with and without them', async () => {
+  it('are awaited around every group in ModelLayout order (text and audio streams included); outputs are byte-identical with and without them', async () => {
     const source = openSafetensors(path);
     try {
       const base = createLinearProvider(source, { compute: 'f32' });
@@ -168,8 +168,9 @@ describe('group hooks', () => {
           return { ...op, spec: op.spec, format: op.format, forward: async (x) => { events.push(`run ${spec.name}`); return op.forward(x); }, materializedWeight: () => op.materializedWeight() };
         },
       };
-      const latent = gaussianNoise([1, 24, 1, 4, 4], 7);
-      const plain = await H3VideoModel.create(source, base, { capture: false }).forward(latent, 0.6);
+      // The whole t2va forward, so every group of the layout runs (h3-tiny has text and audio streams).
+      const input = { video: gaussianNoise([1, 24, 1, 4, 4], 7), sigma: 0.6, sigmaNext: 0.4, context: gaussianNoise([1, 3, config.textDim as number], 8), audio: gaussianNoise([1, 32, 2, 2], 9) };
+      const plain = await H3VideoModel.create(source, base, { capture: false }).forwardStreams(input);
       const sleep = (): Promise<void> => new Promise((r) => setTimeout(r, 1));
       const model = H3VideoModel.create(source, tracing, {
         capture: false,
@@ -184,8 +185,9 @@ describe('group hooks', () => {
           },
         },
       });
-      const hooked = await model.forward(latent, 0.6);
-      expect(Buffer.compare(Buffer.from(hooked.bytes()), Buffer.from(plain.bytes()))).toBe(0);
+      const hooked = await model.forwardStreams(input);
+      expect(Buffer.compare(Buffer.from(hooked.video.bytes()), Buffer.from(plain.video.bytes()))).toBe(0);
+      expect(Buffer.compare(Buffer.from(hooked.audio?.bytes() ?? []), Buffer.from(plain.audio?.bytes() ?? [1]))).toBe(0);
       const layout = h3Layout(source);
       const groups = events.filter((e) => !e.startsWith('run ')).map((e) => e.split(' '));
       expect(groups).toEqual(layout.groups.flatMap((g) => [['before', g.name], ['after', g.name]]));

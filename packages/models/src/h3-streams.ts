@@ -62,30 +62,45 @@ export function curveTimeEmbedding(table: Tensor<'f32'>, ts: readonly number[]):
   return Tensor.fromArray('f32', [ts.length, d], out);
 }
 
+/** Python's round(): to the nearest integer, halves to even (ComfyUI rounds the head interval bounds with it). */
+function roundHalfEven(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x - Math.trunc(x)) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/** torch.linspace(from, to, steps) in float64: the first half counts up from `from`, the rest down from `to`. */
+function linspace(from: number, to: number, steps: number): number[] {
+  const step = (to - from) / (steps - 1);
+  const half = Math.floor(steps / 2);
+  return Array.from({ length: steps }, (_, i) => (i < half ? from + step * i : to - step * (steps - i - 1)));
+}
+
 /**
- * Weights of the extra heads 1 … n−1 of a PDD head bank for a step from `sigma` to `sigmaNext`
- * (each stream's own sigmas). Our reading of the issue's rule: head k owns the sigma interval
- * [(k−1)/(n−1), k/(n−1)]; the heads whose interval the step spans whole are averaged, each weighted
- * by its interval's dt, and added to head 0. A step that spans no whole interval (any step of an
- * ordinary schedule finer than n−1 steps) uses head 0 alone — the one case the float64 fixture
- * pins down. Returns all zeros without a next sigma.
+ * Weights of the extra heads 1 … n−1 of a PDD head bank for the step from the video sigma `sigma`
+ * to the sampler's next video sigma `sigmaNext`, as ComfyUI's `comfy/ldm/minimax/model.py`
+ * (`FinalLayer.forward`, `_pdd_head`; Comfy-Org/ComfyUI PR #15908) computes them:
+ * - the bank splits the unshifted base grid b ∈ [1, 0] into n equal intervals; the step covers
+ *   intervals [start, stop) with start = round((1 − b(sigma))·n), stop = round((1 − b(sigmaNext))·n)
+ *   (b = `timeShiftSigma(·, videoShift, 1)`, Python's half-to-even round), start ≤ n − 1,
+ *   stop ≥ start + 1 — the same intervals for both streams, from the video sigmas;
+ * - interval j weighs dt_j / Σ dt, dt_j the growth of 1 − sigma_f over it on the stream's own shifted
+ *   grid (shift `flowShift`: 12 for video, 3 for audio);
+ * - head 0 is a whole head, head k ≥ 1 an offset added with interval k's weight; interval 0 has no
+ *   offset, so its weight is dropped (head 0 counts once, whatever the step).
+ * Without a next sigma (ComfyUI refuses: it needs the schedule) head 0 alone: all zeros.
  */
-export function pddHeadWeights(heads: number, sigma: number, sigmaNext: number | undefined): number[] {
-  const k = heads - 1;
-  const w = new Array<number>(k).fill(0);
-  if (k <= 0 || sigmaNext === undefined) return w;
-  const hi = Math.max(sigma, sigmaNext);
-  const lo = Math.min(sigma, sigmaNext);
-  let total = 0;
-  for (let i = 0; i < k; i++) {
-    const a = i / k;
-    const b = (i + 1) / k;
-    if (lo <= a && b <= hi) {
-      w[i] = b - a;
-      total += b - a;
-    }
-  }
-  return total > 0 ? w.map((x) => x / total) : w;
+export function pddHeadWeights(heads: number, sigma: number, sigmaNext: number | undefined, videoShift: number, flowShift: number): number[] {
+  const w = new Array<number>(Math.max(heads - 1, 0)).fill(0);
+  if (heads <= 1 || sigmaNext === undefined) return w;
+  const bound = (s: number): number => roundHalfEven((1 - timeShiftSigma(s, videoShift, 1)) * heads);
+  const start = Math.min(bound(sigma), heads - 1);
+  const stop = Math.max(bound(sigmaNext), start + 1);
+  const f = linspace(1, 0, heads + 1).map((g) => 1 - (flowShift * g) / (1 + (flowShift - 1) * g));
+  const dt: number[] = [];
+  for (let j = start; j < stop; j++) dt.push((f[j + 1] as number) - (f[j] as number));
+  const total = dt.reduce((a, b) => a + b, 0);
+  for (let j = Math.max(start, 1); j < stop; j++) w[j - 1] = (dt[j - start] as number) / total;
+  return w;
 }
 
 /** Head 0 of a [S, n·C] head-bank output plus the weighted extra heads: [S, C]. */

@@ -55,6 +55,20 @@ describe('openH3Model: memory source + quant linear ops', () => {
     }
   });
 
+  it.each(['int8_convrot', 'f8_e4m3fn'] as const)('forced %s on the curve fixture: the rank-8 adaLN runs as stored (bf16), the block linears converted', (compute) => {
+    const curve = join(process.env.NINODES_FIXTURES ?? '', 'h3av', 'curve_pdd', 'model.safetensors');
+    const opened = openH3Model(curve, { compute, capture: false });
+    try {
+      const { model } = opened;
+      expect(model.config.curveGrid).toBe(33);
+      for (const b of model.blocks) expect([b.index, b.linears.adaln.format, b.linears.qkv.format]).toEqual([b.index, 'bf16', compute]);
+      expect(model.linears.get('final_layer.adaln_proj.linear')?.format).toBe('bf16');
+      expect(model.linears.get('final_layer.video_out')?.format).toBe('f32');
+    } finally {
+      opened.close();
+    }
+  });
+
   it('a non-H3 file is ARCHITECTURE_MISMATCH', () => {
     const fixture = join(process.env.NINODES_FIXTURES ?? '', 'int8', 'int8_convrot.safetensors');
     expect(() => openH3Model(fixture)).toThrow(expect.objectContaining({ code: 'ARCHITECTURE_MISMATCH' }));

@@ -2,15 +2,16 @@ import type { CheckpointSource } from '@ninodes/memory';
 import { type ComputeMode, type WeightPatcher, createLinearProvider, openCheckpoint } from '@ninodes/quant';
 import { resolveH3Config } from './detect-architecture.js';
 import { H3VideoModel, type H3ModelOptions } from './h3-model.js';
-import { h3Linears } from './h3-tensors.js';
+import type { H3Config } from './h3-config.js';
+import { type H3LinearLayer, h3Linears } from './h3-tensors.js';
 import type { LinearProvider } from './linear-provider.js';
 
 export interface OpenH3ModelOptions extends H3ModelOptions {
   /** Run format of the linears ('auto' = as stored in the file). Default 'auto'. */
   readonly compute?: ComputeMode;
   /**
-   * Also convert the fp32 islands (patch embedding, time embedder, output head) to `compute`.
-   * Default false: like ComfyUI, they run as stored.
+   * Also convert the fp32 islands (patch embedding, time embedder, output head) and the curve form's
+   * rank-8 adaLN to `compute`. Default false: like ComfyUI, they run as stored.
    */
   readonly quantizeIslands?: boolean;
   /** Use this provider instead of building one from `compute`. */
@@ -28,6 +29,15 @@ export interface OpenedH3Model {
   readonly provider: LinearProvider;
   /** Unmaps the checkpoint (the model is unusable afterwards). */
   close(): void;
+}
+
+/**
+ * Linears a forced compute format leaves as stored: the fp32 islands, and in the curve form the
+ * rank-8 adaLN projections, which ComfyUI builds in fp32 (`adaln_dtype`) like the islands and its
+ * converter leaves alone (int8 or fp8 would save nothing on 8 input columns).
+ */
+function keptAsStored(config: H3Config, layer: H3LinearLayer): boolean {
+  return layer.fp32Island || (config.curveGrid !== undefined && layer.name.endsWith('adaln_proj.linear'));
 }
 
 /** Routes layers by name: those in `names` to `islands`, every other linear to `main`. */
@@ -53,7 +63,7 @@ export function openH3Model(path: string, options: OpenH3ModelOptions = {}): Ope
       if (compute === 'auto' || options.quantizeIslands) provider = main;
       else {
         const asStored = createLinearProvider(source, { compute: 'auto', detection: main.detection, ...patch });
-        const islands = new Set(h3Linears(config).filter((l) => l.fp32Island).map((l) => `${prefix}${l.name}`));
+        const islands = new Set(h3Linears(config).filter((l) => keptAsStored(config, l)).map((l) => `${prefix}${l.name}`));
         provider = islandAwareProvider(main, asStored, islands);
       }
     }

@@ -11,6 +11,17 @@ export interface H3Preset {
   readonly description: string;
 }
 
+/**
+ * The text and audio streams of a t2va H3 (`condition_proj` from `textDim`, a 2-block token refiner,
+ * stereo audio of 32 channels). textDim differs from hidden so context states of text-encoder width
+ * are told apart from states already refined (ComfyUI skips the refiner for hidden-width states).
+ * Synthetic tensor values depend only on seed and name, so adding these leaves every video-path
+ * tensor, and a video-only run's latent, as they were.
+ */
+function streams(textDim: number): { audioChannels: number; textDim: number; refinerLayers: number } {
+  return { audioChannels: 32, textDim, refinerLayers: 2 };
+}
+
 /*
  * Widths: hidden, heads·headDim and ffn/2 are multiples of 256 so every block linear takes int8
  * convrot (group 256) and a tensor-parallel split in two. The tiny and small presets also keep tDim a
@@ -19,14 +30,14 @@ export interface H3Preset {
 export const H3_PRESETS: Readonly<Record<H3PresetName, H3Preset>> = {
   'h3-tiny': {
     name: 'h3-tiny',
-    description: 'embedded default: 8 layers, hidden 512, 8×64 heads, ffn 1024 (~40 M parameters, ~80 MB bf16)',
-    config: { ...H3_DEFAULTS, layers: 8, hidden: 512, heads: 8, headDim: 64, ffn: 1024, tDim: 256, timeHidden: 512, ropeLen: 8 },
+    description: 'embedded default: 8 layers, hidden 512, 8×64 heads, ffn 1024, text (text_dim 768, 2-block refiner) and stereo audio streams (~46 M parameters, ~93 MB bf16)',
+    config: { ...H3_DEFAULTS, layers: 8, hidden: 512, heads: 8, headDim: 64, ffn: 1024, tDim: 256, timeHidden: 512, ropeLen: 8, ...streams(768) },
     defaultLatent: { frames: 3, height: 32, width: 32 },
   },
   'h3-small': {
     name: 'h3-small',
-    description: 'benchmark size: 10 layers, hidden 1536, 12×128 heads, ffn 4096 (~0.5 G parameters, ~1 GB bf16)',
-    config: { ...H3_DEFAULTS, layers: 10, hidden: 1536, heads: 12, headDim: 128, ffn: 4096, tDim: 768, timeHidden: 1536, ropeLen: 16 },
+    description: 'benchmark size: 10 layers, hidden 1536, 12×128 heads, ffn 4096, text (text_dim 2048, 2-block refiner) and stereo audio streams (~0.56 G parameters, ~1.1 GB bf16)',
+    config: { ...H3_DEFAULTS, layers: 10, hidden: 1536, heads: 12, headDim: 128, ffn: 4096, tDim: 768, timeHidden: 1536, ropeLen: 16, ...streams(2048) },
     defaultLatent: { frames: 5, height: 32, width: 32 },
   },
   'h3-full': {

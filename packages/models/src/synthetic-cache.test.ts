@@ -1,11 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { detectArchitecture } from './detect-architecture.js';
 import { H3_PRESETS } from './presets.js';
 import { ensureSyntheticCheckpoint } from './synthetic-cache.js';
+import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 import { HOST_TAG } from '@ninodes/kernels';
 import { openSafetensors } from '@ninodes/memory';
 import { gaussianNoise } from './noise.js';
@@ -42,7 +44,48 @@ describe('ensureSyntheticCheckpoint', () => {
     const third = await ensureSyntheticCheckpoint({ dir, preset: 'h3-tiny' });
     expect(third).toMatchObject({ reused: false, sha256: first.sha256 });
     expect(statSync(third.path).size).toBe(first.bytes);
-  });
+    // Generation and a float64 reference: seconds alone, minutes beside a whole npm test on 2 cores.
+  }, 300_000);
+
+  it('h3-tiny with its text and audio streams: every video-path tensor and a video-only run are as before, and a cache of the old shape is regenerated', async () => {
+    const cfg = H3_PRESETS['h3-tiny'].config;
+    expect(cfg).toMatchObject({ textDim: 768, audioChannels: 32, refinerLayers: 2 });
+    const { textDim: _t, audioChannels: _a, refinerLayers: _r, ...videoOnly } = cfg;
+    const old = join(dir, 'old', 'h3-tiny-seed145.safetensors');
+    await writeSyntheticH3Checkpoint(old, { config: videoOnly });
+    // The current preset, as the first test left it in the cache.
+    const now = await ensureSyntheticCheckpoint({ dir, preset: 'h3-tiny' });
+    const a = openSafetensors(old);
+    const b = openSafetensors(now.path);
+    try {
+      const added = b.entries().map((e) => e.name).filter((n) => !a.entries().some((e) => e.name === n));
+      expect(added).toContain('condition_proj.weight');
+      expect(added).toContain('token_refiner.blocks.1.mlp.fc2.weight');
+      expect(added).toContain('final_layer.audio_out.weight');
+      for (const e of a.entries()) expect([e.name, Buffer.from(b.tensor(e.name).bytes()).equals(Buffer.from(a.tensor(e.name).bytes()))]).toEqual([e.name, true]);
+    } finally {
+      a.close();
+      b.close();
+    }
+    const run = async (path: string) => {
+      const opened = openH3Model(path, { compute: 'auto', capture: false });
+      try {
+        return Buffer.from((await runSampler(opened.model, { latent: gaussianNoise([1, 24, 1, 4, 6], 7), steps: 2 })).latent.bytes());
+      } finally {
+        opened.close();
+      }
+    };
+    expect((await run(now.path)).equals(await run(old))).toBe(true);
+    // A cache written before the preset gained its streams: hash and size check out, the shape does not.
+    const stale = join(dir, 'stale');
+    mkdirSync(stale);
+    const path = join(stale, 'h3-tiny-seed145.safetensors');
+    copyFileSync(old, path);
+    const sha = createHash('sha256').update(readFileSync(path)).digest('hex');
+    writeFileSync(`${path}.sha256`, `${sha} ${statSync(path).size}\n`);
+    const again = await ensureSyntheticCheckpoint({ dir: stale, preset: 'h3-tiny' });
+    expect(again).toMatchObject({ reused: false, sha256: now.sha256 });
+  }, 300_000);
 
   it('two concurrent generations of a fresh cache: one writes, the other waits and reuses it', async () => {
     const fresh = mkdtempSync(join(tmpdir(), 'ninodes-cache-race-'));

@@ -32,6 +32,28 @@ function headerBytes(path: string): number {
   }
 }
 
+/**
+ * The H3 config a synthetic checkpoint was written with (its `ninodes.h3_config` metadata), so a
+ * file cached before a preset changed shape (h3-tiny gaining its text and audio streams) is
+ * regenerated rather than reused. Undefined when the header cannot be read.
+ */
+function cachedConfig(path: string): string | undefined {
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      const n = headerBytes(path) - 8;
+      const json = Buffer.alloc(n);
+      readSync(fd, json, 0, n, 8);
+      const meta = (JSON.parse(json.toString('utf8')) as { __metadata__?: Record<string, string> }).__metadata__;
+      return meta?.['ninodes.h3_config'];
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+}
+
 function readSidecar(sidecar: string): { sha256: string; bytes: number } | undefined {
   try {
     const [sha256, size] = readFileSync(sidecar, 'utf8').trim().split(/\s+/);
@@ -60,7 +82,8 @@ function writeTextAtomic(path: string, text: string): void {
 /**
  * A synthetic preset checkpoint in `dir`, generated once and verified by hash on reuse
  * (`<preset>-seed<seed>.safetensors` plus a `.sha256` sidecar). A file that fails verification is
- * regenerated; a sparse preset (h3-full) is verified by size and header hash only.
+ * regenerated, and so is one written for another shape of the preset (its config metadata differs);
+ * a sparse preset (h3-full) is verified by size and header hash only.
  *
  * Generation runs under `<file>.lock`: a second process waits, then finds the file verified and
  * reuses it, so nothing is ever renamed over a checkpoint another process has just written and
@@ -83,6 +106,7 @@ export async function ensureSyntheticCheckpoint(options: {
   const verified = async (): Promise<CachedCheckpoint | undefined> => {
     const want = readSidecar(sidecar);
     if (want === undefined || !existsSync(path) || statSync(path).size !== want.bytes) return undefined;
+    if (cachedConfig(path) !== JSON.stringify(preset.config)) return undefined;
     return (await digest()) === want.sha256 ? { path, sha256: want.sha256, reused: true, bytes: want.bytes } : undefined;
   };
   // Temporaries of generations killed earlier (pid gone) go now, even when nothing is generated.

@@ -211,3 +211,43 @@ describe('default kept layers of the converter', () => {
     }
   });
 });
+
+describe("H3's curve form and text stream under every quantize target", () => {
+  // The real pruned int8 file (seeds/002) holds 200 int8 linears: qkv/out/fc1/fc2 of its 50 blocks.
+  // ComfyUI builds the curve-form adaLN linears in fp32 (adaln_dtype) and the converter leaves them,
+  // the text stream and the table as stored; quantize does the same whatever the target.
+  it.each(['int8_convrot', 'int8_rowwise', 'f8_e4m3fn', 'f8_e5m2'] as const)('%s: rank-8 adaLN (bf16 + fp16 bias), condition_proj, token refiner and adaln_t_table stay as stored, byte for byte', async (format) => {
+    const vals = (n: number, k: number) => Float32Array.from({ length: n * k }, (_, i) => Math.sin(i * 0.37) * 0.1);
+    const kept: Record<string, Tensor> = {
+      'blocks.0.adaln_proj.linear.weight': cast(Tensor.fromArray('f32', [512, 8], vals(512, 8)), 'bf16'),
+      'blocks.0.adaln_proj.linear.bias': cast(Tensor.fromArray('f32', [512], vals(512, 1)), 'f16'),
+      'final_layer.adaln_proj.linear.weight': cast(Tensor.fromArray('f32', [512, 8], vals(512, 8)), 'bf16'),
+      'condition_proj.weight': cast(Tensor.fromArray('f32', [256, 512], vals(256, 512)), 'bf16'),
+      'token_refiner.blocks.0.attn.qkv_proj.weight': cast(Tensor.fromArray('f32', [768, 256], vals(768, 256)), 'bf16'),
+      adaln_t_table: Tensor.fromArray('f32', [33, 8], vals(33, 8)),
+    };
+    const sub = mkdtempSync(join(dir, 'curve-'));
+    try {
+      const src = memoryCheckpoint('curve.safetensors', { ...kept, 'blocks.0.attn.qkv_proj.weight': cast(Tensor.fromArray('f32', [768, 256], vals(768, 256)), 'bf16') });
+      const r = await quantize(src, join(sub, 'o.safetensors'), { format });
+      expect(r.layers.map((l) => l.name)).toEqual(['blocks.0.attn.qkv_proj']);
+      expect(Object.fromEntries(r.kept.map((k) => [k.name, k.reason]))).toMatchObject({
+        'blocks.0.adaln_proj.linear': 'low-rank (8 input columns)',
+        'final_layer.adaln_proj.linear': expect.any(String),
+        condition_proj: 'text stream (condition_proj / token refiner)',
+        'token_refiner.blocks.0.attn.qkv_proj': 'text stream (condition_proj / token refiner)',
+      });
+      const out = SafetensorsFile.open(join(sub, 'o.safetensors'));
+      try {
+        for (const [name, t] of Object.entries(kept)) {
+          expect([name, out.entry(name).dtype, Buffer.from(out.tensor(name).bytes()).equals(Buffer.from(t.bytes()))]).toEqual([name, t.dtype, true]);
+        }
+        expect(out.entry('blocks.0.attn.qkv_proj.weight').dtype).toBe(format.startsWith('int8') ? 'i8' : format);
+      } finally {
+        out.close();
+      }
+    } finally {
+      rmSync(sub, { recursive: true, force: true });
+    }
+  });
+});

@@ -36,7 +36,7 @@ function streamedModel(path: string, offloaded: number): { model: H3VideoModel; 
   const opened = openH3Model(path, { compute: 'bf16', capture: false });
   const layout = layoutOf(opened.source);
   const placement = planPlacement({ layout, allocation: allocationFor(offloaded), devices: [{ id: 'cpu', totalBytes: null }], compute: 'cpu', account: computeAccount('bf16') });
-  const ops = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))].filter(preparable);
+  const ops = opened.model.allLinears().filter(preparable);
   const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes: placement.reserve.stagingBytes, prefetch: 1 });
   opened.model.setHooks(executor);
   return { model: opened.model, executor, close: async () => { await executor.close(); opened.close(); } };
@@ -53,7 +53,7 @@ function childScript(path: string, offloaded: number, latent: { frames: number; 
     `const opened = openH3Model(${JSON.stringify(path)}, { compute: 'bf16', capture: false });`,
     `const layout = layoutOf(opened.source);`,
     `const placement = planPlacement({ layout, allocation: ${JSON.stringify(allocationFor(offloaded))}, devices: [{ id: 'cpu', totalBytes: null }], compute: 'cpu', account: computeAccount('bf16') });`,
-    `const ops = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))];`,
+    `const ops = opened.model.allLinears();`,
     `const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes: placement.reserve.stagingBytes, prefetch: 1, sampleResident: false });`,
     `opened.model.setHooks(executor);`,
     `const latent = gaussianNoise([1, opened.model.config.latentChannels, ${latent.frames}, ${latent.height}, ${latent.width}], ${SEED});`,

@@ -66,8 +66,13 @@ describe('ninodes run', () => {
     expect(r.status).toBe(0);
     expect(readdirSync(out).sort()).toEqual(['latent.safetensors', 'preview.png', 'report.json']);
     const report = runReportSchema.parse(JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')));
-    expect(report.config).toMatchObject({ quant: 'fp32', steps: 2, frames: 2, height: 8, width: 8, seed: 145, threads: 1 });
+    expect(report.config).toMatchObject({ quant: 'fp32', steps: 2, startStep: 0, endStep: 2, frames: 2, height: 8, width: 8, seed: 145, threads: 1 });
     expect(report.timing.stepSeconds).toHaveLength(2);
+    // Shift 12 over 2 steps: sigmas 1, 12·0.5/(1 + 11·0.5) = 12/13, 0.
+    expect(report.timing.steps).toEqual([
+      { step: 0, sigma: 1, sigmaNext: expect.closeTo(12 / 13, 12) },
+      { step: 1, sigma: expect.closeTo(12 / 13, 12), sigmaNext: 0 },
+    ]);
     expect(report.memory.peakAnonBytes).toBeGreaterThan(0);
     const source = openSafetensors(join(out, 'latent.safetensors'));
     const written = source.tensor('latent') as Tensor<'f32'>;

@@ -3,7 +3,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { H3_DEFAULTS, writeSyntheticH3Checkpoint } from '@ninodes/models';
+import { writeSafetensors } from '@ninodes/memory';
+import { H3_DEFAULTS, gaussianNoise, writeSyntheticH3Checkpoint } from '@ninodes/models';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../main.js';
 import { runReportSchema } from '../run-report.js';
@@ -41,6 +42,22 @@ describe('ninodes run --alloc', () => {
     for (const p of passes.slice(1)) {
       expect(p.bytesStreamed).toBeGreaterThan(0);
       expect(p.overBudgetLoads).toBe(0);
+    }
+  });
+
+  it('a text+audio checkpoint: the refiner streams too, with and without --context / --audio-frames, same bytes as resident', async () => {
+    const av = join(dir, 'h3-micro-av.safetensors');
+    await writeSyntheticH3Checkpoint(av, { config: { ...config, audioChannels: 32, textDim: 512, refinerLayers: 2 }, seed: 4 });
+    const ctx = join(dir, 'av-context.safetensors');
+    await writeSafetensors(ctx, [{ name: 'context', dtype: 'f32', shape: [1, 3, 512], data: () => gaussianNoise([1, 3, 512], 5).bytes() }]);
+    for (const [name, streams] of [['video', []], ['streams', ['--context', ctx, '--audio-frames', '2']]] as const) {
+      const resident = await cli('run', '--model', av, ...small, ...streams, '--out', join(dir, `av-resident-${name}`));
+      expect(resident.status, resident.stderr).toBe(0);
+      const streamed = await cli('run', '--model', av, ...small, ...streams, '--alloc', 'cpu,4mb;disk,*', '--out', join(dir, `av-streamed-${name}`), '--json');
+      expect(streamed.status, streamed.stderr).toBe(0);
+      for (const f of name === 'video' ? ['latent.safetensors'] : ['latent.safetensors', 'audio.safetensors']) {
+        expect([f, readFileSync(join(dir, `av-streamed-${name}`, f)).equals(readFileSync(join(dir, `av-resident-${name}`, f)))]).toEqual([f, true]);
+      }
     }
   });
 

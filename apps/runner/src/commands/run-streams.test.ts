@@ -3,7 +3,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSafetensors } from '@ninodes/memory';
+import { openSafetensors, writeSafetensors } from '@ninodes/memory';
+import { gaussianNoise } from '@ninodes/models';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../main.js';
 import { inProcessCli } from '../test-support/in-process-cli.js';
@@ -45,6 +46,10 @@ describe.each(['full', 'curve_pdd'])('ninodes run --context --audio --start-step
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
     expect(report.output.files).toContain('audio.safetensors');
     expect(report.timing.stepSeconds).toHaveLength(1);
+    // The range asked for and the one step run, with the fixture's own sigmas for it (config.json).
+    const fx = JSON.parse(readFileSync(join(v, 'config.json'), 'utf8')) as { sigma0: number; sigma1: number };
+    expect(report.config).toMatchObject({ steps: 8, startStep: 1, endStep: 2 });
+    expect(report.timing.steps).toEqual([{ step: 1, sigma: expect.closeTo(fx.sigma0, 12), sigmaNext: expect.closeTo(fx.sigma1, 12) }]);
     const audio = openSafetensors(join(out, 'audio.safetensors'));
     try {
       expect(audio.entry('audio').shape).toEqual([1, 32, 2, 5]);
@@ -107,6 +112,33 @@ describe('ninodes run stream options', () => {
     const empty = await cli('run', '--model', join(v, 'model.safetensors'), '--latent', inputs, '--steps', '8', '--start-step', '3', '--end-step', '3', '--out', join(dir, 'y'));
     expect(empty.status).not.toBe(0);
     expect(empty.stderr).toContain('--start-step');
+  });
+});
+
+describe('ninodes run --preset h3-tiny with its text and audio streams', () => {
+  it('runs the t2va forward from --context and --audio-frames; inspect of the cached preset reports its streams', async () => {
+    const ctx = join(dir, 'tiny-context.safetensors');
+    await writeSafetensors(ctx, [{ name: 'context', dtype: 'f32', shape: [1, 3, 768], data: () => gaussianNoise([1, 3, 768], 3).bytes() }]);
+    const out = join(dir, 'tiny-streams');
+    const r = await cli('run', '--preset', 'h3-tiny', '--context', ctx, '--audio-frames', '2', '--frames', '1', '--height', '4', '--width', '4', '--steps', '2', '--out', out, '--json');
+    expect(r.stderr).not.toContain('Error');
+    expect(r.status).toBe(0);
+    const audio = openSafetensors(join(out, 'audio.safetensors'));
+    try {
+      expect(audio.entry('audio').shape).toEqual([1, 32, 2, 2]);
+      expect(Array.from(audio.tensor('audio').data as Float32Array).every(Number.isFinite)).toBe(true);
+    } finally {
+      audio.close();
+    }
+    // The context moves the video: the same run without it gives other latent bytes.
+    const plain = join(dir, 'tiny-plain');
+    expect((await cli('run', '--preset', 'h3-tiny', '--audio-frames', '2', '--frames', '1', '--height', '4', '--width', '4', '--steps', '2', '--out', plain)).status).toBe(0);
+    expect(readFileSync(join(out, 'latent.safetensors')).equals(readFileSync(join(plain, 'latent.safetensors')))).toBe(false);
+    const cached = join(dir, 'cache', 'h3-tiny-seed145.safetensors');
+    const doc = JSON.parse((await cli('inspect', cached, '--json')).stdout);
+    expect(doc.architecture.h3).toMatchObject({ audioChannels: 32, textDim: 768, refinerLayers: 2 });
+    expect(doc.unusedKeys).toEqual([]);
+    expect((await cli('inspect', cached)).stdout).toContain('streams video + audio (32 ch stereo) + text (768 -> refiner x2)');
   });
 });
 

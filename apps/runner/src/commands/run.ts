@@ -108,8 +108,7 @@ function streamingExecutor(opened: OpenedH3Model, args: RunArgs, latent: { frame
       hint: 'use cpu and disk: --alloc "cpu,2gb;disk,*" (or --budget 2gb)',
     });
   }
-  // The embedders' and final layer's ops, then each block's.
-  const all = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))];
+  const all = opened.model.allLinears();
   const ops = all.filter(preparable);
   if (ops.length !== all.length) throw new NinodesError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
   const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes: placement.reserve.stagingBytes, prefetch: args.prefetch });
@@ -246,6 +245,7 @@ export const run = defineCommand({
       memory.sample();
 
       const steps = context.progress.task('steps', (args['end-step'] ?? sampler.steps) - (args['start-step'] ?? 0));
+      const ran: { step: number; sigma: number; sigmaNext: number }[] = [];
       const result = await runSampler(model, {
         ...(latentIn === undefined ? {} : { latent: latentIn }),
         ...(audioIn === undefined ? {} : { audio: audioIn }),
@@ -256,6 +256,7 @@ export const run = defineCommand({
         seed: args.seed,
         ...sampler,
         onStep: (s) => {
+          ran.push({ step: s.step, sigma: s.sigma, sigmaNext: s.sigmaNext });
           memory.sample();
           steps.tick(`sigma ${s.sigma.toFixed(3)} ${s.seconds.toFixed(2)}s`);
         },
@@ -291,12 +292,15 @@ export const run = defineCommand({
           width: result.latent.shape[4],
           latentShape: [...result.latent.shape],
           steps: sampler.steps,
+          startStep: args['start-step'] ?? 0,
+          endStep: args['end-step'] ?? sampler.steps,
           shift: sampler.shift,
           seed: args.seed,
           threads,
         },
         timing: {
           stepSeconds: result.stepSeconds,
+          steps: ran,
           meanStepSeconds: steadyStepMean(result.stepSeconds),
           loadSeconds,
           endToEndSeconds: (performance.now() - started) / 1000,
