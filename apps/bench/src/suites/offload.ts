@@ -54,7 +54,7 @@ function childScript(path: string, offloaded: number, latent: { frames: number; 
     `const layout = layoutOf(opened.source);`,
     `const placement = planPlacement({ layout, allocation: ${JSON.stringify(allocationFor(offloaded))}, devices: [{ id: 'cpu', totalBytes: null }], compute: 'cpu', account: computeAccount('bf16') });`,
     `const ops = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))];`,
-    `const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes: placement.reserve.stagingBytes, prefetch: 1, sampleResident: false });`,
+    `const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes: placement.reserve.stagingBytes, prefetch: 1, measure: false });`,
     `opened.model.setHooks(executor);`,
     `const latent = gaussianNoise([1, opened.model.config.latentChannels, ${latent.frames}, ${latent.height}, ${latent.width}], ${SEED});`,
     `for (let i = 0; i < 2; i++) (await opened.model.forward(latent, ${SIGMA})).dispose();`,

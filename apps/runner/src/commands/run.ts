@@ -108,8 +108,12 @@ function streamingExecutor(opened: OpenedH3Model, args: RunArgs, latent: { frame
   const all = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))];
   const ops = all.filter(preparable);
   if (ops.length !== all.length) throw new NinodesError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
-  const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes: placement.reserve.stagingBytes, prefetch: args.prefetch });
-  return { executor, allocation: placement.allocation, budgetBytes: placement.reserve.stagingBytes, warnings: placement.warnings };
+  // The budget is what the allocation gives the cpu (with '*': what the plan puts there, reserve
+  // included), counted as the process's measured resident bytes over what it held before.
+  const cpu = placement.devices.find((d) => d.id === 'cpu');
+  const budgetBytes = cpu === undefined ? placement.reserve.stagingBytes : (cpu.quota ?? cpu.bytes + cpu.reserve);
+  const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes, prefetch: args.prefetch });
+  return { executor, allocation: placement.allocation, budgetBytes, warnings: placement.warnings };
 }
 
 export const run = defineCommand({
@@ -282,7 +286,7 @@ export const run = defineCommand({
           endToEndSeconds: (performance.now() - started) / 1000,
         },
         memory: peak,
-        ...(executor === undefined ? {} : { offload: { allocation: executor.allocation, streamingBudgetBytes: executor.budgetBytes, steps: executor.executor.stats() } }),
+        ...(executor === undefined ? {} : { offload: { allocation: executor.allocation, budgetBytes: executor.budgetBytes, steps: executor.executor.stats() } }),
         output: {
           latentSha256,
           files: RUN_FILES.filter((f) => f !== 'audio.safetensors' || result.audio !== undefined),
