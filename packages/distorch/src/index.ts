@@ -21,8 +21,10 @@ export {
   StreamingExecutor,
   type GroupLoader,
   type LoadedGroup,
+  type ResidentProbe,
   type StepStats,
   type StreamingExecutorOptions,
 } from './streaming-executor.js';
 export { fileGroupLoader, type FileGroupLoader, type LoadedTensor } from './file-group-loader.js';
-export { opGroupLoader, type PreparableOp } from './op-group-loader.js';
+export { opGroupLoader, type OpGroupLoader, type OpGroupLoaderOptions, type PreparableOp } from './op-group-loader.js';
+export { StagedSource } from './staged-source.js';

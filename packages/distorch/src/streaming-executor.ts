@@ -9,6 +9,8 @@ export interface LoadedGroup<T> {
   readonly bytes: number;
   /** Frees what it holds. Called once, when the executor evicts the group. */
   release(): void;
+  /** Seconds the load held the JS thread (synchronous conversion): time the model could not compute. */
+  readonly blockingSeconds?: number;
 }
 
 /** Reads one group's weights from where they are placed and prepares them for compute. */
@@ -63,7 +65,12 @@ export interface StepStats {
   readonly waitSeconds: number;
   /** Seconds the loads took, summed over loads (they overlap compute and each other). */
   readonly loadSeconds: number;
-  /** 1 - wait / load: the share of load time hidden behind compute (1 when nothing was loaded). */
+  /** Seconds the loads held the JS thread (synchronous conversions), summed. */
+  readonly blockingSeconds: number;
+  /**
+   * Share of the load time hidden behind compute: 1 - (wait + blocking) / load, clamped to [0, 1]
+   * (1 when nothing was loaded). A lower bound: blocking inside a wait is counted twice.
+   */
   readonly overlap: number;
   /** Peak bytes the loaders said they held (resident groups + streamed groups): the accounted number. */
   readonly peakHeldBytes: number;
@@ -287,6 +294,7 @@ export class StreamingExecutor<T> implements GroupHooks {
         slot.state = 'loaded';
         this.current.loads++;
         this.current.loadSeconds += now() - t0;
+        this.current.blockingSeconds += loaded.blockingSeconds ?? 0;
         this.current.bytesLoaded += loaded.bytes;
         if (streamed) this.current.bytesStreamed += loaded.bytes;
         // A loader may prepare more or fewer bytes than the file holds: count what it holds.
@@ -388,7 +396,7 @@ export class StreamingExecutor<T> implements GroupHooks {
   }
 
   private empty(step: number): Mutable<StepStats> {
-    return { step, bytesStreamed: 0, bytesLoaded: 0, loads: 0, hits: 0, evictions: 0, overBudgetLoads: 0, waitSeconds: 0, loadSeconds: 0, overlap: 1, peakHeldBytes: 0, peakResidentBytes: 0, peakAnonymousBytes: 0, peakFileBackedBytes: 0, peakMeasuredBytes: 0, baselineBytes: this.baseline, budgetBytes: this.budget };
+    return { step, bytesStreamed: 0, bytesLoaded: 0, loads: 0, hits: 0, evictions: 0, overBudgetLoads: 0, waitSeconds: 0, loadSeconds: 0, blockingSeconds: 0, overlap: 1, peakHeldBytes: 0, peakResidentBytes: 0, peakAnonymousBytes: 0, peakFileBackedBytes: 0, peakMeasuredBytes: 0, baselineBytes: this.baseline, budgetBytes: this.budget };
   }
 
   private endStep(): void {
@@ -402,5 +410,5 @@ export class StreamingExecutor<T> implements GroupHooks {
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 function overlapOf(s: StepStats): number {
-  return s.loadSeconds === 0 ? 1 : Math.max(0, Math.min(1, 1 - s.waitSeconds / s.loadSeconds));
+  return s.loadSeconds === 0 ? 1 : Math.max(0, Math.min(1, 1 - (s.waitSeconds + s.blockingSeconds) / s.loadSeconds));
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
-import { StreamingExecutor, computeAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
+import { StagedSource, StreamingExecutor, computeAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
 import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
@@ -84,7 +84,7 @@ function preparable(op: LinearOp): op is LinearOp & PreparableOp {
  * --alloc / --budget: plan the checkpoint's groups on cpu and the mapped file, and stream the groups
  * placed on disk through the model's hooks (this runner computes on the CPU only).
  */
-function streamingExecutor(opened: OpenedH3Model, args: RunArgs, latent: { frames: number; height: number; width: number }): { executor: StreamingExecutor<void>; allocation: string; budgetBytes: number; warnings: readonly string[] } {
+function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: RunArgs, latent: { frames: number; height: number; width: number }): { executor: StreamingExecutor<void>; allocation: string; budgetBytes: number; warnings: readonly string[]; close: () => Promise<void> } {
   const allocation = args.alloc ?? `cpu,${formatAllocationBytes(parseByteSize(args.budget as string))};disk,*`;
   const layout = layoutOf(opened.source);
   const placement = planPlacement({
@@ -112,8 +112,19 @@ function streamingExecutor(opened: OpenedH3Model, args: RunArgs, latent: { frame
   // included), counted as the process's measured resident bytes over what it held before.
   const cpu = placement.devices.find((d) => d.id === 'cpu');
   const budgetBytes = cpu === undefined ? placement.reserve.stagingBytes : (cpu.quota ?? cpu.bytes + cpu.reserve);
-  const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes, prefetch: args.prefetch });
-  return { executor, allocation: placement.allocation, budgetBytes, warnings: placement.warnings };
+  // Streamed weights are read off the JS thread into pooled buffers and staged for the ops.
+  const loader = opGroupLoader(layout, ops, opened.source, { staged });
+  const executor = new StreamingExecutor({ layout, placement, loader, budgetBytes, prefetch: args.prefetch });
+  return {
+    executor,
+    allocation: placement.allocation,
+    budgetBytes,
+    warnings: placement.warnings,
+    close: async () => {
+      await executor.close();
+      await loader.close();
+    },
+  };
 }
 
 export const run = defineCommand({
@@ -188,8 +199,10 @@ export const run = defineCommand({
       // No model and no preset: the trained h3-shapes model shipped with @ninodes/models.
       const modelPath = args.model ?? (args.preset === undefined ? shapesModelPath() : await syntheticModel(args.preset, context));
       // fp32 islands (patch embedding, time embedder, output head) run as stored, as in ComfyUI.
+      const streaming = args.alloc !== undefined || args.budget !== undefined;
+      let staged: StagedSource | undefined;
       if (rank === undefined) {
-        opened = openH3Model(modelPath, { compute: QUANT_TO_COMPUTE[args.quant] });
+        opened = openH3Model(modelPath, { compute: QUANT_TO_COMPUTE[args.quant], ...(streaming ? { wrapSource: (s) => (staged = new StagedSource(s)) } : {}) });
       } else {
         tp = await openTpRank(modelPath, QUANT_TO_COMPUTE[args.quant], rank);
         opened = tp.opened;
@@ -206,7 +219,7 @@ export const run = defineCommand({
       const unused = model.unusedKeys();
       if (unused.length > 0 && writes) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
-      const executor = args.alloc === undefined && args.budget === undefined ? undefined : streamingExecutor(opened, args, sampler);
+      const executor = !streaming || staged === undefined ? undefined : streamingExecutor(opened, staged, args, sampler);
       if (executor !== undefined) {
         for (const w of executor.warnings) context.stderr.write(`warning: ${w}\n`);
         model.setHooks(executor.executor);
@@ -295,7 +308,7 @@ export const run = defineCommand({
         ...(tpReport === undefined ? {} : { tp: tpReport }),
       });
       writeNewFile(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
-      await executor?.executor.close();
+      await executor?.close();
       const files = stage.commit();
       if (context.json) {
         context.stdout.write(`${JSON.stringify({ ...report, files })}\n`);
