@@ -7,6 +7,7 @@ export { computeAccount, ownerOf, storedBytesAccount, type TensorAccount } from 
 export { estimateActivationBytes, latentTokens, type LatentSize } from './activation-estimate.js';
 export { machineDevices } from './machine-devices.js';
 export {
+  computeDeviceBytes,
   planPlacement,
   type DevicePlacement,
   type FillOrder,

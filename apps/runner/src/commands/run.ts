@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
-import { StagedSource, StreamingExecutor, computeAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
+import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
 import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
@@ -85,17 +85,27 @@ function preparable(op: LinearOp): op is LinearOp & PreparableOp {
  * placed on disk through the model's hooks (this runner computes on the CPU only).
  */
 function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: RunArgs, latent: { frames: number; height: number; width: number }): { executor: StreamingExecutor<void>; allocation: string; budgetBytes: number; warnings: readonly string[]; close: () => Promise<void> } {
-  const allocation = args.alloc ?? `cpu,${formatAllocationBytes(parseByteSize(args.budget as string))};disk,*`;
   const layout = layoutOf(opened.source);
-  const placement = planPlacement({
-    layout,
-    allocation,
-    devices: enumerateDevices({ includeDisk: false }).devices,
-    compute: 'cpu',
-    account: computeAccount(QUANT_TO_COMPUTE[args.quant]),
-    activationBytes: estimateActivationBytes(layout, latentTokens(latent)),
-    prefetch: args.prefetch,
-  });
+  const plan = (allocation: string) =>
+    planPlacement({
+      layout,
+      allocation,
+      devices: enumerateDevices({ includeDisk: false }).devices,
+      compute: 'cpu',
+      account: computeAccount(QUANT_TO_COMPUTE[args.quant]),
+      activationBytes: estimateActivationBytes(layout, latentTokens(latent)),
+      prefetch: args.prefetch,
+    });
+  // --budget B is everything the run may hold: the planner's quotas are for weights and its
+  // reserve (activations + staging for the streamed groups) comes on top, so the weights kept
+  // resident get B less that reserve.
+  const budget = args.budget === undefined ? undefined : parseByteSize(args.budget);
+  let placement = plan(args.alloc ?? `cpu,${formatAllocationBytes(budget as number)};disk,*`);
+  if (budget !== undefined) {
+    const r = placement.reserve;
+    placement = plan(`cpu,${formatAllocationBytes(Math.max(0, budget - r.activationBytes - r.stagingBytes))};disk,*`);
+  }
+  const allocation = placement.allocation;
   const elsewhere = placement.groups.find((g) => g.device !== 'cpu' && g.device !== 'disk');
   if (elsewhere !== undefined) {
     throw new NinodesError('RUN_DEVICE_UNSUPPORTED', `the allocation places '${elsewhere.name}' on ${elsewhere.device}, but ninodes run computes on the CPU only`, {
@@ -108,10 +118,9 @@ function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: Ru
   const all = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))];
   const ops = all.filter(preparable);
   if (ops.length !== all.length) throw new NinodesError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
-  // The budget is what the allocation gives the cpu (with '*': what the plan puts there, reserve
-  // included), counted as the process's measured resident bytes over what it held before.
-  const cpu = placement.devices.find((d) => d.id === 'cpu');
-  const budgetBytes = cpu === undefined ? placement.reserve.stagingBytes : (cpu.quota ?? cpu.bytes + cpu.reserve);
+  // The executor counts it on the process's measured resident bytes over what it held before:
+  // --budget B, or what the plan puts on the cpu (weights within its quota, plus the reserve).
+  const budgetBytes = budget ?? computeDeviceBytes(placement);
   // Streamed weights are read off the JS thread into pooled buffers and staged for the ops.
   const loader = opGroupLoader(layout, ops, opened.source, { staged });
   const executor = new StreamingExecutor({ layout, placement, loader, budgetBytes, prefetch: args.prefetch });
@@ -145,7 +154,7 @@ export const run = defineCommand({
     quant: { type: 'string', value: '<mode>', description: 'compute mode: fp32, bf16, int8_convrot or fp8' },
     threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
     alloc: { type: 'string', value: '<alloc>', description: 'DisTorch-style placement, e.g. "cpu,2gb;disk,*": groups past the budget stream from the mapped file' },
-    budget: { type: 'string', value: '<bytes>', description: 'shorthand for --alloc "cpu,<bytes>;disk,*" (exclusive with --alloc)' },
+    budget: { type: 'string', value: '<bytes>', description: 'everything the run may hold in RAM (measured): the weights kept resident get it less the reserve for activations and streaming, the rest streams from disk (exclusive with --alloc)' },
     prefetch: { type: 'string', value: 'N', description: 'streamed groups read ahead of the one computing' },
     tp: { type: 'string', value: 'N', description: 'split the model over N tensor-parallel rank processes on this machine (Gloo)' },
     'tp-timeout': { type: 'string', value: 'ms', description: 'deadline of the rendezvous and of each collective' },
