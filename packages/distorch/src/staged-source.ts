@@ -1,4 +1,4 @@
-import { Tensor } from '@ninodes/kernels';
+import { Tensor, isBlockDType } from '@ninodes/kernels';
 import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
 
 /**
@@ -43,6 +43,14 @@ export class StagedSource implements CheckpointSource {
     const buffer = this.staged.get(name);
     if (buffer === undefined) return this.inner.tensor(name);
     const e = this.inner.entry(name);
+    if (isBlockDType(e.dtype)) {
+      // A GGUF block tensor may be viewed in its stored shape (whole blocks per row): take the
+      // shape the mapped source gives it, without touching its pages.
+      const view = this.inner.tensor(name);
+      const shape = view.shape;
+      view.dispose();
+      return new Tensor(e.dtype, shape, buffer);
+    }
     return new Tensor(e.dtype, e.shape, buffer);
   }
 

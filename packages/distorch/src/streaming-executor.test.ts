@@ -218,6 +218,33 @@ describe('StreamingExecutor with real file reads', () => {
     await counted.close();
   });
 
+  it('overlap counts what a load held the JS thread for: blocking work is not hidden behind compute', async () => {
+    // Loads that take 20 ms off the thread, read ahead while the model computes for 30 ms; or the
+    // same loads reporting more synchronous conversion than they took in all.
+    const loader = (blocking: number): GroupLoader<null> => ({
+      load: async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        return { value: null, bytes: 1, blockingSeconds: blocking, release: () => undefined };
+      },
+    });
+    const overlapOf = async (blocking: number): Promise<number> => {
+      const exec = new StreamingExecutor({ layout, placement: placement(), loader: loader(blocking), budgetBytes: 2 ** 30, prefetch: 1, measure: false });
+      for (let s = 0; s < 2; s++) {
+        for (const g of layout.groups) {
+          await exec.beforeGroup(g.name);
+          await new Promise((r) => setTimeout(r, 30));
+          await exec.afterGroup(g.name);
+        }
+      }
+      // The second pass: everything was kept, so take the first, where the blocks were read ahead.
+      const first = exec.stats()[0] as { overlap: number; waitSeconds: number; loadSeconds: number; blockingSeconds: number };
+      await exec.close();
+      return first.overlap;
+    };
+    expect(await overlapOf(0)).toBeGreaterThan(0);
+    expect(await overlapOf(10)).toBe(0);
+  });
+
   it('a failed read surfaces at the next hook, never silently', async () => {
     const failing: GroupLoader<string> = {
       async load(group) {

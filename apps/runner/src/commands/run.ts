@@ -203,6 +203,7 @@ export const run = defineCommand({
     }
     let opened: OpenedH3Model | undefined;
     let pressure: MemoryPressureMonitor | undefined;
+    let streamed: ReturnType<typeof streamingExecutor> | undefined;
     let tp: TpRankModel | undefined;
     try {
       // No model and no preset: the trained h3-shapes model shipped with @ninodes/models.
@@ -229,6 +230,7 @@ export const run = defineCommand({
       if (unused.length > 0 && writes) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
       const executor = !streaming || staged === undefined ? undefined : streamingExecutor(opened, staged, args, sampler);
+      streamed = executor;
       if (executor !== undefined) {
         for (const w of executor.warnings) context.stderr.write(`warning: ${w}\n`);
         model.setHooks(executor.executor);
@@ -347,6 +349,9 @@ export const run = defineCommand({
       throw error;
     } finally {
       pressure?.stop();
+      // After a failure too: reads in flight settle and the loader's file handles close (the error
+      // that got here is the one reported).
+      if (streamed !== undefined) await streamed.close().catch(() => undefined);
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       // After a commit this only releases the lock; otherwise it removes the staging directory.
