@@ -105,7 +105,8 @@ const now = (): number => performance.now() / 1000;
  * the next `prefetch` streamed groups (after `advise('willneed')`) while the model computes.
  * After use a streamed group stays while the budget allows; when room is needed, the group whose
  * next use is farthest away (the schedule is the layout order, repeated every step) is evicted,
- * released and its pages advised `dontneed`.
+ * released and its pages advised `dontneed`. The budget is checked against measured resident
+ * memory (anonymous + file-backed RSS over the baseline), not only what the loaders report.
  */
 export class StreamingExecutor<T> implements GroupHooks {
   private readonly groups: readonly LayoutGroup[];
@@ -225,7 +226,7 @@ export class StreamingExecutor<T> implements GroupHooks {
       freed += this.heldBytes(v);
       this.evict(v, true);
     }
-    // Buffers kept for reuse are resident too: under pressure they go back to the system.
+    // Buffers kept for reuse are resident too: under pressure they are dropped (freed when collected).
     if (freed < bytes) freed += this.loader.trim?.() ?? 0;
     return freed;
   }
