@@ -104,6 +104,11 @@ export class H3VideoModel implements VelocityModel {
     this.linears = linears;
   }
 
+  /** Every linear op the forward may run: the embedders' and final layer's, the token refiner's, each block's. */
+  linearOps(): LinearOp[] {
+    return [...this.linears.values(), ...this.refiner.flatMap((b) => Object.values(b.linears)), ...this.blocks.flatMap((b) => Object.values(b.linears))];
+  }
+
   /** Hooks awaited around every execution group (undefined: none). */
   setHooks(hooks: GroupHooks | undefined): void {
     this.hooks = hooks;

@@ -50,7 +50,7 @@ function streamedModel(path: string, allocation: string, dims: Dims, budgetBytes
   let placement = plan(allocation);
   // A byte budget holds everything: the weights kept on the cpu get it less the reserve (as run --budget).
   if (budgetBytes !== undefined) placement = plan(`cpu,${formatAllocationBytes(Math.max(0, budgetBytes - placement.reserve.activationBytes - placement.reserve.stagingBytes))};disk,*`);
-  const ops = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))].filter(preparable);
+  const ops = opened.model.linearOps().filter(preparable);
   const loader = opGroupLoader(layout, ops, opened.source, { staged });
   const budget = budgetBytes ?? computeDeviceBytes(placement);
   const executor = new StreamingExecutor({ layout, placement, loader, budgetBytes: budget, prefetch: 1 });
@@ -82,7 +82,7 @@ function childScript(path: string, offloaded: number, dims: Dims): string {
     `const layout = layoutOf(opened.source);`,
     `const dims = ${JSON.stringify(dims)};`,
     `const placement = planPlacement({ layout, allocation: ${JSON.stringify(allocationFor(offloaded))}, devices: [{ id: 'cpu', totalBytes: null }], compute: 'cpu', account: computeAccount('bf16'), activationBytes: estimateActivationBytes(layout, latentTokens(dims)), prefetch: 1 });`,
-    `const ops = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))];`,
+    `const ops = opened.model.linearOps();`,
     `const loader = opGroupLoader(layout, ops, opened.source, { staged });`,
     `const budget = computeDeviceBytes(placement);`,
     `const executor = new StreamingExecutor({ layout, placement, loader, budgetBytes: budget, prefetch: 1 });`,

@@ -67,6 +67,16 @@ describe('ninodes run --alloc', () => {
     expect(cpu.bytes + cpu.reserve).toBeLessThanOrEqual(64 * 2 ** 20);
   });
 
+  it('a checkpoint with a token refiner streams too (its linears are prepared like the blocks\')', async () => {
+    const withText = join(dir, 'h3-micro-text.safetensors');
+    await writeSyntheticH3Checkpoint(withText, { config: { ...config, textDim: 128, refinerLayers: 1 }, seed: 4 });
+    const resident = await cli('run', '--model', withText, ...small, '--out', join(dir, 'text-resident'), '--json');
+    expect(resident.status, resident.stderr).toBe(0);
+    const streamed = await cli('run', '--model', withText, ...small, '--alloc', 'cpu,4mb;disk,*', '--out', join(dir, 'text-streamed'), '--json');
+    expect(streamed.status, streamed.stderr).toBe(0);
+    expect(JSON.parse(streamed.stdout).output.latentSha256).toBe(JSON.parse(resident.stdout).output.latentSha256);
+  });
+
   it('an allocation error names its column; --alloc and --budget are exclusive', async () => {
     const bad = await cli('run', '--model', ckpt, ...small, '--alloc', 'cpu,4mb;disk', '--out', join(dir, 'bad'));
     expect(bad.status).toBe(1);

@@ -114,8 +114,7 @@ function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: Ru
       hint: 'use cpu and disk: --alloc "cpu,2gb;disk,*" (or --budget 2gb)',
     });
   }
-  // The embedders' and final layer's ops, then each block's.
-  const all = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))];
+  const all = opened.model.linearOps();
   const ops = all.filter(preparable);
   if (ops.length !== all.length) throw new NinodesError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
   // The executor counts it on the process's measured resident bytes over what it held before:
