@@ -42,7 +42,8 @@ export const runReportSchema = z.object({
   offload: z
     .object({
       allocation: z.string(),
-      streamingBudgetBytes: z.number().int().nonnegative(),
+      /** Resident bytes the run may hold over its baseline (the cpu's share of the allocation), measured. */
+      budgetBytes: z.number().int().nonnegative(),
       steps: z.array(
         z.object({
           step: z.number().int().nonnegative(),
@@ -55,8 +56,14 @@ export const runReportSchema = z.object({
           waitSeconds: z.number().nonnegative(),
           loadSeconds: z.number().nonnegative(),
           overlap: z.number().min(0).max(1),
+          // Accounted (what the loaders report) and measured (RSS: anonymous + file-backed).
           peakHeldBytes: z.number().int().nonnegative(),
           peakResidentBytes: z.number().int().nonnegative(),
+          peakAnonymousBytes: z.number().int().nonnegative(),
+          peakFileBackedBytes: z.number().int().nonnegative(),
+          peakMeasuredBytes: z.number().int().nonnegative(),
+          baselineBytes: z.number().int().nonnegative(),
+          budgetBytes: z.number().int().nonnegative(),
         }),
       ),
     })

@@ -17,14 +17,14 @@ export interface FileGroupLoader extends GroupLoader<ReadonlyMap<string, LoadedT
   close(): Promise<void>;
 }
 
-/**
- * Reads a group's tensors with positioned reads (libuv's thread pool, so reads overlap compute on
- * the JS thread) into buffers from a HostBufferPool: blocks of one model come in a few sizes, so an
- * evicted group's buffers serve the next. The mapped checkpoint is only advised (`willneed` /
- * `dontneed`); its pages are never copied through the mapping, so they add no file-backed RSS.
- */
-export function fileGroupLoader(source: CheckpointSource, options: { pool?: HostBufferPool } = {}): FileGroupLoader {
-  const pool = options.pool ?? new HostBufferPool({ capBytes: 0 });
+/** Positioned reads of one tensor's bytes as stored into a pooled buffer (libuv's thread pool, off the JS thread). */
+export interface TensorReader {
+  read(name: string): Promise<{ tensor: LoadedTensor; buffer: PooledBuffer }>;
+  /** Closes the file handles it opened. */
+  close(): Promise<void>;
+}
+
+export function tensorReader(source: CheckpointSource, pool: HostBufferPool): TensorReader {
   const handles = new Map<string, Promise<FileHandle>>();
   const handle = (file: string): Promise<FileHandle> => {
     let h = handles.get(file);
@@ -34,37 +34,60 @@ export function fileGroupLoader(source: CheckpointSource, options: { pool?: Host
     }
     return h;
   };
-
-  async function readTensor(name: string): Promise<{ tensor: LoadedTensor; buffer: PooledBuffer }> {
-    const e = source.entry(name);
-    const buffer = pool.acquire(e.byteLength);
-    try {
-      const bytes = new Uint8Array(buffer.buffer, 0, e.byteLength);
-      const fh = await handle(e.file);
-      let done = 0;
-      while (done < e.byteLength) {
-        const { bytesRead } = await fh.read(bytes, done, e.byteLength - done, e.byteOffset + done);
-        if (bytesRead === 0) {
-          throw new NinodesError('CHECKPOINT_TRUNCATED', `${e.file} ends inside tensor '${name}' (${done} of ${e.byteLength} bytes read)`, { value: name, where: e.file, hint: 'the file changed or was cut short since it was opened; re-download or re-convert it' });
+  return {
+    async read(name: string): Promise<{ tensor: LoadedTensor; buffer: PooledBuffer }> {
+      const e = source.entry(name);
+      const buffer = pool.acquire(e.byteLength);
+      try {
+        const bytes = new Uint8Array(buffer.buffer, 0, e.byteLength);
+        const fh = await handle(e.file);
+        let done = 0;
+        while (done < e.byteLength) {
+          const { bytesRead } = await fh.read(bytes, done, e.byteLength - done, e.byteOffset + done);
+          if (bytesRead === 0) {
+            throw new NinodesError('CHECKPOINT_TRUNCATED', `${e.file} ends inside tensor '${name}' (${done} of ${e.byteLength} bytes read)`, { value: name, where: e.file, hint: 'the file changed or was cut short since it was opened; re-download or re-convert it' });
+          }
+          done += bytesRead;
         }
-        done += bytesRead;
+        return { tensor: { name, dtype: e.dtype, shape: e.shape, bytes }, buffer };
+      } catch (error) {
+        buffer.release();
+        throw error;
       }
-      return { tensor: { name, dtype: e.dtype, shape: e.shape, bytes }, buffer };
-    } catch (error) {
-      buffer.release();
-      throw error;
-    }
+    },
+    async close(): Promise<void> {
+      const all = [...handles.values()];
+      handles.clear();
+      await Promise.allSettled(all.map(async (h) => (await h).close()));
+    },
+  };
+}
+
+/** Reads every tensor of `names`; on any failure releases what was read and throws the first error. */
+export async function readAll(reader: TensorReader, names: readonly string[]): Promise<{ tensor: LoadedTensor; buffer: PooledBuffer }[]> {
+  const results = await Promise.allSettled(names.map((n) => reader.read(n)));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  const ok = results.filter((r): r is PromiseFulfilledResult<{ tensor: LoadedTensor; buffer: PooledBuffer }> => r.status === 'fulfilled').map((r) => r.value);
+  if (failed !== undefined) {
+    for (const r of ok) r.buffer.release();
+    throw failed.reason;
   }
+  return ok;
+}
+
+/**
+ * Reads a group's tensors with positioned reads (libuv's thread pool, so reads overlap compute on
+ * the JS thread) into buffers from a HostBufferPool: blocks of one model come in a few sizes, so an
+ * evicted group's buffers serve the next. The mapped checkpoint is only advised (`willneed` /
+ * `dontneed`); its pages are never copied through the mapping, so they add no file-backed RSS.
+ */
+export function fileGroupLoader(source: CheckpointSource, options: { pool?: HostBufferPool } = {}): FileGroupLoader {
+  const pool = options.pool ?? new HostBufferPool({ capBytes: 0 });
+  const reader = tensorReader(source, pool);
 
   return {
     async load(group: LayoutGroup): Promise<LoadedGroup<ReadonlyMap<string, LoadedTensor>>> {
-      const results = await Promise.allSettled(group.tensors.map((t) => readTensor(t.name)));
-      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      const ok = results.filter((r): r is PromiseFulfilledResult<{ tensor: LoadedTensor; buffer: PooledBuffer }> => r.status === 'fulfilled').map((r) => r.value);
-      if (failed !== undefined) {
-        for (const r of ok) r.buffer.release();
-        throw failed.reason;
-      }
+      const ok = await readAll(reader, group.tensors.map((t) => t.name));
       let released = false;
       return {
         value: new Map(ok.map((r) => [r.tensor.name, r.tensor])),
@@ -80,10 +103,14 @@ export function fileGroupLoader(source: CheckpointSource, options: { pool?: Host
       if (source.advise === undefined) return;
       for (const t of group.tensors) source.advise(t.name, advice);
     },
-    async close(): Promise<void> {
-      const all = [...handles.values()];
-      handles.clear();
-      await Promise.allSettled(all.map(async (h) => (await h).close()));
-    },
+    idleBytes: () => idleOf(pool),
+    trim: () => pool.trim(),
+    close: () => reader.close(),
   };
+}
+
+/** Bytes a pool keeps idle for reuse. */
+export function idleOf(pool: HostBufferPool): number {
+  const s = pool.stats();
+  return s.pooledBytes - s.inUseBytes;
 }

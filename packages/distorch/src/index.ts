@@ -7,6 +7,7 @@ export { computeAccount, ownerOf, storedBytesAccount, type TensorAccount } from 
 export { estimateActivationBytes, latentTokens, type LatentSize } from './activation-estimate.js';
 export { machineDevices } from './machine-devices.js';
 export {
+  computeDeviceBytes,
   planPlacement,
   type DevicePlacement,
   type FillOrder,
@@ -21,8 +22,10 @@ export {
   StreamingExecutor,
   type GroupLoader,
   type LoadedGroup,
+  type ResidentProbe,
   type StepStats,
   type StreamingExecutorOptions,
 } from './streaming-executor.js';
 export { fileGroupLoader, type FileGroupLoader, type LoadedTensor } from './file-group-loader.js';
-export { opGroupLoader, type PreparableOp } from './op-group-loader.js';
+export { opGroupLoader, type OpGroupLoader, type OpGroupLoaderOptions, type PreparableOp } from './op-group-loader.js';
+export { StagedSource } from './staged-source.js';

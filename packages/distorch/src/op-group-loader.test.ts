@@ -32,7 +32,7 @@ describe('opGroupLoader', () => {
   it('prepares a group’s ops on load and releases them on eviction, under the executor', async () => {
     const placement = { compute: 'cpu', groups: layout.groups.map((g) => ({ name: g.name, device: g.kind === 'block' ? 'disk' : 'cpu' })) };
     const block = layout.groups[3]?.linears.reduce((a, l) => a + 4 * l.inFeatures * l.outFeatures, 0) as number;
-    const exec = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops), budgetBytes: 2 * block, prefetch: 1, sampleResident: false });
+    const exec = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops), budgetBytes: 2 * block, prefetch: 1, measure: false });
     for (let step = 0; step < 2; step++) {
       for (const g of layout.groups) {
         await exec.beforeGroup(g.name);

@@ -1,32 +1,62 @@
 import { NinodesError } from '@ninodes/kernels';
-import type { CheckpointSource } from '@ninodes/memory';
+import { type CheckpointSource, HostBufferPool, type PooledBuffer } from '@ninodes/memory';
 import type { LayoutGroup, ModelLayout } from '@ninodes/quant';
-import type { GroupLoader } from './streaming-executor.js';
+import { idleOf, readAll, tensorReader } from './file-group-loader.js';
+import type { StagedSource } from './staged-source.js';
+import type { GroupLoader, LoadedGroup } from './streaming-executor.js';
 
 /**
  * What the loader needs of a linear op (quant's QuantLinearOp has it): a way to prepare its weight
  * without running it (`int8Weight()` prepares the weight in the op's run format and returns the
  * int8 operands, or undefined for other formats, without copying), the bytes it then holds, and
- * `release()` to drop them (the next forward would prepare them again from the file).
+ * `release()` to drop them (the next forward would prepare them again from the file). `format` and
+ * `storedFormat`, when given, tell whether preparing converts (then the stored bytes are not kept).
  */
 export interface PreparableOp {
   readonly spec: { readonly name: string };
+  readonly format?: string;
+  readonly storedFormat?: string;
   int8Weight(): Promise<unknown>;
   heldBytes(): number;
   release(): void;
 }
 
+export interface OpGroupLoaderOptions {
+  /**
+   * The source the ops were built over, wrapped as a StagedSource: a group's linear weights are
+   * then read with positioned reads (libuv's thread pool, off the JS thread) into pooled buffers and
+   * staged there before the ops prepare, so a read ahead overlaps compute. Without it the ops read
+   * the mapping where they are (page faults on the thread that touches them).
+   */
+  readonly staged?: StagedSource;
+  /** Buffers for staged reads (default: a pool without cap, trimmed by `trim()`). */
+  readonly pool?: HostBufferPool;
+}
+
+export interface OpGroupLoader extends GroupLoader<void> {
+  /** Closes the file handles staged reads opened. */
+  close(): Promise<void>;
+}
+
+const now = (): number => performance.now() / 1000;
+
 /**
- * Loads a group by preparing its linear ops (reading their weights from the mapped checkpoint and
- * converting them to the run format) and releases it by dropping what the ops hold. The weights
- * stay inside the ops, so the model's forward uses them as it would without streaming: the output
- * is the same bytes. Ops without their own cache only (a shared weight cache holds nothing in the op).
+ * Loads a group by preparing its linear ops (reading their weights and converting them to the run
+ * format) and releases it by dropping what the ops hold. The weights stay inside the ops, so the
+ * model's forward uses them as it would without streaming: the output is the same bytes. Ops
+ * without their own cache only (a shared weight cache holds nothing in the op).
+ *
+ * With `staged`, the reads happen off the JS thread; what is left on it is the conversion to the run
+ * format (cast, quantize: synchronous kernels), reported as the load's `blockingSeconds`. A weight
+ * run as stored keeps its staged buffer until the group is released; a converted one gives it back
+ * as soon as it is prepared.
  */
-export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, source?: CheckpointSource): GroupLoader<void> {
+export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, source?: CheckpointSource, options: OpGroupLoaderOptions = {}): OpGroupLoader {
   const byName = new Map<string, PreparableOp>();
   for (const op of ops) byName.set(op.spec.name, op);
-  const opsOf = new Map<string, PreparableOp[]>();
+  const opsOf = new Map<string, { op: PreparableOp; weight: string | undefined }[]>();
   for (const g of layout.groups) {
+    const names = new Set(g.tensors.map((t) => t.name));
     opsOf.set(
       g.name,
       g.linears.map((l) => {
@@ -34,33 +64,72 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
         if (op === undefined) {
           throw new NinodesError('EXECUTOR_INVALID', `the model has no op for linear '${l.name}' of group '${g.name}'`, { value: l.name, where: 'opGroupLoader', hint: 'build the layout from the checkpoint the model was opened on' });
         }
-        return op;
+        const weight = `${l.name}.weight`;
+        return { op, weight: names.has(weight) ? weight : undefined };
       }),
     );
   }
+  const staged = options.staged;
+  const pool = options.pool ?? new HostBufferPool({ capBytes: Number.MAX_SAFE_INTEGER });
+  const reader = staged === undefined ? undefined : tensorReader(staged.inner, pool);
+
   return {
-    async load(group: LayoutGroup) {
+    async load(group: LayoutGroup): Promise<LoadedGroup<void>> {
       const list = opsOf.get(group.name) ?? [];
-      const results = await Promise.allSettled(list.map((op) => op.int8Weight()));
+      const buffers = new Map<string, PooledBuffer>();
+      const unstage = (name: string): void => {
+        staged?.unstage(name);
+        buffers.get(name)?.release();
+        buffers.delete(name);
+      };
+      if (staged !== undefined && reader !== undefined) {
+        const read = await readAll(reader, list.flatMap((e) => (e.weight === undefined ? [] : [e.weight])));
+        for (const r of read) {
+          buffers.set(r.tensor.name, r.buffer);
+          staged.stage(r.tensor.name, r.buffer.buffer);
+        }
+      }
+      // Preparing starts synchronously: a conversion runs on this thread before the promise returns.
+      let blockingSeconds = 0;
+      const results = await Promise.allSettled(
+        list.map(({ op, weight }) => {
+          const t0 = now();
+          const prepared = op.int8Weight();
+          blockingSeconds += now() - t0;
+          return prepared.then(() => {
+            // Converted: the op holds its own copy, the stored bytes can go back to the pool.
+            if (weight !== undefined && op.format !== undefined && op.format !== op.storedFormat) unstage(weight);
+          });
+        }),
+      );
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed !== undefined) {
-        for (const op of list) op.release();
+        for (const { op } of list) op.release();
+        for (const name of [...buffers.keys()]) unstage(name);
         throw failed.reason;
       }
       let released = false;
       return {
         value: undefined,
-        bytes: list.reduce((a, op) => a + op.heldBytes(), 0),
+        bytes: list.reduce((a, { op }) => a + op.heldBytes(), 0),
+        blockingSeconds,
         release: () => {
           if (released) return;
           released = true;
-          for (const op of list) op.release();
+          // The ops first: what they prepared may be a view of a staged buffer.
+          for (const { op } of list) op.release();
+          for (const name of [...buffers.keys()]) unstage(name);
         },
       };
     },
     advise(group: LayoutGroup, advice: 'willneed' | 'dontneed'): void {
       if (source?.advise === undefined) return;
       for (const t of group.tensors) source.advise(t.name, advice);
+    },
+    idleBytes: () => idleOf(pool),
+    trim: () => pool.trim(),
+    close: async () => {
+      await reader?.close();
     },
   };
 }

@@ -355,3 +355,13 @@ function suggest(options: PlanOptions, failed: Placement): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * What a placement asks its compute device to hold: the weights placed there (within its quota)
+ * plus the reserve (activations + staging), which the quota does not include. A streaming
+ * executor's budget for an allocation given as quotas.
+ */
+export function computeDeviceBytes(placement: Placement): number {
+  const d = placement.devices.find((x) => x.id === placement.compute);
+  return d === undefined ? placement.reserve.activationBytes + placement.reserve.stagingBytes : d.bytes + d.reserve;
+}

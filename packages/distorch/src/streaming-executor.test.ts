@@ -31,6 +31,8 @@ for (const [name, shape, kind, group] of shapes) {
 }
 const layout: ModelLayout = { architecture: 'test', prefix: '', groups: [...groupsByName.values()] };
 const blockBytes = 4 * (256 * 128 * 2 + 128);
+/** embed and final: placed on the cpu, they count against every budget below. */
+const residentBytes = 4 * (64 * 32 + 16 * 128);
 
 let dir: string;
 let path: string;
@@ -42,6 +44,9 @@ beforeAll(async () => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 type Loaded = ReadonlyMap<string, LoadedTensor>;
+
+/** A process whose resident memory never changes: 100 MB of runtime. */
+const flat = (): { anonymous: number; fileBacked: number } => ({ anonymous: 100e6, fileBacked: 0 });
 
 /** Runs `steps` passes of a model over the layout, checking every tensor it reads against the file's values. */
 async function run(exec: StreamingExecutor<Loaded>, steps: number, onHeld?: (held: { resident: number; streamed: number }, group: string) => void): Promise<void> {
@@ -86,7 +91,8 @@ describe('StreamingExecutor with real file reads', () => {
     expect(p.groups.filter((g) => g.device === 'disk').map((g) => g.name)).toEqual(Array.from({ length: BLOCKS }, (_, b) => `blocks.${b}`));
     const { source, advice } = recordingSource();
     const loader = fileGroupLoader(source, { pool: new HostBufferPool({ capBytes: 4 * blockBytes }) });
-    const exec = new StreamingExecutor({ layout, placement: p, loader, budgetBytes: 2 * blockBytes, prefetch: 1 });
+    // A flat measurement: the loader's own count decides (the schedule alone is under test here).
+    const exec = new StreamingExecutor({ layout, placement: p, loader, budgetBytes: residentBytes + 2 * blockBytes, prefetch: 1, measure: flat });
     let maxStreamed = 0;
     const seenAhead: string[] = [];
     await run(exec, 3, (held, group) => {
@@ -123,7 +129,7 @@ describe('StreamingExecutor with real file reads', () => {
   it('keeps streamed groups while the budget allows: the second step reads nothing', async () => {
     const source = SafetensorsFile.open(path);
     const loader = fileGroupLoader(source);
-    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: BLOCKS * blockBytes, prefetch: 2 });
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: residentBytes + BLOCKS * blockBytes, prefetch: 2, measure: flat });
     await run(exec, 2);
     const [first, second] = exec.stats();
     expect(first?.bytesStreamed).toBe(BLOCKS * blockBytes);
@@ -138,7 +144,7 @@ describe('StreamingExecutor with real file reads', () => {
   it('shrink() gives back streamed groups, farthest next use first, and they are read again when needed', async () => {
     const source = SafetensorsFile.open(path);
     const loader = fileGroupLoader(source);
-    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: BLOCKS * blockBytes, prefetch: 1 });
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: residentBytes + BLOCKS * blockBytes, prefetch: 1, measure: flat });
     await run(exec, 1);
     expect(exec.held().streamed).toBe(BLOCKS * blockBytes);
     // At the end of a pass the next one starts with embed, blocks.0, ...: blocks.5 is needed last.
@@ -154,7 +160,7 @@ describe('StreamingExecutor with real file reads', () => {
   it('a budget below one group never fails: it loads over it and gives the bytes back after use', async () => {
     const source = SafetensorsFile.open(path);
     const loader = fileGroupLoader(source);
-    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: 1024, prefetch: 1 });
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: 1024, prefetch: 1, measure: flat });
     let afterUse = 0;
     await run(exec, 2, () => undefined);
     for (const s of exec.stats()) expect(s.overBudgetLoads).toBe(BLOCKS);
@@ -165,6 +171,80 @@ describe('StreamingExecutor with real file reads', () => {
     source.close();
   });
 
+  it('the budget counts measured resident bytes, not what the loader reports', async () => {
+    // Like zero-copy views of a mapped file: the loader says a group holds nothing, yet its pages
+    // become file-backed RSS. The probe reports those pages (and 1 MB of anonymous growth).
+    const mapped = new Set<string>();
+    const views: GroupLoader<string> = {
+      async load(group) {
+        mapped.add(group.name);
+        return { value: group.name, bytes: 0, release: () => mapped.delete(group.name) };
+      },
+    };
+    const pages = (): { anonymous: number; fileBacked: number } => {
+      let file = 0;
+      for (const g of layout.groups) if (mapped.has(g.name)) file += g.tensors.reduce((a, t) => a + t.byteLength, 0);
+      return { anonymous: 100e6 + (mapped.size > 0 ? 2 ** 20 : 0), fileBacked: file };
+    };
+    const budget = 2 ** 20 + 3 * blockBytes;
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader: views, budgetBytes: budget, prefetch: 1, measure: pages });
+    let most = 0;
+    for (let s = 0; s < 2; s++) {
+      for (const g of layout.groups) {
+        await exec.beforeGroup(g.name);
+        most = Math.max(most, [...mapped].filter((n) => n.startsWith('blocks.')).length);
+        await new Promise((r) => setTimeout(r, 1));
+        await exec.afterGroup(g.name);
+      }
+    }
+    // embed and final (resident, 12 KiB) plus at most two blocks fit 1 MB + 3 blocks; never all six.
+    expect(most).toBeLessThanOrEqual(2);
+    const stats = exec.stats();
+    expect(stats[1]?.evictions).toBeGreaterThan(0);
+    expect(stats[1]?.bytesStreamed).toBe(0); // the loader's count: zero-copy
+    expect(exec.held().streamed).toBe(0); // accounted
+    expect(stats[1]?.peakMeasuredBytes).toBeGreaterThan(blockBytes); // measured
+    expect(stats[1]?.peakMeasuredBytes).toBeLessThanOrEqual(budget);
+    expect(stats[1]?.baselineBytes).toBe(100e6);
+    expect(stats[1]?.peakResidentBytes).toBe(100e6 + (stats[1]?.peakMeasuredBytes ?? 0));
+    await exec.close();
+    // Counting what the loader reports instead, all six stay.
+    const counted = new StreamingExecutor({ layout, placement: placement(), loader: views, budgetBytes: budget, prefetch: 1, measure: false });
+    for (const g of layout.groups) {
+      await counted.beforeGroup(g.name);
+      await counted.afterGroup(g.name);
+    }
+    expect(mapped.size).toBe(layout.groups.length);
+    await counted.close();
+  });
+
+  it('overlap counts what a load held the JS thread for: blocking work is not hidden behind compute', async () => {
+    // Loads that take 20 ms off the thread, read ahead while the model computes for 30 ms; or the
+    // same loads reporting more synchronous conversion than they took in all.
+    const loader = (blocking: number): GroupLoader<null> => ({
+      load: async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        return { value: null, bytes: 1, blockingSeconds: blocking, release: () => undefined };
+      },
+    });
+    const overlapOf = async (blocking: number): Promise<number> => {
+      const exec = new StreamingExecutor({ layout, placement: placement(), loader: loader(blocking), budgetBytes: 2 ** 30, prefetch: 1, measure: false });
+      for (let s = 0; s < 2; s++) {
+        for (const g of layout.groups) {
+          await exec.beforeGroup(g.name);
+          await new Promise((r) => setTimeout(r, 30));
+          await exec.afterGroup(g.name);
+        }
+      }
+      // The second pass: everything was kept, so take the first, where the blocks were read ahead.
+      const first = exec.stats()[0] as { overlap: number; waitSeconds: number; loadSeconds: number; blockingSeconds: number };
+      await exec.close();
+      return first.overlap;
+    };
+    expect(await overlapOf(0)).toBeGreaterThan(0);
+    expect(await overlapOf(10)).toBe(0);
+  });
+
   it('a failed read surfaces at the next hook, never silently', async () => {
     const failing: GroupLoader<string> = {
       async load(group) {
@@ -172,7 +252,7 @@ describe('StreamingExecutor with real file reads', () => {
         return { value: group.name, bytes: 1, release: () => undefined };
       },
     };
-    const exec = new StreamingExecutor({ layout, placement: placement(), loader: failing, budgetBytes: 10 * blockBytes, prefetch: 1, sampleResident: false });
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader: failing, budgetBytes: 10 * blockBytes, prefetch: 1, measure: false });
     await exec.beforeGroup('embed');
     await exec.afterGroup('embed');
     await exec.beforeGroup('blocks.0'); // starts reading blocks.1 ahead
@@ -180,7 +260,7 @@ describe('StreamingExecutor with real file reads', () => {
     await expect(exec.afterGroup('blocks.0')).rejects.toThrowError('disk on fire');
     await expect(exec.beforeGroup('blocks.1')).rejects.toThrowError('disk on fire');
     // Nor at the end: a read ahead that failed after the last hook is thrown by close().
-    const late = new StreamingExecutor({ layout, placement: placement(), loader: failing, budgetBytes: 10 * blockBytes, prefetch: 1, sampleResident: false });
+    const late = new StreamingExecutor({ layout, placement: placement(), loader: failing, budgetBytes: 10 * blockBytes, prefetch: 1, measure: false });
     await late.beforeGroup('embed');
     await late.beforeGroup('blocks.0');
     await expect(late.close()).rejects.toThrowError('disk on fire');
@@ -189,7 +269,7 @@ describe('StreamingExecutor with real file reads', () => {
   it('rejects what it cannot run', () => {
     const loader: GroupLoader<null> = { load: async () => ({ value: null, bytes: 0, release: () => undefined }) };
     expect(() => new StreamingExecutor({ layout, placement: { compute: 'cpu', groups: [] }, loader, budgetBytes: 1 })).toThrowError(/no device for group 'embed'/);
-    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: 1, sampleResident: false });
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: 1, measure: false });
     expect(() => exec.group('embed')).toThrowError(/between beforeGroup and afterGroup/);
     return expect(exec.beforeGroup('nope')).rejects.toThrowError(/not in the layout/);
   });

@@ -1,5 +1,5 @@
 import { NinodesError } from '@ninodes/kernels';
-import { residentMemory } from '@ninodes/device';
+import { type ResidentMemory, residentMemory } from '@ninodes/device';
 import type { GroupHooks, LayoutGroup, ModelLayout } from '@ninodes/quant';
 
 /** One group's weights, read and prepared by a GroupLoader. */
@@ -9,6 +9,8 @@ export interface LoadedGroup<T> {
   readonly bytes: number;
   /** Frees what it holds. Called once, when the executor evicts the group. */
   release(): void;
+  /** Seconds the load held the JS thread (synchronous conversion): time the model could not compute. */
+  readonly blockingSeconds?: number;
 }
 
 /** Reads one group's weights from where they are placed and prepares them for compute. */
@@ -16,19 +18,36 @@ export interface GroupLoader<T> {
   load(group: LayoutGroup): Promise<LoadedGroup<T>>;
   /** Page-cache hint for the group's file pages (prefetch `willneed`, after release `dontneed`). */
   advise?(group: LayoutGroup, advice: 'willneed' | 'dontneed'): void;
+  /** Bytes of released buffers the loader keeps for reuse: resident, but the next load takes them instead of allocating. */
+  idleBytes?(): number;
+  /** Frees the buffers kept for reuse; returns the bytes freed. */
+  trim?(): number;
 }
+
+/** Reads this process's resident memory (default: @ninodes/device's `residentMemory`, /proc/self/status). */
+export type ResidentProbe = () => Pick<ResidentMemory, 'anonymous' | 'fileBacked'>;
 
 export interface StreamingExecutorOptions<T> {
   readonly layout: ModelLayout;
   /** Device of every group (a Placement's `groups[].device`). */
   readonly placement: { readonly compute: string; readonly groups: readonly { readonly name: string; readonly device: string }[] };
   readonly loader: GroupLoader<T>;
-  /** Bytes the streamed groups may hold at once (the compute device's staging). A group is never refused: over it, the least-soon-needed groups are evicted, and a group that still does not fit is loaded anyway and counted in `overBudgetLoads`. */
+  /**
+   * Resident bytes the run may hold beyond what the process held when the executor was made
+   * (its baseline: runtime, code, the model's skeleton): weights, their file-backed pages,
+   * activations — measured, anonymous plus file-backed RSS, never less than what the loaders say
+   * they hold. A group is never refused: over the budget, the least-soon-needed streamed groups
+   * are evicted, and a group that still does not fit is loaded anyway and counted in `overBudgetLoads`.
+   */
   readonly budgetBytes: number;
   /** Streamed groups read ahead of the one computing (default 1). */
   readonly prefetch?: number;
-  /** Sample this process's resident memory at every hook (default true; /proc/self/status, cheap). */
-  readonly sampleResident?: boolean;
+  /**
+   * How resident memory is measured, sampled at every hook and before every load (default
+   * `residentMemory`, cheap). `false`: nothing is measured and the budget counts what the loaders
+   * report (for tests of the schedule alone).
+   */
+  readonly measure?: ResidentProbe | false;
 }
 
 /** What one pass through the model (a sampler step) cost in weight traffic. */
@@ -46,12 +65,24 @@ export interface StepStats {
   readonly waitSeconds: number;
   /** Seconds the loads took, summed over loads (they overlap compute and each other). */
   readonly loadSeconds: number;
-  /** 1 - wait / load: the share of load time hidden behind compute (1 when nothing was loaded). */
+  /** Seconds the loads held the JS thread (synchronous conversions), summed. */
+  readonly blockingSeconds: number;
+  /**
+   * Share of the load time hidden behind compute: 1 - (wait + blocking) / load, clamped to [0, 1]
+   * (1 when nothing was loaded). A lower bound: blocking inside a wait is counted twice.
+   */
   readonly overlap: number;
-  /** Peak bytes the executor held (resident groups + streamed groups). */
+  /** Peak bytes the loaders said they held (resident groups + streamed groups): the accounted number. */
   readonly peakHeldBytes: number;
-  /** Peak of the process's RSS (anonymous + file-backed) sampled at the hooks; 0 when not sampled. */
+  /** Peak of the process's RSS (anonymous + file-backed) sampled at the hooks and loads; 0 when not measured. */
   readonly peakResidentBytes: number;
+  readonly peakAnonymousBytes: number;
+  readonly peakFileBackedBytes: number;
+  /** Peak of what the budget counts: RSS over the baseline less the loader's idle buffers (the measured number). */
+  readonly peakMeasuredBytes: number;
+  /** RSS when the executor was made (0 when not measured) and the budget, for comparing the peaks. */
+  readonly baselineBytes: number;
+  readonly budgetBytes: number;
 }
 
 interface Slot<T> {
@@ -74,7 +105,8 @@ const now = (): number => performance.now() / 1000;
  * the next `prefetch` streamed groups (after `advise('willneed')`) while the model computes.
  * After use a streamed group stays while the budget allows; when room is needed, the group whose
  * next use is farthest away (the schedule is the layout order, repeated every step) is evicted,
- * released and its pages advised `dontneed`.
+ * released and its pages advised `dontneed`. The budget is checked against measured resident
+ * memory (anonymous + file-backed RSS over the baseline), not only what the loaders report.
  */
 export class StreamingExecutor<T> implements GroupHooks {
   private readonly groups: readonly LayoutGroup[];
@@ -85,10 +117,11 @@ export class StreamingExecutor<T> implements GroupHooks {
   private readonly loader: GroupLoader<T>;
   private readonly budget: number;
   private readonly prefetch: number;
-  private readonly sample: boolean;
+  private readonly probe: ResidentProbe | undefined;
+  private readonly baseline: number;
   private position = -1;
   private step = 0;
-  private current: Mutable<StepStats> = empty(0);
+  private current: Mutable<StepStats>;
   private readonly finished: StepStats[] = [];
   private streamedHeld = 0;
   private residentHeld = 0;
@@ -106,7 +139,12 @@ export class StreamingExecutor<T> implements GroupHooks {
     if (!Number.isSafeInteger(this.prefetch) || this.prefetch < 0) {
       throw new NinodesError('EXECUTOR_INVALID', `prefetch must be a whole number >= 0, got ${this.prefetch}`, { value: this.prefetch, where: 'StreamingExecutor' });
     }
-    this.sample = options.sampleResident ?? true;
+    this.probe = options.measure === false ? undefined : (options.measure ?? residentMemory);
+    if (this.probe !== undefined) {
+      const m = this.probe();
+      this.baseline = m.anonymous + m.fileBacked;
+    } else this.baseline = 0;
+    this.current = this.empty(0);
     const device = new Map(placement.groups.map((g) => [g.name, g.device]));
     this.groups.forEach((g, i) => {
       this.index.set(g.name, i);
@@ -158,17 +196,19 @@ export class StreamingExecutor<T> implements GroupHooks {
       throw new NinodesError('EXECUTOR_NOT_READY', `afterGroup('${name}') without its beforeGroup`, { value: name, where: 'StreamingExecutor.afterGroup' });
     }
     slot.pins--;
-    // A group loaded over the budget is given back as soon as it is done with.
-    if (this.streamedHeld > this.budget) {
+    // Over the budget (a group loaded over it, or activations grew), streamed groups are given back
+    // as soon as they are done with, farthest next use first.
+    let over = this.used() - this.budget;
+    if (over > 0) {
       const victims = [...this.slots.values()]
         .filter((s) => s.streamed && s.pins === 0 && s.state === 'loaded')
         .sort((a, b) => this.distance(b.index) - this.distance(a.index));
       for (const v of victims) {
-        if (this.streamedHeld <= this.budget) break;
+        if (over <= 0) break;
+        over -= this.heldBytes(v);
         this.evict(v, true);
       }
     }
-    this.sampleMemory();
   }
 
   /**
@@ -186,12 +226,19 @@ export class StreamingExecutor<T> implements GroupHooks {
       freed += this.heldBytes(v);
       this.evict(v, true);
     }
+    // Buffers kept for reuse are resident too: under pressure they are dropped (freed when collected).
+    if (freed < bytes) freed += this.loader.trim?.() ?? 0;
     return freed;
   }
 
   /** Statistics of every finished step, then of the step in progress. */
   stats(): StepStats[] {
     return [...this.finished, { ...this.current, overlap: overlapOf(this.current) }];
+  }
+
+  /** Resident bytes the budget counts now (measured; the accounted bytes when not measured). */
+  usedBytes(): number {
+    return this.used();
   }
 
   /** Bytes held now: groups resident on the compute device and streamed groups. */
@@ -248,6 +295,7 @@ export class StreamingExecutor<T> implements GroupHooks {
         slot.state = 'loaded';
         this.current.loads++;
         this.current.loadSeconds += now() - t0;
+        this.current.blockingSeconds += loaded.blockingSeconds ?? 0;
         this.current.bytesLoaded += loaded.bytes;
         if (streamed) this.current.bytesStreamed += loaded.bytes;
         // A loader may prepare more or fewer bytes than the file holds: count what it holds.
@@ -286,7 +334,7 @@ export class StreamingExecutor<T> implements GroupHooks {
     const victims = [...this.slots.values()]
       .filter((s) => s.streamed && s.pins === 0 && s.state === 'loaded' && s.index !== j && this.distance(s.index) > need)
       .sort((a, b) => this.distance(b.index) - this.distance(a.index));
-    let free = this.budget - this.streamedHeld;
+    let free = this.budget - this.used();
     const chosen: Slot<T>[] = [];
     for (const v of victims) {
       if (free >= bytes) break;
@@ -322,25 +370,46 @@ export class StreamingExecutor<T> implements GroupHooks {
     if (count) this.current.evictions++;
   }
 
+  /**
+   * What the budget counts: the RSS measured now over the baseline, less the loader's idle buffers
+   * (the next load reuses them), plus the loads in flight (not resident yet); never less than
+   * what the loaders report. Updates the step's peaks.
+   */
+  private used(): number {
+    const accounted = this.streamedHeld + this.residentHeld;
+    const c = this.current;
+    c.peakHeldBytes = Math.max(c.peakHeldBytes, accounted);
+    if (this.probe === undefined) return accounted;
+    const m = this.probe();
+    const rss = m.anonymous + m.fileBacked;
+    const measured = rss - this.baseline - (this.loader.idleBytes?.() ?? 0);
+    c.peakResidentBytes = Math.max(c.peakResidentBytes, rss);
+    c.peakAnonymousBytes = Math.max(c.peakAnonymousBytes, m.anonymous);
+    c.peakFileBackedBytes = Math.max(c.peakFileBackedBytes, m.fileBacked);
+    c.peakMeasuredBytes = Math.max(c.peakMeasuredBytes, measured);
+    let pending = 0;
+    for (const s of this.slots.values()) if (s.state === 'loading') pending += s.size;
+    return Math.max(accounted, measured + pending);
+  }
+
   private sampleMemory(): void {
-    if (!this.sample) return;
-    this.current.peakResidentBytes = Math.max(this.current.peakResidentBytes, residentMemory().rss);
+    this.used();
+  }
+
+  private empty(step: number): Mutable<StepStats> {
+    return { step, bytesStreamed: 0, bytesLoaded: 0, loads: 0, hits: 0, evictions: 0, overBudgetLoads: 0, waitSeconds: 0, loadSeconds: 0, blockingSeconds: 0, overlap: 1, peakHeldBytes: 0, peakResidentBytes: 0, peakAnonymousBytes: 0, peakFileBackedBytes: 0, peakMeasuredBytes: 0, baselineBytes: this.baseline, budgetBytes: this.budget };
   }
 
   private endStep(): void {
     this.finished.push({ ...this.current, overlap: overlapOf(this.current) });
     this.step++;
-    this.current = empty(this.step);
-    this.current.peakHeldBytes = this.streamedHeld + this.residentHeld;
+    this.current = this.empty(this.step);
+    this.sampleMemory();
   }
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-function empty(step: number): Mutable<StepStats> {
-  return { step, bytesStreamed: 0, bytesLoaded: 0, loads: 0, hits: 0, evictions: 0, overBudgetLoads: 0, waitSeconds: 0, loadSeconds: 0, overlap: 1, peakHeldBytes: 0, peakResidentBytes: 0 };
-}
-
 function overlapOf(s: StepStats): number {
-  return s.loadSeconds === 0 ? 1 : Math.max(0, Math.min(1, 1 - s.waitSeconds / s.loadSeconds));
+  return s.loadSeconds === 0 ? 1 : Math.max(0, Math.min(1, 1 - (s.waitSeconds + s.blockingSeconds) / s.loadSeconds));
 }

@@ -117,11 +117,21 @@ export class H3VideoModel implements VelocityModel {
     this.hooks = hooks;
   }
 
-  /** Runs `body` between the hooks of group `name`. */
+  /**
+   * Runs `body` between the hooks of group `name`. afterGroup runs when the body throws too (an
+   * executor unpins the group's weights there); the body's error is the one thrown.
+   */
   private async group<R>(name: string, body: () => Promise<R> | R): Promise<R> {
     const hooks = this.hooks;
     if (hooks?.beforeGroup) await hooks.beforeGroup(name);
-    const r = await body();
+    let r: R;
+    try {
+      r = await body();
+    } catch (error) {
+      // Its own failure (sync or async) would hide the body's: the body's error is the cause.
+      if (hooks?.afterGroup) await (async () => hooks.afterGroup?.(name))().catch(() => undefined);
+      throw error;
+    }
     if (hooks?.afterGroup) await hooks.afterGroup(name);
     return r;
   }

@@ -202,4 +202,33 @@ describe('group hooks', () => {
       source.close();
     }
   });
+
+  it('afterGroup runs when a group throws, and the group\'s error is the one thrown', async () => {
+    const source = openSafetensors(path);
+    try {
+      const base = createLinearProvider(source, { compute: 'f32' });
+      const failing: LinearProvider = {
+        linear(spec) {
+          const op = base.linear(spec);
+          if (!spec.name.startsWith('blocks.1.')) return op;
+          return { ...op, spec: op.spec, format: op.format, forward: async () => { throw new Error('kernel failed'); }, materializedWeight: () => op.materializedWeight() };
+        },
+      };
+      const events: string[] = [];
+      const model = H3VideoModel.create(source, failing, {
+        capture: false,
+        hooks: {
+          beforeGroup: (name) => void events.push(`before ${name}`),
+          afterGroup: (name) => {
+            events.push(`after ${name}`);
+            if (name === 'blocks.1') throw new Error('after failed too');
+          },
+        },
+      });
+      await expect(model.forward(gaussianNoise([1, 24, 1, 4, 4], 7), 0.6)).rejects.toThrowError('kernel failed');
+      expect(events.slice(-2)).toEqual(['before blocks.1', 'after blocks.1']);
+    } finally {
+      source.close();
+    }
+  });
 });

@@ -21,6 +21,12 @@ export interface OpenH3ModelOptions extends H3ModelOptions {
    * against the checkpoint's layer names): applied in fp32 whenever a weight is prepared.
    */
   readonly patcher?: (source: CheckpointSource) => WeightPatcher;
+  /**
+   * Wraps the opened checkpoint before anything reads it: the model, its linear ops and the
+   * returned `source` read through the wrapper (e.g. distorch's StagedSource, which serves streamed
+   * weights from host buffers). Closing closes the wrapper.
+   */
+  readonly wrapSource?: (source: CheckpointSource) => CheckpointSource;
 }
 
 export interface OpenedH3Model {
@@ -51,8 +57,10 @@ export function islandAwareProvider(main: LinearProvider, islands: LinearProvide
  * and the model over them. The source is closed again if anything fails.
  */
 export function openH3Model(path: string, options: OpenH3ModelOptions = {}): OpenedH3Model {
-  const source = openCheckpoint(path);
+  const opened = openCheckpoint(path);
+  let source: CheckpointSource = opened;
   try {
+    if (options.wrapSource !== undefined) source = options.wrapSource(opened);
     const { config, prefix } = resolveH3Config(source, options);
     let provider = options.provider;
     if (!provider) {

@@ -68,7 +68,7 @@ export interface QuantLinearOp extends LinearOp {
   /** What the memory account says this op holds while prepared (its cache size) and allocates per call. */
   readonly residentBytes: number;
   readonly transientBytes: number;
-  /** Bytes the op's own prepared weight holds now (0 when nothing is loaded, or when a cache holds it). */
+  /** Bytes the op's prepared weight holds now: its own, or its entry in the weight cache (0 when nothing is loaded). */
   heldBytes(): number;
   /** A row-parallel op's bias (its forward leaves it out), see LinearOp.deferredBias. */
   deferredBias(): Tensor<'f32'> | undefined;
@@ -209,6 +209,9 @@ class QuantLinear implements QuantLinearOp {
   }
 
   heldBytes(): number {
+    const cache = this.options.cache;
+    // With a weight cache the op holds nothing itself: what it holds is the cache's entry.
+    if (cache !== undefined) return cache.weights.has(cache.device ?? 'cpu', cache.model, this.cacheKey()) ? this.residentBytes : 0;
     return this.held?.bytes ?? 0;
   }
 

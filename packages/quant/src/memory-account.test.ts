@@ -116,8 +116,11 @@ describe('typed weight cache', () => {
     const op2 = createLinearProvider(other, { compute: 'int8_convrot', cache: { weights, model: 'm' } }).linear({ ...spec, name: 'o' });
     // op2 first: it has the higher priority, so it may evict op within a pass.
     weights.registerModel('m', [op2.weightDescriptor(), op.weightDescriptor()]);
+    expect(op.heldBytes()).toBe(0);
     const before = await op.forward(x);
     expect(weights.stats('cpu').residentBytes).toBe(N * K + 4 * N);
+    // What the op holds is its cache entry (an executor counts it).
+    expect(op.heldBytes()).toBe(N * K + 4 * N);
     // A LoRA patch: the cached weight is dropped and rebuilt from the patch, under the same budget.
     const patched = (await op.materializedWeight()).copy();
     (patched.data as Float32Array).forEach((v, i, a) => {
@@ -132,6 +135,7 @@ describe('typed weight cache', () => {
     await op2.forward(x);
     expect(weights.stats('cpu').evictions).toBeGreaterThan(evictionsBefore);
     expect(weights.has('cpu', 'm', op.weightDescriptor().key)).toBe(false);
+    expect(op.heldBytes()).toBe(0);
     const y2 = await op.forward(x);
     expect([...(y2.data as Float32Array)]).toEqual([...(y1.data as Float32Array)]);
     expect(weights.stats('cpu').peakResidentBytes).toBeLessThanOrEqual(N * K + 4 * N);

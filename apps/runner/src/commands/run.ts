@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
-import { StreamingExecutor, computeAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
+import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
 import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
@@ -88,18 +88,28 @@ function preparable(op: LinearOp): op is LinearOp & PreparableOp {
  * --alloc / --budget: plan the checkpoint's groups on cpu and the mapped file, and stream the groups
  * placed on disk through the model's hooks (this runner computes on the CPU only).
  */
-function streamingExecutor(opened: OpenedH3Model, args: RunArgs, latent: { frames: number; height: number; width: number }): { executor: StreamingExecutor<void>; allocation: string; budgetBytes: number; warnings: readonly string[] } {
-  const allocation = args.alloc ?? `cpu,${formatAllocationBytes(parseByteSize(args.budget as string))};disk,*`;
+function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: RunArgs, latent: { frames: number; height: number; width: number }): { executor: StreamingExecutor<void>; allocation: string; budgetBytes: number; warnings: readonly string[]; close: () => Promise<void> } {
   const layout = layoutOf(opened.source);
-  const placement = planPlacement({
-    layout,
-    allocation,
-    devices: enumerateDevices({ includeDisk: false }).devices,
-    compute: 'cpu',
-    account: computeAccount(QUANT_TO_COMPUTE[args.quant]),
-    activationBytes: estimateActivationBytes(layout, latentTokens(latent)),
-    prefetch: args.prefetch,
-  });
+  const plan = (allocation: string) =>
+    planPlacement({
+      layout,
+      allocation,
+      devices: enumerateDevices({ includeDisk: false }).devices,
+      compute: 'cpu',
+      account: computeAccount(QUANT_TO_COMPUTE[args.quant]),
+      activationBytes: estimateActivationBytes(layout, latentTokens(latent)),
+      prefetch: args.prefetch,
+    });
+  // --budget B is everything the run may hold: the planner's quotas are for weights and its
+  // reserve (activations + staging for the streamed groups) comes on top, so the weights kept
+  // resident get B less that reserve.
+  const budget = args.budget === undefined ? undefined : parseByteSize(args.budget);
+  let placement = plan(args.alloc ?? `cpu,${formatAllocationBytes(budget as number)};disk,*`);
+  if (budget !== undefined) {
+    const r = placement.reserve;
+    placement = plan(`cpu,${formatAllocationBytes(Math.max(0, budget - r.activationBytes - r.stagingBytes))};disk,*`);
+  }
+  const allocation = placement.allocation;
   const elsewhere = placement.groups.find((g) => g.device !== 'cpu' && g.device !== 'disk');
   if (elsewhere !== undefined) {
     throw new NinodesError('RUN_DEVICE_UNSUPPORTED', `the allocation places '${elsewhere.name}' on ${elsewhere.device}, but ninodes run computes on the CPU only`, {
@@ -111,8 +121,22 @@ function streamingExecutor(opened: OpenedH3Model, args: RunArgs, latent: { frame
   const all = opened.model.allLinears();
   const ops = all.filter(preparable);
   if (ops.length !== all.length) throw new NinodesError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
-  const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes: placement.reserve.stagingBytes, prefetch: args.prefetch });
-  return { executor, allocation: placement.allocation, budgetBytes: placement.reserve.stagingBytes, warnings: placement.warnings };
+  // The executor counts it on the process's measured resident bytes over what it held before:
+  // --budget B, or what the plan puts on the cpu (weights within its quota, plus the reserve).
+  const budgetBytes = budget ?? computeDeviceBytes(placement);
+  // Streamed weights are read off the JS thread into pooled buffers and staged for the ops.
+  const loader = opGroupLoader(layout, ops, opened.source, { staged });
+  const executor = new StreamingExecutor({ layout, placement, loader, budgetBytes, prefetch: args.prefetch });
+  return {
+    executor,
+    allocation: placement.allocation,
+    budgetBytes,
+    warnings: placement.warnings,
+    close: async () => {
+      await executor.close();
+      await loader.close();
+    },
+  };
 }
 
 export const run = defineCommand({
@@ -133,7 +157,7 @@ export const run = defineCommand({
     quant: { type: 'string', value: '<mode>', description: 'compute mode: fp32, bf16, int8_convrot or fp8' },
     threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
     alloc: { type: 'string', value: '<alloc>', description: 'DisTorch-style placement, e.g. "cpu,2gb;disk,*": groups past the budget stream from the mapped file' },
-    budget: { type: 'string', value: '<bytes>', description: 'shorthand for --alloc "cpu,<bytes>;disk,*" (exclusive with --alloc)' },
+    budget: { type: 'string', value: '<bytes>', description: 'everything the run may hold in RAM (measured): the weights kept resident get it less the reserve for activations and streaming, the rest streams from disk (exclusive with --alloc)' },
     prefetch: { type: 'string', value: 'N', description: 'streamed groups read ahead of the one computing' },
     tp: { type: 'string', value: 'N', description: 'split the model over N tensor-parallel rank processes on this machine (Gloo)' },
     'tp-timeout': { type: 'string', value: 'ms', description: 'deadline of the rendezvous and of each collective' },
@@ -186,15 +210,19 @@ export const run = defineCommand({
     }
     let opened: OpenedH3Model | undefined;
     let pressure: MemoryPressureMonitor | undefined;
+    let streamed: ReturnType<typeof streamingExecutor> | undefined;
     let tp: TpRankModel | undefined;
     let loras: LoadedLoras | undefined;
     try {
       // No model and no preset: the trained h3-shapes model shipped with @ninodes/models.
       const modelPath = args.model ?? (args.preset === undefined ? shapesModelPath() : await syntheticModel(args.preset, context));
       // fp32 islands (patch embedding, time embedder, output head) run as stored, as in ComfyUI.
+      const streaming = args.alloc !== undefined || args.budget !== undefined;
+      let staged: StagedSource | undefined;
       if (rank === undefined) {
         opened = openH3Model(modelPath, {
           compute: QUANT_TO_COMPUTE[args.quant],
+          ...(streaming ? { wrapSource: (s) => (staged = new StagedSource(s)) } : {}),
           ...(loraOptions.length === 0
             ? {}
             : {
@@ -221,7 +249,8 @@ export const run = defineCommand({
       const unused = model.unusedKeys();
       if (unused.length > 0 && writes) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
-      const executor = args.alloc === undefined && args.budget === undefined ? undefined : streamingExecutor(opened, args, sampler);
+      const executor = !streaming || staged === undefined ? undefined : streamingExecutor(opened, staged, args, sampler);
+      streamed = executor;
       if (executor !== undefined) {
         for (const w of executor.warnings) context.stderr.write(`warning: ${w}\n`);
         model.setHooks(executor.executor);
@@ -306,7 +335,7 @@ export const run = defineCommand({
           endToEndSeconds: (performance.now() - started) / 1000,
         },
         memory: peak,
-        ...(executor === undefined ? {} : { offload: { allocation: executor.allocation, streamingBudgetBytes: executor.budgetBytes, steps: executor.executor.stats() } }),
+        ...(executor === undefined ? {} : { offload: { allocation: executor.allocation, budgetBytes: executor.budgetBytes, steps: executor.executor.stats() } }),
         output: {
           latentSha256,
           files: RUN_FILES.filter((f) => f !== 'audio.safetensors' || result.audio !== undefined),
@@ -316,7 +345,7 @@ export const run = defineCommand({
         ...(loras === undefined ? {} : { lora: loraReport(loras.applied) }),
       });
       writeNewFile(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
-      await executor?.executor.close();
+      await executor?.close();
       const files = stage.commit();
       if (context.json) {
         context.stdout.write(`${JSON.stringify({ ...report, files })}\n`);
@@ -346,6 +375,9 @@ export const run = defineCommand({
       throw error;
     } finally {
       pressure?.stop();
+      // After a failure too: reads in flight settle and the loader's file handles close (the error
+      // that got here is the one reported).
+      if (streamed !== undefined) await streamed.close().catch(() => undefined);
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       // After a commit this only releases the lock; otherwise it removes the staging directory.
