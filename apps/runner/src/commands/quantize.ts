@@ -83,7 +83,7 @@ export const quantize = defineCommand({
         context.stdout.write(
           [
             `wrote      ${report.path} (${args.format})`,
-            `layers     ${report.layers.length} quantized, ${report.kept.length} tensors kept as they were`,
+            `layers     ${report.layers.length} quantized, ${report.kept.length} weights not (norms, islands, small or misfit layers: --json says why)`,
             `bytes      ${formatBytes(report.sourceBytes)} -> ${formatBytes(report.bytesWritten)}`,
             `speed      ${(report.sourceBytes / 1e9 / report.seconds).toFixed(2)} GB/s of source, peak held ${formatBytes(report.peakHeldBytes)}`,
             ...rotatedOff.map((l) => `note       ${l.name}: ${(l as { note?: string }).note}`),
