@@ -14,7 +14,7 @@ import { fixturePath } from './testing/fixtures.js';
 import { memoryCheckpoint } from './testing/memory-checkpoint.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quant-gguf-'));
-afterAll(() => process.env.KEEP_GGUF_TEST ? undefined : rmSync(dir, { recursive: true, force: true }));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** First differing byte offsets (a readable failure instead of a 60 KB diff). */
 function differing(a: Uint8Array, b: Uint8Array): number[] {
