@@ -149,6 +149,10 @@ export interface NativeAddon {
   ggufDequantize(dtype: string, src: Uint8Array, dst: Float32Array | Uint16Array): void;
   ggufDequantizeAsync(dtype: string, src: Uint8Array, dst: Float32Array | Uint16Array): Promise<void>;
 
+  // ops/gguf_quantize.cc
+  ggufQuantize(dtype: string, src: Float32Array, dst: Uint8Array): void;
+  ggufQuantizeAsync(dtype: string, src: Float32Array, dst: Uint8Array): Promise<void>;
+
   // ops/norms.cc
   rmsNormF32(x: F32, weight: F32 | null, out: F32, rows: number, dim: number, eps: number): void;
   layerNormF32(x: F32, weight: F32 | null, bias: F32 | null, out: F32, rows: number, dim: number, eps: number): void;

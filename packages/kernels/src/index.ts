@@ -44,6 +44,7 @@ export {
 export { MappedFile, fileIdentity, mallocTrim, pageSize, type FileIdentity, type MadviseAdvice, type MapFileOptions } from './io-mmap.js';
 // kernels-B: GGUF block decode, fp32 transformer ops
 export { dequantize, dequantizeSync, type DequantizeOptions, type DequantizeResult, type DequantizeTarget } from './gguf-dequantize.js';
+export { GGUF_QUANTIZE_TARGETS, quantizeGguf, quantizeGgufSync, type GgufQuantizeTarget } from './gguf-quantize.js';
 export { DEQUANTIZE_SOURCES, GGML_TYPE_DTYPES, type DequantizeSource } from './gguf-dtypes.js';
 export { gelu, silu, swiglu } from './ops/activations.js';
 export { attention, attentionNaive, type AttentionOptions } from './ops/attention.js';

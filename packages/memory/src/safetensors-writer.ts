@@ -1,10 +1,8 @@
 // Streams tensors into a safetensors file: the header is computed from names, dtypes and shapes
-// alone, then each tensor's bytes are requested and written one at a time. Everything goes to a
-// temporary file beside the target, fsynced and renamed over it, so a failure never leaves a
-// partial file under the real name.
-import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
-import { type DType, NinodesError, Tensor, byteSizeOf, createTempFile, releaseTemp, rethrowFs, removeTemp } from '@ninodes/kernels';
+// alone, then each tensor's bytes are requested and written one at a time, through
+// writeFileAtomically, so a failure never leaves a partial file under the real name.
+import { type DType, NinodesError, Tensor, byteSizeOf } from '@ninodes/kernels';
+import { writeFileAtomically } from './atomic-file.js';
 import { safetensorsDTypeOf } from './safetensors-dtype.js';
 
 /** One tensor to write: its layout up front, its bytes only when the writer reaches it. */
@@ -62,25 +60,16 @@ export function buildHeader(tensors: readonly TensorSource[], metadata: Readonly
   return { json: new TextEncoder().encode(text), sizes };
 }
 
-function writeAll(fd: number, bytes: Uint8Array): void {
-  let done = 0;
-  while (done < bytes.byteLength) done += writeSync(fd, bytes, done, bytes.byteLength - done);
-}
-
 /**
- * Writes a safetensors file atomically; tensors are requested one at a time. The temporary is made
- * by kernels' `createTempFile` (random name, O_EXCL|O_NOFOLLOW, removed on SIGINT/SIGTERM by the CLI
- * and on error here); file-system failures (full disk, read-only, permissions) come out coded.
+ * Writes a safetensors file atomically (`writeFileAtomically`); tensors are requested one at a time.
  */
 export async function writeSafetensors(path: string, tensors: readonly TensorSource[], options: WriteSafetensorsOptions = {}): Promise<WriteSafetensorsResult> {
   const { json, sizes } = buildHeader(tensors, options.metadata, path);
-  const temp = createTempFile(dirname(path), basename(path));
-  let fd: number | undefined = temp.fd;
-  try {
+  await writeFileAtomically(path, async (write) => {
     const length = new Uint8Array(8);
     new DataView(length.buffer).setBigUint64(0, BigInt(json.byteLength), true);
-    writeAll(fd, length);
-    writeAll(fd, json);
+    write(length);
+    write(json);
     for (const [i, t] of tensors.entries()) {
       const value = await t.data();
       const bytes = value instanceof Tensor ? value.bytes() : value;
@@ -90,24 +79,8 @@ export async function writeSafetensors(path: string, tensors: readonly TensorSou
       if (bytes.byteLength !== sizes[i]) {
         invalid('SAFETENSORS_WRITE_MISMATCH', path, `tensor '${t.name}' needs ${sizes[i]} bytes, its data has ${bytes.byteLength}`, bytes.byteLength);
       }
-      writeAll(fd, bytes);
+      write(bytes);
     }
-    fsyncSync(fd);
-    closeSync(fd);
-    fd = undefined;
-    renameSync(temp.path, path);
-    releaseTemp(temp.path);
-    // The rename itself must reach the disk too.
-    const dirFd = openSync(dirname(path), 'r');
-    try {
-      fsyncSync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
-    return { path, bytes: 8 + json.byteLength + sizes.reduce((a, b) => a + b, 0), headerBytes: json.byteLength };
-  } catch (error) {
-    // Nothing partial remains under either name.
-    removeTemp(temp.path, fd);
-    rethrowFs(error, path, 'cannot write');
-  }
+  });
+  return { path, bytes: 8 + json.byteLength + sizes.reduce((a, b) => a + b, 0), headerBytes: json.byteLength };
 }

@@ -12,6 +12,7 @@ export {
 } from './gguf-types.js';
 export { GgufNeedMoreBytes, parseGguf, type GgufHeader, type GgufTensorInfo, type ParseGgufOptions } from './gguf-parser.js';
 export { GgufCheckpoint, readGgufHeader, type OpenGgufOptions } from './gguf-checkpoint.js';
+export { buildGgufHeader, ggmlTypeIdOf, writeGguf, type GgufEntry, type WriteGgufOptions, type WriteGgufResult } from './gguf-writer.js';
 export {
   CONVROT_GROUP,
   FLOAT_FORMATS,
@@ -68,6 +69,7 @@ export { createLinearProvider, createPreparedWeightCache, floatPrecision, type C
 export { biasF32, concatRows, dequantizeInt8, materializeF32, readF32, readScalar, rowScales, toF32, weight2d } from './materialize.js';
 export { FP8_MAX, absMax, fp8Scale, relativeError } from './quant-math.js';
 export {
+  QUANTIZE_TARGETS,
   quantize,
   type QuantizeOptions,
   type QuantizeProgress,

@@ -1,120 +1,30 @@
-import { type DType, NinodesError, Tensor, dequantize, encodeFp8, isBlockDType, quantizeWeightInt8 } from '@ninodes/kernels';
-import { type CheckpointSource, type TensorEntry, type TensorSource, writeSafetensors } from '@ninodes/memory';
+import { type DType, NinodesError, Tensor, encodeFp8, isBlockDType, quantizeWeightInt8 } from '@ninodes/kernels';
+import { type CheckpointSource, type TensorSource, writeSafetensors } from '@ninodes/memory';
 import { encodeComfyQuant } from './comfy-quant-config.js';
-import { toF32 } from './materialize.js';
 import { fp8Scale } from './quant-math.js';
+import { quantizeToGguf } from './quantize-gguf.js';
+import { FLOAT_SOURCE, LOW_RANK_COLUMNS, dropPages, keepReason, sourceF32 } from './quantize-rules.js';
+import { QUANTIZE_TARGETS, type QuantizeOptions, type QuantizeProgress, type QuantizeReport, type QuantizedLayerReport } from './quantize-types.js';
 import { CONVROT_GROUP, type WeightFormat } from './weight-format.js';
 
-export type QuantizeTarget = 'int8_convrot' | 'int8_rowwise' | 'f8_e4m3fn' | 'f8_e5m2';
-
-export interface QuantizeOptions {
-  format: QuantizeTarget;
-  /** Extra layers to keep as they are: exact layer names, substrings, or patterns. */
-  skip?: readonly (string | RegExp)[];
-  /**
-   * Also quantize what is kept by default (norm-like, embedding and fp32-island linears: patch and
-   * output projections such as `video_patch_proj`, `final_layer.video_out`). Default false.
-   */
-  quantizeIslands?: boolean;
-  /** Extra `__metadata__` entries (the source's metadata is kept). */
-  metadata?: Readonly<Record<string, string>>;
-  onProgress?: (event: QuantizeProgress) => void;
-  /**
-   * Reads a source tensor (default: `source.tensor`). `mergeLora` passes its reader, which patches
-   * and dequantizes a layer (asynchronously) when the converter reaches it.
-   */
-  read?: (name: string) => Promise<Tensor> | Tensor;
-}
-
-export interface QuantizeProgress {
-  /** 'quantized' after a layer's weight is converted, 'kept' after a tensor is copied. */
-  readonly kind: 'quantized' | 'kept';
-  readonly name: string;
-  readonly index: number;
-  readonly total: number;
-  /** Source bytes consumed so far (the throughput numerator). */
-  readonly bytesRead: number;
-  readonly sourceBytes: number;
-  readonly format?: WeightFormat;
-  readonly note?: string;
-}
-
-export interface QuantizedLayerReport {
-  readonly name: string;
-  readonly format: WeightFormat;
-  readonly shape: readonly [number, number];
-  /** Why the layer is not in the requested format (e.g. unrotated because K is not a multiple of 256). */
-  readonly note?: string;
-}
-
-export interface QuantizeReport {
-  readonly path: string;
-  readonly target: QuantizeTarget;
-  readonly layers: readonly QuantizedLayerReport[];
-  /** Weights left as they were, and why. */
-  readonly kept: readonly { readonly name: string; readonly reason: string }[];
-  /** Bytes of tensor data read from the source / written to the target file. */
-  readonly sourceBytes: number;
-  readonly bytesWritten: number;
-  readonly seconds: number;
-  /** Most bytes of converted tensors held at once (the streaming bound: about one layer). */
-  readonly peakHeldBytes: number;
-}
-
-/** Layers kept unless `quantizeIslands`: norms, embeddings, patch/in/out projections (fp32 islands). */
-const DEFAULT_KEEP: readonly [RegExp, string][] = [
-  [/(?:^|[._])(?:[a-z]*norm[a-z0-9]*|ln_?\d*)(?:$|[._])/i, 'norm'],
-  [/(?:^|[._])(?:[a-z_]*embed(?:ding|der|s)?|[a-z_]*_emb|pos_emb|wte|wpe)(?:$|[._])/i, 'embedding'],
-  [/(?:^|[._])(?:[a-z_]*patch_(?:proj|embed)[a-z_]*|final_layer|proj_out|img_in|txt_in)(?:$|[._])/i, 'fp32 island (patch/out projection)'],
-  // MiniMax-H3's text stream stays as stored, as ComfyUI's converter leaves it (its pruned int8 file
-  // holds 200 int8 linears: qkv/out/fc1/fc2 of the 50 blocks, nothing of condition_proj or the refiner).
-  [/(?:^|[._])(?:condition_proj|token_refiner)(?:$|[._])/i, 'text stream (condition_proj / token refiner)'],
-];
-
-/** Below this many input columns a layer is a low-rank projection (H3's rank-8 curve adaLN): int8 saves nothing. */
-const LOW_RANK_COLUMNS = 16;
-
-function keepReason(layer: string, options: QuantizeOptions): string | undefined {
-  for (const s of options.skip ?? []) {
-    if (typeof s === 'string' ? layer === s || layer.includes(s) : s.test(layer)) return 'skipped by request';
-  }
-  if (options.quantizeIslands) return undefined;
-  for (const [re, why] of DEFAULT_KEEP) if (re.test(layer)) return why;
-  return undefined;
-}
-
-const FLOAT_SOURCE: ReadonlySet<DType> = new Set(['f32', 'f16', 'bf16']);
-
-async function sourceF32(t: Tensor, entry: TensorEntry): Promise<Tensor<'f32'>> {
-  if (isBlockDType(t.dtype)) {
-    const d = (await dequantize(t as never, 'f32')) as Tensor<'f32'>;
-    return d.reshape(entry.shape);
-  }
-  return toF32(t).reshape(entry.shape);
-}
-
-/**
- * After a tensor is converted and written, its source pages are dropped (mmap sources that offer
- * `advise`) so resident memory tracks the layer being converted, not everything read so far.
- */
-function dropPages(source: CheckpointSource, name: string): void {
-  source.advise?.(name, 'dontneed');
-}
+export { QUANTIZE_TARGETS, type QuantizeOptions, type QuantizeProgress, type QuantizeReport, type QuantizeTarget, type QuantizedLayerReport } from './quantize-types.js';
 
 /**
  * Converts a checkpoint to int8 (convrot) or scaled fp8 the way ComfyUI stores it: `<l>.weight` I8 or
  * F8, `<l>.weight_scale` F32 ([N, 1] int8, scalar fp8), `<l>.comfy_quant` U8 JSON. Everything else is
- * copied as is (GGUF block tensors are decoded to f32, which safetensors can hold). Streaming: each
- * layer is read, converted and written before the next is touched, into a temporary file renamed
- * over `target` only when complete.
+ * copied as is (GGUF block tensors are decoded to f32, which safetensors can hold). Targets `q8_0`
+ * and `q4_k` write a GGUF file instead (see quantizeToGguf). Streaming: each layer is read,
+ * converted and written before the next is touched, into a temporary file renamed over `target`
+ * only when complete.
  */
 export async function quantize(source: CheckpointSource, target: string, options: QuantizeOptions): Promise<QuantizeReport> {
   const started = performance.now();
   const { format } = options;
-  if (!['int8_convrot', 'int8_rowwise', 'f8_e4m3fn', 'f8_e5m2'].includes(format)) {
-    throw new NinodesError('UNSUPPORTED_QUANTIZE_TARGET', `cannot quantize to '${format}'`, { value: format, hint: 'targets: int8_convrot, int8_rowwise, f8_e4m3fn, f8_e5m2' });
+  if (!QUANTIZE_TARGETS.includes(format)) {
+    throw new NinodesError('UNSUPPORTED_QUANTIZE_TARGET', `cannot quantize to '${format}'`, { value: format, hint: `targets: ${QUANTIZE_TARGETS.join(', ')}` });
   }
   const read = options.read ?? ((name: string) => source.tensor(name));
+  if (format === 'q8_0' || format === 'q4_k') return quantizeToGguf(source, target, { ...options, format }, started);
   const entries = source.entries();
   const names = new Set(entries.map((e) => e.name));
   const sourceBytes = entries.reduce((a, e) => a + e.byteLength, 0);

@@ -3,8 +3,8 @@
  * memory (a separate child, measured by the OS) for the synthetic H3 presets at fp32 / bf16 / int8
  * convrot, the step-time ratio against fp32 timed in the same rounds, and the share of the step per
  * op family from the model's profiler. Case `shapes` (issue 19): the trained h3-shapes model per
- * format, its step time and the shape score of its samples, so a kernel change that degrades
- * pictures shows up as a number.
+ * format (GGUF Q8_0 / Q4_K converted by the project's converter), its step time and the shape score
+ * of its samples, so a kernel change that degrades pictures shows up as a number.
  *
  * Issue 16: every instance is also timed, interleaved, against PyTorch eager running the same
  * checkpoint and latent (tools/torch-h3) in fp32 and in bf16 (bf16 weights under
@@ -13,8 +13,8 @@
  * fp32 must match torch fp32 within 1e-4, and on h3-tiny both bf16 paths are measured against a
  * float64 torch forward.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import type { Tensor } from '@ninodes/kernels';
 import {
@@ -33,6 +33,7 @@ import {
   shapeScore,
   shapesModelPath,
 } from '@ninodes/models';
+import { type ComputeMode, openCheckpoint, quantize } from '@ninodes/quant';
 import type { BenchCase, CaseContext, Contender, Metric, Params, Suite, Target, Work } from '../suite.js';
 import { benchCacheDir } from './quant.js';
 
@@ -280,8 +281,25 @@ const step: BenchCase = {
   },
 };
 
-type ShapesFormat = StepFormat | 'f8_e4m3fn';
-const SHAPES_FORMATS: readonly ShapesFormat[] = ['f32', 'bf16', 'int8_convrot', 'f8_e4m3fn'];
+type ShapesFormat = StepFormat | 'f8_e4m3fn' | 'q8_0' | 'q4_k';
+const SHAPES_FORMATS: readonly ShapesFormat[] = ['f32', 'bf16', 'int8_convrot', 'f8_e4m3fn', 'q8_0', 'q4_k'];
+
+/**
+ * The GGUF formats run from a file: h3-shapes converted by `ninodes quantize`'s converter into the
+ * bench cache (rewritten each time: the conversion is the code under test too).
+ */
+async function shapesModelAs(format: ShapesFormat): Promise<{ path: string; compute: ComputeMode }> {
+  if (format !== 'q8_0' && format !== 'q4_k') return { path: shapesModelPath(), compute: format };
+  const path = join(benchCacheDir(), 'models', `h3-shapes-${format}.gguf`);
+  mkdirSync(dirname(path), { recursive: true });
+  const source = openCheckpoint(shapesModelPath());
+  try {
+    await quantize(source, path, { format, architecture: 'h3' });
+  } finally {
+    source.close();
+  }
+  return { path, compute: 'auto' };
+}
 
 const shapes: BenchCase = {
   name: 'shapes',
@@ -292,9 +310,9 @@ const shapes: BenchCase = {
     quick: SHAPES_FORMATS.map((format) => ({ model: 'h3-shapes', format, seeds: 4 })),
   },
   budget: { warmup: 2, minRuns: 5, maxRuns: 30 },
-  setup: (p) => {
-    const format = p.format as ShapesFormat;
-    const { model, source, close } = openH3Model(shapesModelPath(), { compute: format, capture: false });
+  setup: async (p) => {
+    const { path, compute } = await shapesModelAs(p.format as ShapesFormat);
+    const { model, source, close } = openH3Model(path, { compute, capture: false });
     const hints = samplerHints(source);
     if (hints === undefined) throw new Error(`${source.path} has no ninodes.sampler metadata`);
     const latent = gaussianNoise([1, model.config.latentChannels, hints.frames, hints.height, hints.width], SEED);

@@ -123,6 +123,20 @@ describe('ninodes quantize', () => {
     expect(r.status).toBe(0);
   });
 
+  it('writes a GGUF Q4_K file that inspect reads and run executes', async () => {
+    const out = join(dir, 'h3-micro-Q4_K.gguf');
+    const q = await cli('quantize', ckpt, out, '--format', 'gguf_q4_k', '--json');
+    expect(q.status).toBe(0);
+    const report = JSON.parse(q.stdout);
+    expect(report.target).toBe('q4_k');
+    // qkv, out, fc1, fc2 and adaLN of both blocks; the fp32 islands, norms and biases stay float.
+    expect(report.layers).toHaveLength(10);
+    const doc = JSON.parse((await cli('inspect', out, '--json')).stdout);
+    expect(doc.byFormat).toContainEqual(expect.objectContaining({ format: 'q4_k', layers: 10 }));
+    const r = await cli('run', '--model', out, '--frames', '1', '--height', '8', '--width', '8', '--steps', '1', '--out', join(dir, 'run-q4k'));
+    expect(r.status).toBe(0);
+  });
+
   it('refuses to overwrite without --force', async () => {
     const r = await cli('quantize', ckpt, ckpt.replace('.safetensors', '-x.safetensors'), '--format', 'fp8_e4m3fn');
     expect(r.status).toBe(0);

@@ -3,6 +3,7 @@ import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NinodesError, Tensor, setThreads } from '@ninodes/kernels';
+import { type ComputeMode, openCheckpoint, quantize } from '@ninodes/quant';
 import { openSafetensors, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { SHAPES_MODEL_NAME, type OpenedH3Model, openH3Model, paletteFraction, runSampler, samplerHints, shapeScore, shapesModelPath } from '@ninodes/models';
 import { z } from 'zod';
@@ -18,9 +19,17 @@ import { QUANT_TO_COMPUTE } from './run.js';
 
 const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 
-/** fp32 first (the reference), then every weight format `ninodes run --quant` converts to on the fly. */
-const DEMO_FORMATS = ['fp32', 'bf16', 'int8_convrot', 'fp8'] as const;
+/**
+ * fp32 first (the reference), then every weight format `ninodes run --quant` converts to on the fly,
+ * then the GGUF block formats, which `ninodes quantize` writes to a .gguf file that is then run.
+ */
+const DEMO_FORMATS = ['fp32', 'bf16', 'int8_convrot', 'fp8', 'gguf_q8_0', 'gguf_q4_k'] as const;
 type DemoFormat = (typeof DEMO_FORMATS)[number];
+
+/** The GGUF rows: the converter's target, and the linears run as stored (dequantized to f32 once). */
+const GGUF_TARGET = { gguf_q8_0: 'q8_0', gguf_q4_k: 'q4_k' } as const;
+const isGguf = (f: DemoFormat): f is keyof typeof GGUF_TARGET => Object.hasOwn(GGUF_TARGET, f);
+const computeOf = (f: DemoFormat): ComputeMode => (isGguf(f) ? 'auto' : QUANT_TO_COMPUTE[f]);
 
 /** What one format writes, and everything the demo writes into --out (which it replaces as a whole). */
 const formatFiles = (format: DemoFormat): string[] => [`${format}.safetensors`, `${format}.png`, `${format}.json`];
@@ -40,6 +49,8 @@ const formatReportSchema = z.object({
   /** Mean step of every seed but the first (which materializes the weights). */
   meanStepSeconds: z.number().nonnegative(),
   loadSeconds: z.number().nonnegative(),
+  /** GGUF rows: seconds to convert the model into the scratch .gguf (part of loadSeconds). */
+  convertSeconds: z.number().nonnegative().optional(),
   peakAnonBytes: z.number().int().nonnegative(),
   peakFileBytes: z.number().int().nonnegative(),
   /** Per seed: fraction of pixels within 0.2 of a palette colour. */
@@ -105,9 +116,23 @@ async function sampleFormat(format: DemoFormat, args: DemoArgs, context: { stder
   // The demo replaces its own earlier output (and refuses a directory holding anything else).
   const stage = stageOutput(args.out, { force: true, ownFiles: DEMO_FILES });
   let opened: OpenedH3Model | undefined;
+  // GGUF rows: the model converted by `ninodes quantize`'s converter into the staging area (a scratch
+  // file that goes with it: removed before the commit, or with the staging area on failure).
+  const scratch = join(stage.dir, `.${SHAPES_MODEL_NAME}-${format}.gguf`);
+  let convertSeconds: number | undefined;
   try {
     const path = shapesModelPath();
-    opened = openH3Model(path, { compute: QUANT_TO_COMPUTE[format] });
+    let modelPath = path;
+    if (isGguf(format)) {
+      const source = openCheckpoint(path);
+      try {
+        convertSeconds = (await quantize(source, scratch, { format: GGUF_TARGET[format], architecture: 'h3' })).seconds;
+      } finally {
+        source.close();
+      }
+      modelPath = scratch;
+    }
+    opened = openH3Model(modelPath, { compute: computeOf(format) });
     const hints = samplerHints(opened.source);
     if (hints === undefined) throw new NinodesError('INVALID_METADATA', `${path} has no ninodes.sampler metadata`, { value: path, where: path, hint: 'rewrite it with tools/train-demo/evaluate.py' });
     const steps = args.steps ?? hints.steps;
@@ -132,7 +157,7 @@ async function sampleFormat(format: DemoFormat, args: DemoArgs, context: { stder
     const report: FormatReport = formatReportSchema.parse({
       schema: 'ninodes.demo-format/1',
       format,
-      model: path,
+      model: modelPath === path ? path : `${path} -> ${GGUF_TARGET[format as keyof typeof GGUF_TARGET]} .gguf`,
       seeds,
       steps,
       shift: hints.shift,
@@ -141,12 +166,16 @@ async function sampleFormat(format: DemoFormat, args: DemoArgs, context: { stder
       stepSeconds,
       meanStepSeconds: warm.reduce((a, b) => a + b, 0) / warm.length,
       loadSeconds,
+      ...(convertSeconds === undefined ? {} : { convertSeconds }),
       peakAnonBytes: peak.peakAnonBytes,
       peakFileBytes: peak.peakFileBytes,
       paletteFractions: latents.map((l) => paletteFraction(l)),
       shapeScore: shapeScore(latents),
     });
     writeNewFile(join(stage.dir, `${format}.json`), `${JSON.stringify(report, null, 2)}\n`);
+    opened.close();
+    opened = undefined;
+    rmSync(scratch, { force: true });
     return stage.commit();
   } catch (error) {
     memory.stop();
@@ -161,13 +190,13 @@ async function sampleFormat(format: DemoFormat, args: DemoArgs, context: { stder
 export const demo = defineCommand({
   name: 'demo',
   summary: 'sample the trained h3-shapes model in fp32 and every weight format; pictures, shape score, PSNR, speed',
-  usage: 'ninodes demo [--out <dir>] [--seeds 8] [--steps N] [--threads N] [--format fp32|bf16|int8_convrot|fp8]',
+  usage: `ninodes demo [--out <dir>] [--seeds 8] [--steps N] [--threads N] [--format ${DEMO_FORMATS.join('|')}]`,
   options: {
     out: { type: 'string', value: '<dir>', description: 'directory for the pictures, samples and report (the demo replaces its own earlier output there)' },
     seeds: { type: 'string', value: 'N', description: 'samples per format (seeds 0..N-1)' },
     steps: { type: 'string', value: 'N', description: "denoising steps [default: the model's ninodes.sampler metadata]" },
     threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
-    format: { type: 'string', value: '<format>', description: 'sample one format in this process: fp32, bf16, int8_convrot or fp8' },
+    format: { type: 'string', value: '<format>', description: `sample one format in this process: ${DEMO_FORMATS.join(', ')}` },
   },
   positionals: [0, 0],
   examples: ['ninodes demo', 'ninodes demo --steps 4 --out /tmp/demo'],
@@ -221,7 +250,8 @@ export const demo = defineCommand({
           picture: join(outDir, `${format}.png`),
         };
       });
-      const gguf = 'GGUF Q8_0 / Q4_K: ninodes reads and runs GGUF checkpoints but has no GGUF writer yet, so the demo cannot convert to them';
+      const gguf =
+        'gguf_q8_0 / gguf_q4_k: the model converted by `ninodes quantize --format gguf_q8_0|gguf_q4_k` (block linears Q8_0 / Q4_K as ggml encodes them; fp32 islands, norms and biases F32 or as stored), then run from the .gguf with its blocks dequantized to f32 once';
       const report = {
         schema: 'ninodes.demo-report/1',
         model: { name: SHAPES_MODEL_NAME, path: fp32.model, latentShape: fp32.latentShape, steps: fp32.steps, shift: fp32.shift },

@@ -1,19 +1,32 @@
 import { formatBytes } from '@ninodes/device';
-import { openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
+import { detectArchitecture } from '@ninodes/models';
+import { type QuantizeTarget, openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
 import { checkNewOutputFile } from '../new-output-file.js';
 
+const FORMATS = ['int8_convrot', 'int8_rowwise', 'fp8_e4m3fn', 'fp8_e5m2', 'gguf_q8_0', 'gguf_q4_k'] as const;
+
+/** CLI spelling -> the converter's target (the weight format's own name). */
+const TARGET: Record<(typeof FORMATS)[number], QuantizeTarget> = {
+  int8_convrot: 'int8_convrot',
+  int8_rowwise: 'int8_rowwise',
+  fp8_e4m3fn: 'f8_e4m3fn',
+  fp8_e5m2: 'f8_e5m2',
+  gguf_q8_0: 'q8_0',
+  gguf_q4_k: 'q4_k',
+};
+
 export const quantize = defineCommand({
   name: 'quantize',
-  summary: 'convert a checkpoint to int8 convrot or fp8, in the layout ComfyUI loads',
-  usage: 'ninodes quantize <in> <out> --format int8_convrot|int8_rowwise|fp8_e4m3fn|fp8_e5m2 [--skip <layer>]... [--force] [--json]',
+  summary: 'convert a checkpoint to int8 convrot or fp8 (safetensors, as ComfyUI stores them) or GGUF Q8_0 / Q4_K',
+  usage: `ninodes quantize <in> <out> --format ${FORMATS.join('|')} [--skip <layer>]... [--force] [--json]`,
   arguments: [
     { name: 'in', description: 'checkpoint to convert (.safetensors, .safetensors.index.json or .gguf)' },
-    { name: 'out', description: 'the new .safetensors file, written through a temporary and renamed only on success' },
+    { name: 'out', description: 'the new .safetensors file (.gguf for gguf_*), written through a temporary and renamed only on success' },
   ],
   options: {
-    format: { type: 'string', value: '<format>', description: 'required: int8_convrot, int8_rowwise, fp8_e4m3fn or fp8_e5m2' },
+    format: { type: 'string', value: '<format>', description: `required: ${FORMATS.join(', ')}` },
     skip: { type: 'string', multiple: true, value: '<layer>', description: 'keep this layer (or name prefix) as it is' },
     force: { type: 'boolean', description: 'replace <out> if it exists' },
     json: { type: 'boolean', description: 'print the conversion report as JSON on stdout' },
@@ -22,9 +35,10 @@ export const quantize = defineCommand({
   examples: [
     'ninodes quantize model.safetensors model-int8.safetensors --format int8_convrot',
     'ninodes quantize model.safetensors model-fp8.safetensors --format fp8_e4m3fn --skip final_layer --force',
+    'ninodes quantize model.safetensors model-Q4_K.gguf --format gguf_q4_k',
   ],
   schema: z.object({
-    format: z.enum(['int8_convrot', 'int8_rowwise', 'fp8_e4m3fn', 'fp8_e5m2'], { message: 'required: int8_convrot, int8_rowwise, fp8_e4m3fn or fp8_e5m2' }),
+    format: z.enum(FORMATS, { message: `required: ${FORMATS.join(', ')}` }),
     skip: z.array(z.string()).default([]),
     force: z.boolean().default(false),
     json: z.boolean().default(false),
@@ -36,10 +50,13 @@ export const quantize = defineCommand({
     const source = openCheckpoint(input);
     try {
       const task = context.progress.task('quantizing', source.entries().length);
-      const format = args.format === 'fp8_e4m3fn' ? 'f8_e4m3fn' : args.format === 'fp8_e5m2' ? 'f8_e5m2' : args.format;
+      const format = TARGET[args.format];
+      // GGUF files name their architecture (general.architecture), as ComfyUI-GGUF's loader expects.
+      const detected = detectArchitecture(source.entries()).family;
       const report = await quantizeCheckpoint(source, output, {
         format,
         skip: args.skip,
+        ...(detected === 'unknown' ? {} : { architecture: detected }),
         onProgress: (e) => task.tick(e.kind === 'quantized' ? e.name : undefined),
       });
       task.done();
@@ -50,7 +67,7 @@ export const quantize = defineCommand({
         context.stdout.write(
           [
             `wrote      ${report.path} (${args.format})`,
-            `layers     ${report.layers.length} quantized, ${report.kept.length} tensors kept as they were`,
+            `layers     ${report.layers.length} quantized, ${report.kept.length} weights not (norms, islands, small or misfit layers: --json says why)`,
             `bytes      ${formatBytes(report.sourceBytes)} -> ${formatBytes(report.bytesWritten)}`,
             `speed      ${(report.sourceBytes / 1e9 / report.seconds).toFixed(2)} GB/s of source, peak held ${formatBytes(report.peakHeldBytes)}`,
             ...rotatedOff.map((l) => `note       ${l.name}: ${(l as { note?: string }).note}`),
