@@ -4,7 +4,8 @@
 // partial file under the real name.
 import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { type DType, NinodesError, Tensor, byteSizeOf, createTempFile, releaseTemp, rethrowFs, removeTemp } from '@ninodes/kernels';
+import { type DType, Tensor, byteSizeOf, createTempFile, releaseTemp, rethrowFs, removeTemp } from '@ninodes/kernels';
+import { MemoryError, type MemoryThrownCode } from './error-codes.js';
 import { safetensorsDTypeOf } from './safetensors-dtype.js';
 
 /** One tensor to write: its layout up front, its bytes only when the writer reaches it. */
@@ -32,8 +33,8 @@ export function tensorSources(tensors: Readonly<Record<string, Tensor>> | Readon
   return list.map(([name, t]) => ({ name, dtype: t.dtype, shape: t.shape, data: () => t }));
 }
 
-function invalid(code: string, path: string, message: string, value?: unknown): never {
-  throw new NinodesError(code, `${path}: ${message}`, { where: path, value });
+function invalid(code: MemoryThrownCode, path: string, message: string, value?: unknown): never {
+  throw new MemoryError(code, `${path}: ${message}`, { where: path, value });
 }
 
 /** Builds the padded JSON header (length is a multiple of 8, padded with spaces as Hugging Face does). */
