@@ -1,4 +1,5 @@
-import { type DType, NinodesError, Tensor, dequantize, encodeFp8, isBlockDType, quantizeWeightInt8 } from '@ninodes/kernels';
+import { type DType, Tensor, dequantize, encodeFp8, isBlockDType, quantizeWeightInt8 } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 import { type CheckpointSource, type TensorEntry, type TensorSource, writeSafetensors } from '@ninodes/memory';
 import { encodeComfyQuant } from './comfy-quant-config.js';
 import { toF32 } from './materialize.js';
@@ -108,7 +109,7 @@ export async function quantize(source: CheckpointSource, target: string, options
   const started = performance.now();
   const { format } = options;
   if (!['int8_convrot', 'int8_rowwise', 'f8_e4m3fn', 'f8_e5m2'].includes(format)) {
-    throw new NinodesError('UNSUPPORTED_QUANTIZE_TARGET', `cannot quantize to '${format}'`, { value: format, hint: 'targets: int8_convrot, int8_rowwise, f8_e4m3fn, f8_e5m2' });
+    throw new QuantError('UNSUPPORTED_QUANTIZE_TARGET', `cannot quantize to '${format}'`, { value: format, hint: 'targets: int8_convrot, int8_rowwise, f8_e4m3fn, f8_e5m2' });
   }
   const entries = source.entries();
   const names = new Set(entries.map((e) => e.name));
@@ -212,7 +213,7 @@ export async function quantize(source: CheckpointSource, target: string, options
       shape: int8 ? [n, 1] : [],
       data: () => {
         const s = scale;
-        if (s === undefined) throw new NinodesError('INTERNAL', `scale of '${layer}' requested before its weight`, { where: layer });
+        if (s === undefined) throw new QuantError('INTERNAL', `scale of '${layer}' requested before its weight`, { where: layer });
         scale = undefined;
         held = 0;
         return s;
