@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { DistorchError } from './error-codes.js';
 import type { CheckpointSource } from '@ninodes/memory';
 import type { LayoutGroup, ModelLayout } from '@ninodes/quant';
 import type { GroupLoader } from './streaming-executor.js';
@@ -32,7 +32,7 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
       g.linears.map((l) => {
         const op = byName.get(l.name);
         if (op === undefined) {
-          throw new NinodesError('EXECUTOR_INVALID', `the model has no op for linear '${l.name}' of group '${g.name}'`, { value: l.name, where: 'opGroupLoader', hint: 'build the layout from the checkpoint the model was opened on' });
+          throw new DistorchError('EXECUTOR_INVALID', `the model has no op for linear '${l.name}' of group '${g.name}'`, { value: l.name, where: 'opGroupLoader', hint: 'build the layout from the checkpoint the model was opened on' });
         }
         return op;
       }),

@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { DistorchError } from './error-codes.js';
 import { residentMemory } from '@ninodes/device';
 import type { GroupHooks, LayoutGroup, ModelLayout } from '@ninodes/quant';
 
@@ -99,19 +99,19 @@ export class StreamingExecutor<T> implements GroupHooks {
     this.groups = layout.groups;
     this.loader = options.loader;
     if (!Number.isSafeInteger(options.budgetBytes) || options.budgetBytes < 0) {
-      throw new NinodesError('EXECUTOR_INVALID', `budgetBytes must be a whole number of bytes >= 0, got ${options.budgetBytes}`, { value: options.budgetBytes, where: 'StreamingExecutor' });
+      throw new DistorchError('EXECUTOR_INVALID', `budgetBytes must be a whole number of bytes >= 0, got ${options.budgetBytes}`, { value: options.budgetBytes, where: 'StreamingExecutor' });
     }
     this.budget = options.budgetBytes;
     this.prefetch = options.prefetch ?? 1;
     if (!Number.isSafeInteger(this.prefetch) || this.prefetch < 0) {
-      throw new NinodesError('EXECUTOR_INVALID', `prefetch must be a whole number >= 0, got ${this.prefetch}`, { value: this.prefetch, where: 'StreamingExecutor' });
+      throw new DistorchError('EXECUTOR_INVALID', `prefetch must be a whole number >= 0, got ${this.prefetch}`, { value: this.prefetch, where: 'StreamingExecutor' });
     }
     this.sample = options.sampleResident ?? true;
     const device = new Map(placement.groups.map((g) => [g.name, g.device]));
     this.groups.forEach((g, i) => {
       this.index.set(g.name, i);
       if (!device.has(g.name)) {
-        throw new NinodesError('EXECUTOR_INVALID', `the placement has no device for group '${g.name}'`, { value: g.name, where: 'StreamingExecutor', hint: 'plan the same layout the executor runs' });
+        throw new DistorchError('EXECUTOR_INVALID', `the placement has no device for group '${g.name}'`, { value: g.name, where: 'StreamingExecutor', hint: 'plan the same layout the executor runs' });
       }
     });
     this.streamed = this.groups.map((g) => device.get(g.name) !== placement.compute);
@@ -122,7 +122,7 @@ export class StreamingExecutor<T> implements GroupHooks {
   group(name: string): T {
     const slot = this.slots.get(this.indexOf(name));
     if (slot?.loaded === undefined || slot.pins === 0) {
-      throw new NinodesError('EXECUTOR_NOT_READY', `group '${name}' is not held: ask for it between beforeGroup and afterGroup`, { value: name, where: 'StreamingExecutor.group' });
+      throw new DistorchError('EXECUTOR_NOT_READY', `group '${name}' is not held: ask for it between beforeGroup and afterGroup`, { value: name, where: 'StreamingExecutor.group' });
     }
     return slot.loaded.value;
   }
@@ -155,7 +155,7 @@ export class StreamingExecutor<T> implements GroupHooks {
     this.rethrow();
     const slot = this.slots.get(this.indexOf(name));
     if (slot === undefined || slot.pins === 0) {
-      throw new NinodesError('EXECUTOR_NOT_READY', `afterGroup('${name}') without its beforeGroup`, { value: name, where: 'StreamingExecutor.afterGroup' });
+      throw new DistorchError('EXECUTOR_NOT_READY', `afterGroup('${name}') without its beforeGroup`, { value: name, where: 'StreamingExecutor.afterGroup' });
     }
     slot.pins--;
     // A group loaded over the budget is given back as soon as it is done with.
@@ -214,7 +214,7 @@ export class StreamingExecutor<T> implements GroupHooks {
   private indexOf(name: string): number {
     const i = this.index.get(name);
     if (i === undefined) {
-      throw new NinodesError('EXECUTOR_UNKNOWN_GROUP', `the model ran group '${name}', which is not in the layout`, { value: name, where: 'StreamingExecutor', hint: `groups: ${this.groups.slice(0, 4).map((g) => g.name).join(', ')}, ...` });
+      throw new DistorchError('EXECUTOR_UNKNOWN_GROUP', `the model ran group '${name}', which is not in the layout`, { value: name, where: 'StreamingExecutor', hint: `groups: ${this.groups.slice(0, 4).map((g) => g.name).join(', ')}, ...` });
     }
     return i;
   }
