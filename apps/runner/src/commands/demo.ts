@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NinodesError, Tensor, setThreads } from '@ninodes/kernels';
+import { Tensor, setThreads } from '@ninodes/kernels';
+import { RunnerError } from '../error-codes.js';
 import { openSafetensors, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { SHAPES_MODEL_NAME, type OpenedH3Model, openH3Model, paletteFraction, runSampler, samplerHints, shapeScore, shapesModelPath } from '@ninodes/models';
 import { z } from 'zod';
@@ -55,7 +56,7 @@ function runChild(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     child.on('error', reject);
     child.on('exit', (code, signal) => {
       if (code === 0) resolvePromise();
-      else reject(new NinodesError('DEMO_RUN_FAILED', `ninodes ${args.join(' ')} exited with ${signal ?? code}`, { value: args, hint: 'its error is printed above' }));
+      else reject(new RunnerError('DEMO_RUN_FAILED', `ninodes ${args.join(' ')} exited with ${signal ?? code}`, { value: args, hint: 'its error is printed above' }));
     });
   });
 }
@@ -109,7 +110,7 @@ async function sampleFormat(format: DemoFormat, args: DemoArgs, context: { stder
     const path = shapesModelPath();
     opened = openH3Model(path, { compute: QUANT_TO_COMPUTE[format] });
     const hints = samplerHints(opened.source);
-    if (hints === undefined) throw new NinodesError('INVALID_METADATA', `${path} has no ninodes.sampler metadata`, { value: path, where: path, hint: 'rewrite it with tools/train-demo/evaluate.py' });
+    if (hints === undefined) throw new RunnerError('INVALID_METADATA', `${path} has no ninodes.sampler metadata`, { value: path, where: path, hint: 'rewrite it with tools/train-demo/evaluate.py' });
     const steps = args.steps ?? hints.steps;
     const loadSeconds = (performance.now() - started) / 1000;
     const seeds = Array.from({ length: args.seeds }, (_, i) => i);

@@ -1,6 +1,7 @@
 import { type Stats, lstatSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { NinodesError, fsError } from '@ninodes/kernels';
+import { fsError } from '@ninodes/kernels';
+import { RunnerError } from '../error-codes.js';
 import { formatBytes } from '@ninodes/device';
 import { openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
@@ -35,7 +36,7 @@ export const quantize = defineCommand({
   async run(args, context) {
     const [input, output] = args.positionals;
     if (resolve(input) === resolve(output)) {
-      throw new NinodesError('QUANTIZE_SAME_FILE', 'input and output are the same file', { value: output, hint: 'write the quantized checkpoint to a new path' });
+      throw new RunnerError('QUANTIZE_SAME_FILE', 'input and output are the same file', { value: output, hint: 'write the quantized checkpoint to a new path' });
     }
     let existing: Stats | undefined;
     try {
@@ -44,10 +45,10 @@ export const quantize = defineCommand({
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw fsError(error, output, 'cannot use', '<out>');
     }
     if (existing?.isDirectory()) {
-      throw new NinodesError('PATH_IS_DIRECTORY', `${output} is a directory`, { value: output, where: '<out>', hint: 'name the new .safetensors file, e.g. <dir>/model-int8.safetensors' });
+      throw new RunnerError('PATH_IS_DIRECTORY', `${output} is a directory`, { value: output, where: '<out>', hint: 'name the new .safetensors file, e.g. <dir>/model-int8.safetensors' });
     }
     if (existing !== undefined && !args.force) {
-      throw new NinodesError('OUTPUT_EXISTS', `${output} exists`, { value: output, where: '<out>', hint: 'pass --force to replace it (it is replaced atomically, only on success)' });
+      throw new RunnerError('OUTPUT_EXISTS', `${output} exists`, { value: output, where: '<out>', hint: 'pass --force to replace it (it is replaced atomically, only on success)' });
     }
     const source = openCheckpoint(input);
     try {

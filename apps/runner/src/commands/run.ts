@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
 import { StreamingExecutor, computeAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
-import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
+import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
+import { RunnerError } from '../error-codes.js';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
 import { type ComputeMode, floatPrecision, openCheckpoint } from '@ninodes/quant';
@@ -98,7 +99,7 @@ function streamingExecutor(opened: OpenedH3Model, args: RunArgs, latent: { frame
   });
   const elsewhere = placement.groups.find((g) => g.device !== 'cpu' && g.device !== 'disk');
   if (elsewhere !== undefined) {
-    throw new NinodesError('RUN_DEVICE_UNSUPPORTED', `the allocation places '${elsewhere.name}' on ${elsewhere.device}, but ninodes run computes on the CPU only`, {
+    throw new RunnerError('RUN_DEVICE_UNSUPPORTED', `the allocation places '${elsewhere.name}' on ${elsewhere.device}, but ninodes run computes on the CPU only`, {
       value: allocation,
       where: '--alloc',
       hint: 'use cpu and disk: --alloc "cpu,2gb;disk,*" (or --budget 2gb)',
@@ -107,7 +108,7 @@ function streamingExecutor(opened: OpenedH3Model, args: RunArgs, latent: { frame
   // The embedders' and final layer's ops, then each block's.
   const all = [...opened.model.linears.values(), ...opened.model.blocks.flatMap((b) => Object.values(b.linears))];
   const ops = all.filter(preparable);
-  if (ops.length !== all.length) throw new NinodesError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
+  if (ops.length !== all.length) throw new RunnerError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
   const executor = new StreamingExecutor({ layout, placement, loader: opGroupLoader(layout, ops, opened.source), budgetBytes: placement.reserve.stagingBytes, prefetch: args.prefetch });
   return { executor, allocation: placement.allocation, budgetBytes: placement.reserve.stagingBytes, warnings: placement.warnings };
 }
@@ -155,7 +156,7 @@ export const run = defineCommand({
     const rank = tpRankEnv(context.env);
     if (rank === undefined && args.tp > 1) return launch(args, context);
     if (rank !== undefined && args.tp !== 1 && args.tp !== rank.size) {
-      throw new NinodesError('CLI_TP_MISMATCH', `--tp ${args.tp} but this process is rank ${rank.rank} of ${rank.size} (NINODES_TP_SIZE)`, {
+      throw new RunnerError('CLI_TP_MISMATCH', `--tp ${args.tp} but this process is rank ${rank.rank} of ${rank.size} (NINODES_TP_SIZE)`, {
         value: args.tp,
         where: '--tp',
         hint: 'a rank started by hand takes its world from the environment: drop --tp',
@@ -214,11 +215,11 @@ export const run = defineCommand({
       // The schedule is checked before the first step (a collapsing --shift is refused up front).
       flowSigmas(sampler.steps, sampler.shift);
       if ((args['end-step'] ?? 0) > sampler.steps || (args['start-step'] ?? 0) >= (args['end-step'] ?? sampler.steps)) {
-        throw new NinodesError('CLI_OUT_OF_RANGE', `need 0 ≤ --start-step < --end-step ≤ --steps (${sampler.steps})`, { value: { start: args['start-step'], end: args['end-step'] }, where: '--start-step', hint: `the schedule has ${sampler.steps} steps` });
+        throw new RunnerError('CLI_OUT_OF_RANGE', `need 0 ≤ --start-step < --end-step ≤ --steps (${sampler.steps})`, { value: { start: args['start-step'], end: args['end-step'] }, where: '--start-step', hint: `the schedule has ${sampler.steps} steps` });
       }
       const { audioChannels, textDim, hidden } = model.config;
       if ((args.audio !== undefined || args['audio-frames'] !== undefined) && audioChannels === undefined) {
-        throw new NinodesError('INVALID_ARGUMENT', `${modelPath} has no audio stream (no audio_patch_proj / final_layer.audio_out)`, { value: args.audio ?? args['audio-frames'], where: '--audio', hint: 'run it without --audio / --audio-frames' });
+        throw new RunnerError('INVALID_ARGUMENT', `${modelPath} has no audio stream (no audio_patch_proj / final_layer.audio_out)`, { value: args.audio ?? args['audio-frames'], where: '--audio', hint: 'run it without --audio / --audio-frames' });
       }
       const audioIn = args.audio === undefined ? undefined : readAudioFile(args.audio, audioChannels as number);
       const contextIn = args.context === undefined ? undefined : readContextFile(args.context, textDim === undefined ? [hidden] : [textDim, hidden]);
