@@ -116,6 +116,18 @@ function occurrences(root: string, file: string, known: Set<string>): Occurrence
   return found;
 }
 
+/** The files whose codes count for `w`: its sources but not its tests or its list; native/src for kernels. */
+function sourcesOf(root: string, w: Workspace): string[] {
+  const files = sourceFiles(root, `${w.dir}/src`, (f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('.d.ts') && f !== `${w.dir}/${LIST_FILE}`);
+  if (w.name === NATIVE_SOURCES.owner) files.push(...sourceFiles(root, NATIVE_SOURCES.dir, (f) => /\.(cc|cpp|h|hpp)$/.test(f)));
+  return files;
+}
+
+/**
+ * Every violation in the tree at `root`: a package without a list, a code listed twice, a code in
+ * a source that is in no list or in the list of a package it does not depend on, and a listed code
+ * that no source of its package, or of a package depending on it, names.
+ */
 export function checkErrorCodes(root: string): ErrorCodeViolation[] {
   const all = workspaces(root);
   const byName = new Map(all.map((w) => [w.name, w]));
@@ -144,10 +156,8 @@ export function checkErrorCodes(root: string): ErrorCodeViolation[] {
   };
   const thrownBy = new Map<string, Set<string>>(); // code -> workspaces whose sources use it
   for (const w of all) {
-    const files = sourceFiles(root, `${w.dir}/src`, (f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('.d.ts') && f !== `${w.dir}/${LIST_FILE}`);
-    if (w.name === NATIVE_SOURCES.owner) files.push(...sourceFiles(root, NATIVE_SOURCES.dir, (f) => /\.(cc|cpp|h|hpp)$/.test(f)));
     const allowed = closure(w.name);
-    for (const o of files.flatMap((f) => occurrences(root, f, known))) {
+    for (const o of sourcesOf(root, w).flatMap((f) => occurrences(root, f, known))) {
       const listedBy = owner.get(o.code);
       if (!thrownBy.has(o.code)) thrownBy.set(o.code, new Set());
       thrownBy.get(o.code)?.add(w.name);
@@ -164,15 +174,4 @@ export function checkErrorCodes(root: string): ErrorCodeViolation[] {
     if (users.length === 0) violations.push({ file: `${w.dir}/${LIST_FILE}`, line: w.list?.get(code) ?? 0, code, why: `${code} is listed but nothing throws it: remove the entry` });
   }
   return violations;
-}
-
-/** Every code literal of the sources of each workspace, listed or not (to build and review the lists). */
-export function errorCodeInventory(root: string): Record<string, string[]> {
-  const result: Record<string, string[]> = {};
-  for (const w of workspaces(root)) {
-    const files = sourceFiles(root, `${w.dir}/src`, (f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('.d.ts') && f !== `${w.dir}/${LIST_FILE}`);
-    if (w.name === NATIVE_SOURCES.owner) files.push(...sourceFiles(root, NATIVE_SOURCES.dir, (f) => /\.(cc|cpp|h|hpp)$/.test(f)));
-    result[w.name] = [...new Set(files.flatMap((f) => occurrences(root, f, new Set())).map((o) => `${o.code}`))].sort();
-  }
-  return result;
 }
