@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { fsError } from '@ninodes/kernels';
 import { DeviceError } from './error-codes.js';
 import { z } from 'zod';
 
@@ -130,7 +131,8 @@ export function loadProfileConfig(path: string): ProfileConfig {
   try {
     text = readFileSync(path, 'utf8');
   } catch (cause) {
-    throw new DeviceError('PROFILE_CONFIG_NOT_FOUND', `cannot read architecture profile config '${path}'`, { value: path, where: path, hint: 'check the path given to --profiles', cause });
+    // ENOENT, EACCES, EISDIR...: the one errno -> code mapping of kernels.
+    throw fsError(cause, path, 'cannot read architecture profile config');
   }
   let json: unknown;
   try {

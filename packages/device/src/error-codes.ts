@@ -5,7 +5,6 @@ import { NinodesError, type CodedError, type KernelsErrorCode } from '@ninodes/k
 export const DEVICE_ERROR_CODES = {
   DEVICE_ID_INVALID: "a device id is not a known kind with a valid index ('cpu', 'disk', 'cuda:0', 'hip:1', ...)",
   DEVICE_NOT_FOUND: 'a well-formed device id names a device this machine does not have',
-  PROFILE_CONFIG_NOT_FOUND: 'the architecture profile config file given cannot be read',
   PROFILE_CONFIG_INVALID: 'the architecture profile config is not valid JSON, breaks its schema, or its "extends" do not resolve',
 } as const;
 

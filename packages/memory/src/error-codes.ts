@@ -33,15 +33,11 @@ export const MEMORY_ERROR_CODES = {
   // Sizes, budgets and the weight cache.
   BYTE_SIZE_INVALID: "a byte size string ('2gb', '512MiB') does not parse",
   BYTE_SIZE_TOO_LARGE: 'a byte size exceeds 2^53 bytes',
-  CACHE_INVALID_BYTES: 'a byte count given to the weight cache is not a non-negative integer',
   CACHE_PENDING: 'a weight still being materialized asynchronously was acquired synchronously',
   CACHE_PINNED: 'a weight in use was invalidated',
   CACHE_UNKNOWN_DEVICE: 'the weight cache has no budget for the device asked for',
   CACHE_UNKNOWN_WEIGHT: 'a weight that was never registered with the cache was asked for',
-  POOL_INVALID_CAP: 'the host buffer pool cap is not a non-negative integer',
-  POOL_INVALID_SIZE: 'a host buffer of an impossible size was asked for',
   PRESSURE_UNREADABLE: 'system memory (/proc/meminfo or the cgroup limit) cannot be read',
-  PRESSURE_INVALID_THRESHOLD: 'a memory pressure threshold or hysteresis outside 0..100 %',
 } as const;
 
 export type MemoryErrorCode = keyof typeof MEMORY_ERROR_CODES;

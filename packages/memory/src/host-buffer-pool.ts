@@ -32,14 +32,14 @@ export class HostBufferPool {
 
   constructor(options: { capBytes: number }) {
     if (!Number.isSafeInteger(options.capBytes) || options.capBytes < 0) {
-      throw new MemoryError('POOL_INVALID_CAP', `host pool cap must be a non-negative integer, got ${options.capBytes}`, { value: options.capBytes });
+      throw new MemoryError('INVALID_ARGUMENT', `host pool cap must be a non-negative integer, got ${options.capBytes}`, { value: options.capBytes });
     }
     this.capBytes = options.capBytes;
   }
 
   acquire(bytes: number): PooledBuffer {
     if (!Number.isSafeInteger(bytes) || bytes < 0) {
-      throw new MemoryError('POOL_INVALID_SIZE', `cannot allocate ${bytes} bytes`, { value: bytes });
+      throw new MemoryError('INVALID_ARGUMENT', `cannot allocate ${bytes} bytes`, { value: bytes });
     }
     const free = this.idle.get(bytes);
     const reused = free?.pop();

@@ -64,7 +64,7 @@ export class MemoryPressureMonitor {
     this.thresholdPercent = options.thresholdPercent ?? 85;
     this.hysteresisPercent = options.hysteresisPercent ?? 5;
     if (!(this.thresholdPercent > 0 && this.thresholdPercent <= 100) || !(this.hysteresisPercent >= 0 && this.hysteresisPercent < this.thresholdPercent)) {
-      throw new MemoryError('PRESSURE_INVALID_THRESHOLD', `memory pressure threshold ${this.thresholdPercent}% with hysteresis ${this.hysteresisPercent}% is not usable`, {
+      throw new MemoryError('INVALID_ARGUMENT', `memory pressure threshold ${this.thresholdPercent}% with hysteresis ${this.hysteresisPercent}% is not usable`, {
         value: { thresholdPercent: this.thresholdPercent, hysteresisPercent: this.hysteresisPercent },
         hint: 'threshold in (0, 100], hysteresis in [0, threshold)',
       });

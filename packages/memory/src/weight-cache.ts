@@ -96,7 +96,7 @@ function emptyStats(): CacheStats {
 
 function checkBytes(bytes: number, what: string): void {
   if (!Number.isSafeInteger(bytes) || bytes < 0) {
-    throw new MemoryError('CACHE_INVALID_BYTES', `${what} must be a non-negative integer number of bytes, got ${bytes}`, { value: bytes });
+    throw new MemoryError('INVALID_ARGUMENT', `${what} must be a non-negative integer number of bytes, got ${bytes}`, { value: bytes });
   }
 }
 

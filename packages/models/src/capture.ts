@@ -100,7 +100,7 @@ export interface CaptureComparison {
 }
 
 function listCapture(dir: string): string[] {
-  if (!existsSync(dir)) throw new ModelsError('CAPTURE_NOT_FOUND', `capture directory ${dir} does not exist`, { value: dir, hint: 'run with NINODES_CAPTURE=<dir> first' });
+  if (!existsSync(dir)) throw new ModelsError('FILE_NOT_FOUND', `capture directory ${dir} does not exist`, { value: dir, hint: 'run with NINODES_CAPTURE=<dir> first' });
   const files: string[] = [];
   for (const call of readdirSync(dir).filter((d) => d.startsWith('call-')).sort()) {
     const inCall = readdirSync(join(dir, call)).filter((f) => f.endsWith('.safetensors'));

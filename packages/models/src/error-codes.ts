@@ -12,12 +12,10 @@ export const MODELS_ERROR_CODES = {
   INVALID_CONFIG: 'a model config (preset, given or detected) has an impossible value',
   INVALID_METADATA: 'the ninodes.sampler metadata of a checkpoint is missing, not JSON, or lacks a value',
   UNKNOWN_PRESET: 'a model preset name ninodes does not define',
-  MODEL_NOT_FOUND: "the trained default model's weights are missing from the installed package",
   LINEAR_WIDTH_MISMATCH: "a linear op's output width differs from what the block needs (a wrong shard or op)",
   LATENT_NOT_FINITE: 'the starting latent holds NaN or infinity',
   SHIFT_OUT_OF_RANGE: 'a sampler shift collapses the sigma schedule',
   ABORTED: 'sampling was aborted through its signal',
-  CAPTURE_NOT_FOUND: 'a capture directory to compare against does not exist',
   CAPTURE_STATE: 'capture calls out of order (a write before beginCall)',
   WRITE_FAILED: 'a cached synthetic checkpoint has the wrong size after writing',
 } as const;

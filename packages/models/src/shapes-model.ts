@@ -13,7 +13,7 @@ export const SHAPES_MODEL_NAME = 'h3-shapes';
 export function shapesModelPath(): string {
   const path = fileURLToPath(new URL('../weights/h3-shapes.safetensors', import.meta.url));
   if (!existsSync(path)) {
-    throw new ModelsError('MODEL_NOT_FOUND', `the trained default model is missing at ${path}`, {
+    throw new ModelsError('FILE_NOT_FOUND', `the trained default model is missing at ${path}`, {
       value: path,
       where: '@ninodes/models',
       hint: 'reinstall @ninodes/models, or pass --model / --preset',
