@@ -1,6 +1,6 @@
 /** CLI flags, parsed at the edge into typed options. */
 import { parseArgs } from 'node:util';
-import { NinodesError } from '@ninodes/kernels';
+import { BenchError } from './error-codes.js';
 import { z } from 'zod';
 
 export const USAGE = `usage: ninodes-bench [--suite <name>|all] [--case <name>] [--quick] [--out <dir>] [--compare <baseline results.json>]
@@ -44,12 +44,12 @@ export function parseCli(argv: readonly string[], known: readonly string[], now 
       allowPositionals: false,
     }).values;
   } catch (e) {
-    throw new NinodesError('BENCH_BAD_FLAG', e instanceof Error ? e.message : String(e), { value: argv.join(' '), where: 'command line', hint: USAGE });
+    throw new BenchError('BENCH_BAD_FLAG', e instanceof Error ? e.message : String(e), { value: argv.join(' '), where: 'command line', hint: USAGE });
   }
   const flags = FlagsSchema.safeParse(values);
   if (!flags.success) {
     const issue = flags.error.issues[0];
-    throw new NinodesError('BENCH_BAD_FLAG', issue?.message ?? 'invalid flags', { value: issue?.path.join('.'), where: 'command line', hint: USAGE });
+    throw new BenchError('BENCH_BAD_FLAG', issue?.message ?? 'invalid flags', { value: issue?.path.join('.'), where: 'command line', hint: USAGE });
   }
   const requested = (flags.data.suite ?? ['all']).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
   const suites: string[] = [];
@@ -57,7 +57,7 @@ export function parseCli(argv: readonly string[], known: readonly string[], now 
     if (name === 'all') suites.push(...known);
     else if (known.includes(name)) suites.push(name);
     else
-      throw new NinodesError('BENCH_UNKNOWN_SUITE', `no suite named ${name}`, {
+      throw new BenchError('BENCH_UNKNOWN_SUITE', `no suite named ${name}`, {
         value: name,
         where: '--suite',
         hint: known.length ? `available: ${known.join(', ')}, all` : 'no suites are registered yet (apps/bench/src/suites/index.ts)',

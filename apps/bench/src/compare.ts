@@ -4,7 +4,7 @@
  * difference before it is flagged, and a quiet one is flagged on a small but real change.
  */
 import { readFile } from 'node:fs/promises';
-import { NinodesError } from '@ninodes/kernels';
+import { BenchError } from './error-codes.js';
 import { ResultsSchema, type CaseResult, type Comparison, type Results } from './results-schema.js';
 
 export function compareCase(current: CaseResult, baseline: CaseResult): Comparison | undefined {
@@ -32,12 +32,12 @@ export async function loadBaseline(file: string): Promise<Results> {
   try {
     raw = JSON.parse(await readFile(file, 'utf8'));
   } catch (e) {
-    throw new NinodesError('BENCH_BASELINE_UNREADABLE', `cannot read baseline ${file}`, { value: file, where: '--compare', hint: 'pass a results.json written by a previous bench run', cause: e });
+    throw new BenchError('BENCH_BASELINE_UNREADABLE', `cannot read baseline ${file}`, { value: file, where: '--compare', hint: 'pass a results.json written by a previous bench run', cause: e });
   }
   const parsed = ResultsSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new NinodesError('BENCH_BASELINE_INVALID', `baseline ${file} is not a bench results.json: ${issue?.message ?? ''}`, { value: issue?.path.join('.'), where: '--compare', hint: 'pass a results.json written by a previous bench run (schemaVersion 1)' });
+    throw new BenchError('BENCH_BASELINE_INVALID', `baseline ${file} is not a bench results.json: ${issue?.message ?? ''}`, { value: issue?.path.join('.'), where: '--compare', hint: 'pass a results.json written by a previous bench run (schemaVersion 1)' });
   }
   return parsed.data;
 }

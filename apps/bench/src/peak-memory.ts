@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { readFile, rm } from 'node:fs/promises';
 import { parseProcTable } from '@ninodes/device';
-import { NinodesError } from '@ninodes/kernels';
+import { BenchError } from './error-codes.js';
 import { benchRoot } from './package-root.js';
 
 export type PeakMethod = 'gnu-time' | 'proc-vmhwm';
@@ -59,7 +59,7 @@ export function parseVmHwm(text: string): number | undefined {
 export const measurePeakMemory: PeakMemory = async (command, args, options = {}) => {
   const method: PeakMethod = options.method ?? (gnuTimeAvailable() ? 'gnu-time' : 'proc-vmhwm');
   if (method === 'gnu-time' && !gnuTimeAvailable()) {
-    throw new NinodesError('BENCH_PEAK_METHOD_UNAVAILABLE', 'GNU time is not installed', {
+    throw new BenchError('BENCH_PEAK_METHOD_UNAVAILABLE', 'GNU time is not installed', {
       value: GNU_TIME,
       where: 'measurePeakMemory',
       hint: 'apt-get install time (scripts/setup.sh lists it), or use method "proc-vmhwm"',
@@ -95,7 +95,7 @@ export const measurePeakMemory: PeakMemory = async (command, args, options = {})
     child.on('close', (c) => resolve(c));
   }).catch((error: unknown) => {
     sampling = false;
-    throw new NinodesError('BENCH_CHILD_FAILED', `could not start ${command}`, { value: command, where, cause: error });
+    throw new BenchError('BENCH_CHILD_FAILED', `could not start ${command}`, { value: command, where, cause: error });
   });
   sampling = false;
   await sampler;
@@ -107,14 +107,14 @@ export const measurePeakMemory: PeakMemory = async (command, args, options = {})
     peakBytes = parseGnuTimeMaxRss(report);
   }
   if (code !== 0) {
-    throw new NinodesError('BENCH_CHILD_FAILED', `child exited with code ${String(code)}`, {
+    throw new BenchError('BENCH_CHILD_FAILED', `child exited with code ${String(code)}`, {
       value: code,
       where,
       hint: stderr.trim().split('\n').slice(-5).join('\n'),
     });
   }
   if (peakBytes === undefined || peakBytes <= 0) {
-    throw new NinodesError('BENCH_PEAK_UNMEASURED', 'the OS reported no peak memory for the child', { where, value: method });
+    throw new BenchError('BENCH_PEAK_UNMEASURED', 'the OS reported no peak memory for the child', { where, value: method });
   }
   return { peakBytes, method, wallSeconds, stdout };
 };

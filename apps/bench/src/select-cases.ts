@@ -1,5 +1,5 @@
 /** `--case`: narrows the selected suites to the named cases, so one number can be re-measured alone. */
-import { NinodesError } from '@ninodes/kernels';
+import { BenchError } from './error-codes.js';
 import type { Suite } from './suite.js';
 
 export function selectCases(suites: readonly Suite[], names: readonly string[]): Suite[] {
@@ -7,7 +7,7 @@ export function selectCases(suites: readonly Suite[], names: readonly string[]):
   const available = suites.flatMap((s) => s.cases.map((c) => c.name));
   for (const name of names) {
     if (!available.includes(name)) {
-      throw new NinodesError('BENCH_UNKNOWN_CASE', `no case named ${name} in the selected suites`, {
+      throw new BenchError('BENCH_UNKNOWN_CASE', `no case named ${name} in the selected suites`, {
         value: name,
         where: '--case',
         hint: `available: ${available.join(', ')}`,

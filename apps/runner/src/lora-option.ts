@@ -1,9 +1,10 @@
 // --lora file[:strength], shared by `run` and `merge`: parsed at the edge, each file read and mapped
 // onto the checkpoint's linears (quant's LoraPatcher), and what did not map shown to the user.
-import { NinodesError } from '@ninodes/kernels';
+import {} from '@ninodes/kernels';
 import type { CheckpointSource } from '@ninodes/memory';
 import { layoutOf } from '@ninodes/models';
 import { type LoraApplied, LoraPatcher, readLoraFile } from '@ninodes/quant';
+import { RunnerError } from './error-codes.js';
 
 export interface LoraOption {
   readonly path: string;
@@ -19,11 +20,11 @@ export function parseLoraOption(value: string): LoraOption {
   const tail = colon < 0 ? '' : value.slice(colon + 1);
   if (colon > 0 && /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(tail)) {
     const strength = Number(tail);
-    if (!Number.isFinite(strength)) throw new NinodesError('INVALID_ARGUMENT', `--lora ${value}: strength ${tail} is not finite`, { value, where: '--lora', hint: 'e.g. --lora style.safetensors:0.8' });
+    if (!Number.isFinite(strength)) throw new RunnerError('INVALID_ARGUMENT', `--lora ${value}: strength ${tail} is not finite`, { value, where: '--lora', hint: 'e.g. --lora style.safetensors:0.8' });
     return { path: value.slice(0, colon), strength };
   }
   if (value.length === 0 || colon === value.length - 1) {
-    throw new NinodesError('INVALID_ARGUMENT', `--lora '${value}' names no file${colon === value.length - 1 ? ' (nothing after the colon)' : ''}`, { value, where: '--lora', hint: 'e.g. --lora style.safetensors or --lora style.safetensors:0.8' });
+    throw new RunnerError('INVALID_ARGUMENT', `--lora '${value}' names no file${colon === value.length - 1 ? ' (nothing after the colon)' : ''}`, { value, where: '--lora', hint: 'e.g. --lora style.safetensors or --lora style.safetensors:0.8' });
   }
   return { path: value, strength: 1 };
 }

@@ -6,6 +6,7 @@
 // the help or the error on stderr and status 2, as POSIX utilities and git do.
 import type { Writable } from 'node:stream';
 import { NinodesError, fsError, isNinodesError, isSystemError } from '@ninodes/kernels';
+import { RunnerError } from './error-codes.js';
 import type { Command, CommandContext } from './command.js';
 import { commandHelp, topHelp } from './help.js';
 import { parseCommandArgs } from './parse-args.js';
@@ -28,12 +29,12 @@ function classify(error: unknown): NinodesError {
   if (isNinodesError(error)) return error;
   if (isSystemError(error)) return fsError(error, error.path ?? '(unknown path)', `${error.syscall} failed for`);
   if (error instanceof RangeError && /allocation failed|Invalid typed array length|Array buffer allocation|Invalid array length/i.test(error.message)) {
-    return new NinodesError('OUT_OF_MEMORY', `could not allocate memory: ${error.message}`, {
+    return new RunnerError('OUT_OF_MEMORY', `could not allocate memory: ${error.message}`, {
       cause: error,
       hint: 'use a smaller size (--frames, --height, --width) or free memory',
     });
   }
-  return new NinodesError('INTERNAL', error instanceof Error ? error.message : String(error), {
+  return new RunnerError('INTERNAL', error instanceof Error ? error.message : String(error), {
     hint: 'this is a bug in ninodes: please report it with the command you ran',
     cause: error,
   });
@@ -53,7 +54,7 @@ function findCommand(commands: readonly Command[], name: string): Command {
   const command = commands.find((c) => c.name === name);
   if (command) return command;
   const guess = closest(name, commands.map((c) => c.name));
-  throw new NinodesError('CLI_UNKNOWN_COMMAND', `unknown command '${name}'${guess ? ` (did you mean '${guess}'?)` : ''}`, {
+  throw new RunnerError('CLI_UNKNOWN_COMMAND', `unknown command '${name}'${guess ? ` (did you mean '${guess}'?)` : ''}`, {
     value: name,
     where: 'ninodes',
     hint: `commands: ${commands.map((c) => c.name).join(', ')}; 'ninodes --help' describes them`,
@@ -85,7 +86,7 @@ export async function main(argv: readonly string[], commands: readonly Command[]
       return 0;
     }
     if (name.startsWith('-')) {
-      throw new NinodesError('CLI_UNKNOWN_OPTION', `ninodes has no option ${name} before a command`, {
+      throw new RunnerError('CLI_UNKNOWN_OPTION', `ninodes has no option ${name} before a command`, {
         value: name,
         where: 'ninodes',
         hint: "usage: ninodes <command> [options]; 'ninodes --help' lists the commands",

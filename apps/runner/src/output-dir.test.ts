@@ -38,7 +38,7 @@ describe('stageOutput', () => {
     fill(out, 'old');
     expect(() => stageOutput(out, { force: false, ownFiles: own })).toThrow(expect.objectContaining({ code: 'OUTPUT_EXISTS' }));
     writeFileSync(join(out, 'mine.txt'), 'user data');
-    expect(() => stageOutput(out, { force: true, ownFiles: own })).toThrow(expect.objectContaining({ code: 'OUT_DIR_NOT_EMPTY' }));
+    expect(() => stageOutput(out, { force: true, ownFiles: own })).toThrow(expect.objectContaining({ code: 'DIRECTORY_NOT_EMPTY' }));
     rmSync(join(out, 'mine.txt'));
     const s = stageOutput(out, { force: true, ownFiles: own });
     fill(s.dir, 'new');

@@ -30,6 +30,7 @@ import {
   HOST_TAG,
   type FileLock,
 } from '@ninodes/kernels';
+import { RunnerError } from './error-codes.js';
 
 export interface StagedOutput {
   /** Where to write files now. */
@@ -91,7 +92,7 @@ function lockError(error: unknown, finalDir: string, flag: string, outDir: strin
   // ENOENT while creating in a directory that exists: a pseudo file system (/proc, /sys) that
   // takes no new files. Say so instead of "not found".
   if (error.code === 'FILE_NOT_FOUND') {
-    return new NinodesError('OUT_DIR_UNWRITABLE', `cannot create files in ${dirname(finalDir)} (it exists but takes no new files)`, {
+    return new RunnerError('OUT_DIR_UNWRITABLE', `cannot create files in ${dirname(finalDir)} (it exists but takes no new files)`, {
       value: outDir,
       where: flag,
       hint: 'choose a directory on a writable file system',
@@ -141,7 +142,7 @@ function lockFor(finalDir: string, flag: string, outDir: string): FileLock {
     }
   }
   if (isFileLock(got)) return got;
-  throw new NinodesError('OUT_DIR_BUSY', `another ninodes process (pid ${got.pid}) is writing ${finalDir}`, {
+  throw new RunnerError('OUT_DIR_BUSY', `another ninodes process (pid ${got.pid}) is writing ${finalDir}`, {
     value: outDir,
     where: flag,
     hint: `wait for it to finish or write to another directory (if no process ${got.pid} runs ninodes, remove ${lockPath})`,
@@ -166,7 +167,7 @@ export function stageOutput(outDir: string, options: StageOptions): StagedOutput
     try {
       const st = lstatSync(finalDir);
       if (!st.isDirectory()) {
-        throw new NinodesError('OUT_NOT_DIRECTORY', `${finalDir} exists and is not a directory`, {
+        throw new RunnerError('PATH_NOT_DIRECTORY', `${finalDir} exists and is not a directory`, {
           value: outDir,
           where: flag,
           hint: `${flag} names a directory to write into: choose a new path`,
@@ -181,14 +182,14 @@ export function stageOutput(outDir: string, options: StageOptions): StagedOutput
       const entries = readdirSync(finalDir, { withFileTypes: true });
       const foreign = entries.filter((e) => e.name !== INNER_LOCK && !(e.isFile() && options.ownFiles.includes(e.name)));
       if (foreign.length > 0) {
-        throw new NinodesError('OUT_DIR_NOT_EMPTY', `${finalDir} holds files ninodes did not write (${foreign.slice(0, 3).map((e) => e.name).join(', ')})`, {
+        throw new RunnerError('DIRECTORY_NOT_EMPTY', `${finalDir} holds files ninodes did not write (${foreign.slice(0, 3).map((e) => e.name).join(', ')})`, {
           value: outDir,
           where: flag,
           hint: 'choose a new or empty directory; ninodes replaces only a directory of its own outputs',
         });
       }
       if (entries.some((e) => e.name !== INNER_LOCK) && !options.force) {
-        throw new NinodesError('OUTPUT_EXISTS', `${finalDir} holds the output of an earlier run`, {
+        throw new RunnerError('OUTPUT_EXISTS', `${finalDir} holds the output of an earlier run`, {
           value: outDir,
           where: flag,
           hint: 'pass --force to replace it (it is replaced as a whole, only on success)',

@@ -2,12 +2,13 @@
 // the flag, the value and what would be accepted ("did you mean --steps?"). Nothing from the
 // command line reaches a command unvalidated.
 import { NinodesError } from '@ninodes/kernels';
+import { RunnerError, type RunnerThrownCode } from './error-codes.js';
 import type { z } from 'zod';
 import type { Command } from './command.js';
 import { closest } from './suggest.js';
 
-function usageError(command: Command, code: string, message: string, value: unknown, hint?: string): NinodesError {
-  return new NinodesError(code, message, { value, where: `ninodes ${command.name}`, hint: hint ?? `see 'ninodes help ${command.name}'` });
+function usageError(command: Command, code: RunnerThrownCode, message: string, value: unknown, hint?: string): NinodesError {
+  return new RunnerError(code, message, { value, where: `ninodes ${command.name}`, hint: hint ?? `see 'ninodes help ${command.name}'` });
 }
 
 /** `--name value`, `--name=value`, `-s value`, `--flag`; everything after `--` is positional. */
@@ -65,7 +66,7 @@ function tokenize(command: Command, argv: readonly string[]): { values: Record<s
 }
 
 /** One zod issue in the project's words: "--steps must be at least 1, got -1". */
-function describeIssue(issue: z.core.$ZodIssue, subject: string, got: unknown): { code: string; message: string } {
+function describeIssue(issue: z.core.$ZodIssue, subject: string, got: unknown): { code: RunnerThrownCode; message: string } {
   const shown = typeof got === 'string' ? `'${got}'` : JSON.stringify(got);
   switch (issue.code) {
     case 'too_small': {

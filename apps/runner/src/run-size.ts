@@ -4,7 +4,7 @@
 import { constants } from 'node:buffer';
 import { totalmem } from 'node:os';
 import { NoteLog, formatBytes, readCgroupMemory, resolveRoots } from '@ninodes/device';
-import { NinodesError } from '@ninodes/kernels';
+import { RunnerError } from './error-codes.js';
 import { type H3Config, h3ActivationBytes } from '@ninodes/models';
 
 function memoryLimit(): number {
@@ -18,7 +18,7 @@ export function checkRunFits(config: H3Config, latentShape: readonly number[], l
   const need = h3ActivationBytes(config, frames, height, width);
   const tooBig = need.largestTensorBytes > constants.MAX_LENGTH;
   if (need.peakBytes > limitBytes || tooBig) {
-    throw new NinodesError(
+    throw new RunnerError(
       'RUN_TOO_LARGE',
       `a [${latentShape.join(', ')}] latent (${need.tokens} tokens) needs about ${formatBytes(need.peakBytes)} of activations${tooBig ? `, and one of ${formatBytes(need.largestTensorBytes)}, over the ${formatBytes(constants.MAX_LENGTH)} a single array can hold` : `, more than the ${formatBytes(limitBytes)} of this machine`}`,
       { value: { frames, height, width }, where: '--frames/--height/--width', hint: 'use a smaller latent: memory grows with frames × height × width' },

@@ -1,14 +1,15 @@
 // --audio and --context: safetensors files holding tensor `audio` [1, C, 2, T] (the stereo audio
 // latent) and `context` [1, L, W] (text-encoder states of the checkpoint's text width, or states of
 // its hidden width that skip the refiner). One file may hold both, and the latent too.
-import { NinodesError, type Tensor, cast } from '@ninodes/kernels';
+import { type Tensor, cast } from '@ninodes/kernels';
+import { RunnerError } from './error-codes.js';
 import { openSafetensors } from '@ninodes/memory';
 
 function readNamed(path: string, name: string, expected: string, fits: (shape: readonly number[]) => boolean): Tensor<'f32'> {
   const source = openSafetensors(path);
   try {
     if (!source.has(name)) {
-      throw new NinodesError('TENSOR_NOT_FOUND', `${path} has no tensor named '${name}'`, {
+      throw new RunnerError('TENSOR_NOT_FOUND', `${path} has no tensor named '${name}'`, {
         value: source.entries().map((e) => e.name).slice(0, 8),
         where: path,
         hint: `store it as '${name}' ${expected}`,
@@ -16,7 +17,7 @@ function readNamed(path: string, name: string, expected: string, fits: (shape: r
     }
     const entry = source.entry(name);
     if (!fits(entry.shape)) {
-      throw new NinodesError('SHAPE_MISMATCH', `'${name}' in ${path} is [${entry.shape.join(', ')}], expected ${expected}`, { value: entry.shape, where: `${path}:${name}` });
+      throw new RunnerError('SHAPE_MISMATCH', `'${name}' in ${path} is [${entry.shape.join(', ')}], expected ${expected}`, { value: entry.shape, where: `${path}:${name}` });
     }
     const tensor = source.tensor(name);
     // Copied out of the mapping: the file is closed before the run starts.

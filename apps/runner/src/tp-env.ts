@@ -9,6 +9,7 @@
 //   NINODES_TP_ADDRESS     an address of this machine; neither: loopback)
 //   NINODES_TP_TIMEOUT_MS  optional: deadline of the rendezvous and of every collective (default 120000)
 import { NinodesError, type CommStore } from '@ninodes/kernels';
+import { RunnerError } from './error-codes.js';
 
 export interface TpRankEnv {
   readonly rank: number;
@@ -33,7 +34,7 @@ export const TP_ENV = {
 export const DEFAULT_TP_TIMEOUT_MS = 120_000;
 
 function bad(name: string, value: unknown, why: string, hint: string): NinodesError {
-  return new NinodesError('CLI_TP_ENV', `${name}=${JSON.stringify(value)}: ${why}`, { value, where: name, hint });
+  return new RunnerError('CLI_TP_ENV', `${name}=${JSON.stringify(value)}: ${why}`, { value, where: name, hint });
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, lo: number, hi: number): number {

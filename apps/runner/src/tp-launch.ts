@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NinodesError } from '@ninodes/kernels';
+import { RunnerError } from './error-codes.js';
 import type { CommandContext } from './command.js';
 import { TP_ENV } from './tp-env.js';
 
@@ -45,11 +45,11 @@ function allowedCpus(): number[] {
 function pinPlan(size: number, threadsPerRank: number): string[] {
   const found = spawnSync('taskset', ['--version'], { encoding: 'utf8' });
   if (found.error !== undefined) {
-    throw new NinodesError('TP_PIN_UNAVAILABLE', '--tp-pin needs taskset, which is not installed', { where: '--tp-pin', hint: 'apt-get install util-linux' });
+    throw new RunnerError('TP_PIN_UNAVAILABLE', '--tp-pin needs taskset, which is not installed', { where: '--tp-pin', hint: 'apt-get install util-linux' });
   }
   const cpus = allowedCpus();
   if (cpus.length < size * threadsPerRank) {
-    throw new NinodesError('CLI_TP_PIN', `--tp-pin: ${size} ranks of ${threadsPerRank} threads need ${size * threadsPerRank} cores, this process may use ${cpus.length}`, {
+    throw new RunnerError('CLI_TP_PIN', `--tp-pin: ${size} ranks of ${threadsPerRank} threads need ${size * threadsPerRank} cores, this process may use ${cpus.length}`, {
       value: { ranks: size, threadsPerRank, cores: cpus.length },
       where: '--tp-pin',
       hint: 'lower --threads or --tp, or drop --tp-pin',
@@ -63,7 +63,7 @@ function cliEntry(env: NodeJS.ProcessEnv): string {
   const candidates = [env.NINODES_CLI, fileURLToPath(new URL('./cli.js', import.meta.url)), fileURLToPath(new URL('../dist/cli.js', import.meta.url))];
   const found = candidates.find((c): c is string => c !== undefined && c.endsWith('.js') && existsSync(c));
   if (found === undefined) {
-    throw new NinodesError('TP_CLI_NOT_FOUND', 'cannot find the ninodes CLI to start the ranks with', { hint: 'build apps/runner (npm run build) or set NINODES_CLI to its dist/cli.js' });
+    throw new RunnerError('TP_CLI_NOT_FOUND', 'cannot find the ninodes CLI to start the ranks with', { hint: 'build apps/runner (npm run build) or set NINODES_CLI to its dist/cli.js' });
   }
   return found;
 }
@@ -180,7 +180,7 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
   }
   if (firstFailure !== undefined) {
     const others = exits.filter((e): e is RankExit => e !== undefined && e.rank !== firstFailure!.rank && (e.code !== 0 || e.signal !== null));
-    throw new NinodesError('TP_RANK_FAILED', `rank ${firstFailure.rank} of ${size} ${describeExit(firstFailure)}${others.length > 0 ? `; then ${others.map((e) => `rank ${e.rank} ${describeExit(e)}`).join(', ')}` : ''}`, {
+    throw new RunnerError('TP_RANK_FAILED', `rank ${firstFailure.rank} of ${size} ${describeExit(firstFailure)}${others.length > 0 ? `; then ${others.map((e) => `rank ${e.rank} ${describeExit(e)}`).join(', ')}` : ''}`, {
       value: { rank: firstFailure.rank, code: firstFailure.code, signal: firstFailure.signal },
       where: `rank ${firstFailure.rank}`,
       hint: `the lines prefixed [rank ${firstFailure.rank}] above say why`,

@@ -50,10 +50,10 @@ class AsyncOp : public Napi::AsyncWorker {
       code_ = e.code();
       SetError(e.what());
     } catch (const std::bad_alloc&) {
-      code_ = "NATIVE_OUT_OF_MEMORY";
+      code_ = "OUT_OF_MEMORY";
       SetError("native allocation failed");
     } catch (const std::exception& e) {
-      code_ = "NATIVE_INTERNAL";
+      code_ = "INTERNAL";
       SetError(e.what());
     }
   }
@@ -88,7 +88,7 @@ class AsyncOp : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
   Work work_;
   Done done_;
-  std::string code_ = "NATIVE_INTERNAL";
+  std::string code_ = "INTERNAL";
   std::vector<Napi::ObjectReference> refs_;
   std::vector<PinnableMemory*> pins_;
 };

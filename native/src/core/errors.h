@@ -61,7 +61,7 @@ Napi::Value guarded(const Napi::CallbackInfo& info, Fn&& body, bool check_faults
   } catch (const NativeError& e) {
     throw to_js_error(info.Env(), e.code(), e.what());
   } catch (const std::bad_alloc&) {
-    throw to_js_error(info.Env(), "NATIVE_OUT_OF_MEMORY", "native allocation failed");
+    throw to_js_error(info.Env(), "OUT_OF_MEMORY", "native allocation failed");
   }
 }
 

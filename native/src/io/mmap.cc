@@ -130,7 +130,7 @@ Mapping* handle_arg(const Napi::CallbackInfo& info, const char* fn) {
 
 // Validates [offset, offset + length) against a live mapping; returns nothing, fails with a code.
 void check_range(const Mapping* m, uint64_t offset, uint64_t length, const char* fn) {
-  if (m->closed) ninodes::fail("MMAP_UNMAPPED", std::string(fn) + ": the file was already unmapped (closed)");
+  if (m->closed) ninodes::fail("FILE_CLOSED", std::string(fn) + ": the file was already unmapped (closed)");
   if (offset > m->length || length > m->length - offset) {
     ninodes::fail("MMAP_RANGE", std::string(fn) + ": range " + std::to_string(offset) + "+" + std::to_string(length) +
                                     " is outside the " + std::to_string(m->length) + "-byte mapping");
@@ -149,9 +149,9 @@ Napi::Value map_file(const Napi::CallbackInfo& info) {
     if (length == 0) ninodes::fail("MMAP_EMPTY", "ioMapFile: cannot map 0 bytes");
     struct stat st;
     if (fstat(fd, &st) != 0) ninodes::fail("MMAP_FAILED", std::string("fstat failed: ") + std::strerror(errno));
-    if (!S_ISREG(st.st_mode)) ninodes::fail("MMAP_NOT_REGULAR", "only regular files can be mapped");
+    if (!S_ISREG(st.st_mode)) ninodes::fail("NOT_A_REGULAR_FILE", "only regular files can be mapped");
     if (static_cast<uint64_t>(st.st_size) < length) {
-      ninodes::fail("MMAP_PAST_END", "cannot map " + std::to_string(length) + " bytes of a " + std::to_string(st.st_size) + "-byte file");
+      ninodes::fail("MMAP_RANGE", "cannot map " + std::to_string(length) + " bytes of a " + std::to_string(st.st_size) + "-byte file");
     }
     const int prot = priv ? (PROT_READ | PROT_WRITE) : PROT_READ;
     const int flags = priv ? MAP_PRIVATE : MAP_SHARED;

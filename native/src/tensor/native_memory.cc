@@ -95,7 +95,7 @@ Napi::Value allocate_native(const Napi::CallbackInfo& info) {
     } else {
       data = std::aligned_alloc(64, rounded);
     }
-    if (data == nullptr) ninodes::fail("NATIVE_OUT_OF_MEMORY", "allocateNative: could not allocate " + std::to_string(bytes) + " bytes");
+    if (data == nullptr) ninodes::fail("OUT_OF_MEMORY", "allocateNative: could not allocate " + std::to_string(bytes) + " bytes");
     auto* a = new Allocation(data, bytes, mapped_bytes);
     {
       std::lock_guard<std::mutex> lock(ninodes::pin_mutex());

@@ -88,6 +88,6 @@ describe('profile overrides', () => {
     const bad = join(dir, 'bad.json');
     writeFileSync(bad, '{"profiles": ');
     expect(() => loadProfileConfig(bad)).toThrowError(expect.objectContaining({ code: 'PROFILE_CONFIG_INVALID', where: bad }));
-    expect(() => loadProfileConfig(join(dir, 'none.json'))).toThrowError(expect.objectContaining({ code: 'PROFILE_CONFIG_NOT_FOUND' }));
+    expect(() => loadProfileConfig(join(dir, 'none.json'))).toThrowError(expect.objectContaining({ code: 'FILE_NOT_FOUND' }));
   });
 });

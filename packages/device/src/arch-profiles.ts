@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { NinodesError } from '@ninodes/kernels';
+import { fsError } from '@ninodes/kernels';
+import { DeviceError } from './error-codes.js';
 import { z } from 'zod';
 
 /** What an architecture prefers; the planner and runner read these instead of branching on names. */
@@ -105,7 +106,7 @@ export function parseProfileConfig(value: unknown, where = 'profile config'): Pr
   if (!result.success) {
     const issue = result.error.issues[0];
     const path = issue === undefined ? '' : issue.path.map(String).join('.');
-    throw new NinodesError('PROFILE_CONFIG_INVALID', `invalid architecture profile config: ${issue?.message ?? 'unknown problem'}${path === '' ? '' : ` at '${path}'`}`, {
+    throw new DeviceError('PROFILE_CONFIG_INVALID', `invalid architecture profile config: ${issue?.message ?? 'unknown problem'}${path === '' ? '' : ` at '${path}'`}`, {
       value,
       where: path === '' ? where : `${where}: ${path}`,
       hint: `expected {"profiles": {"<arch>": {"attentionMemoryModifier": 1.5, "tileSize": {"min": 768, "max": 1024}, ...}}}; known archs: ${BUILTIN_ARCHS.join(', ')}`,
@@ -114,7 +115,7 @@ export function parseProfileConfig(value: unknown, where = 'profile config'): Pr
   const config = result.data;
   for (const [arch, o] of Object.entries(config.profiles)) {
     if (BUILTIN[arch] === undefined && derived(arch) === undefined && o.extends === undefined) {
-      throw new NinodesError('PROFILE_CONFIG_INVALID', `profile '${arch}' is not a known architecture and has no "extends"`, {
+      throw new DeviceError('PROFILE_CONFIG_INVALID', `profile '${arch}' is not a known architecture and has no "extends"`, {
         value: arch,
         where: `${where}: profiles.${arch}`,
         hint: `add "extends": one of ${BUILTIN_ARCHS.join(', ')}`,
@@ -130,13 +131,14 @@ export function loadProfileConfig(path: string): ProfileConfig {
   try {
     text = readFileSync(path, 'utf8');
   } catch (cause) {
-    throw new NinodesError('PROFILE_CONFIG_NOT_FOUND', `cannot read architecture profile config '${path}'`, { value: path, where: path, hint: 'check the path given to --profiles', cause });
+    // ENOENT, EACCES, EISDIR...: the one errno -> code mapping of kernels.
+    throw fsError(cause, path, 'cannot read architecture profile config');
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (cause) {
-    throw new NinodesError('PROFILE_CONFIG_INVALID', `architecture profile config is not valid JSON: ${(cause as Error).message}`, { value: text.slice(0, 200), where: path, hint: 'the file must be one JSON object', cause });
+    throw new DeviceError('PROFILE_CONFIG_INVALID', `architecture profile config is not valid JSON: ${(cause as Error).message}`, { value: text.slice(0, 200), where: path, hint: 'the file must be one JSON object', cause });
   }
   return parseProfileConfig(json, path);
 }
@@ -151,7 +153,7 @@ export function archProfile(arch: string, config?: ProfileConfig, seen: readonly
   let base: ArchProfile;
   if (override?.extends !== undefined) {
     if (seen.includes(arch)) {
-      throw new NinodesError('PROFILE_CONFIG_INVALID', `profile "extends" forms a cycle: ${[...seen, arch].join(' -> ')}`, { value: arch, where: `profiles.${arch}.extends` });
+      throw new DeviceError('PROFILE_CONFIG_INVALID', `profile "extends" forms a cycle: ${[...seen, arch].join(' -> ')}`, { value: arch, where: `profiles.${arch}.extends` });
     }
     base = { ...archProfile(override.extends, config, [...seen, arch]), arch, known: BUILTIN[arch] !== undefined };
   } else {

@@ -1,4 +1,5 @@
 import { NinodesError } from '@ninodes/kernels';
+import { DeviceError } from './error-codes.js';
 
 /** Kinds of places a tensor can live. `disk` is a placement target (weights streamed from files). */
 export const DEVICE_KINDS = ['cpu', 'disk', 'cuda', 'hip', 'xpu', 'mps'] as const;
@@ -27,7 +28,7 @@ export function isIndexedKind(kind: DeviceKind): kind is 'cuda' | 'hip' | 'xpu' 
 
 function invalid(text: string, why: string, valid: readonly string[] | undefined, where: string | undefined): NinodesError {
   const list = valid === undefined ? 'cpu, disk, cuda:N, hip:N, xpu:N, mps' : valid.join(', ');
-  return new NinodesError('DEVICE_ID_INVALID', `invalid device id '${text}': ${why}; valid ids here: ${list}`, {
+  return new DeviceError('DEVICE_ID_INVALID', `invalid device id '${text}': ${why}; valid ids here: ${list}`, {
     value: text,
     where: where ?? 'device id',
     hint: `write one of: ${list} (aliases: cuda = cuda:0, rocm:N = hip:N)`,
@@ -74,7 +75,7 @@ export function parseDeviceId(text: string, options: ParseDeviceIdOptions = {}):
   if (available !== undefined) {
     const canonical = formatDeviceId(id);
     if (!available.includes(canonical)) {
-      throw new NinodesError('DEVICE_NOT_FOUND', `device '${text}' (${canonical}) is not present; valid ids here: ${available.join(', ')}`, {
+      throw new DeviceError('DEVICE_NOT_FOUND', `device '${text}' (${canonical}) is not present; valid ids here: ${available.join(', ')}`, {
         value: text,
         where: where ?? 'device id',
         hint: `run 'ninodes devices' to list this machine's devices; choose one of: ${available.join(', ')}`,

@@ -1,4 +1,5 @@
 import { NinodesError } from '@ninodes/kernels';
+import type { DistorchErrorCode } from './error-codes.js';
 
 /** Stable codes of every way an allocation string can be wrong. */
 export const ALLOCATION_ERROR_CODES = [
@@ -16,7 +17,7 @@ export const ALLOCATION_ERROR_CODES = [
   'ALLOC_UNKNOWN_DEVICE',
   'ALLOC_DISK_COMPUTE',
   'ALLOC_EXCEEDS_DEVICE',
-] as const;
+] as const satisfies readonly DistorchErrorCode[];
 export type AllocationErrorCode = (typeof ALLOCATION_ERROR_CODES)[number];
 
 /**

@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { DistorchError } from './error-codes.js';
 import { z } from 'zod';
 
 /*
@@ -78,7 +78,7 @@ export function validateAllocationSpec(value: unknown, where = 'allocation'): Al
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const path = issue === undefined ? '' : issue.path.map(String).join('.');
-  throw new NinodesError('ALLOC_INVALID_SPEC', `invalid allocation: ${issue?.message ?? 'unknown problem'}${path === '' ? '' : ` at '${path}'`}`, {
+  throw new DistorchError('ALLOC_INVALID_SPEC', `invalid allocation: ${issue?.message ?? 'unknown problem'}${path === '' ? '' : ` at '${path}'`}`, {
     value,
     where: path === '' ? where : `${where}: ${path}`,
     hint: 'e.g. {"mode":"bytes","entries":[{"device":"cuda:0","amount":2684354560},{"device":"cpu","amount":"*"}]}',

@@ -1,5 +1,6 @@
 import { type FileHandle, open } from 'node:fs/promises';
-import { type DType, NinodesError } from '@ninodes/kernels';
+import { type DType } from '@ninodes/kernels';
+import { DistorchError } from './error-codes.js';
 import { type CheckpointSource, HostBufferPool, type PooledBuffer } from '@ninodes/memory';
 import type { LayoutGroup } from '@ninodes/quant';
 import type { GroupLoader, LoadedGroup } from './streaming-executor.js';
@@ -45,7 +46,7 @@ export function tensorReader(source: CheckpointSource, pool: HostBufferPool): Te
         while (done < e.byteLength) {
           const { bytesRead } = await fh.read(bytes, done, e.byteLength - done, e.byteOffset + done);
           if (bytesRead === 0) {
-            throw new NinodesError('CHECKPOINT_TRUNCATED', `${e.file} ends inside tensor '${name}' (${done} of ${e.byteLength} bytes read)`, { value: name, where: e.file, hint: 'the file changed or was cut short since it was opened; re-download or re-convert it' });
+            throw new DistorchError('FILE_TRUNCATED', `${e.file} ends inside tensor '${name}' (${done} of ${e.byteLength} bytes read)`, { value: name, where: e.file, hint: 'the file changed or was cut short since it was opened; re-download or re-convert it' });
           }
           done += bytesRead;
         }

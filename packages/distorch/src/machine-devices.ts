@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type DeviceInfo, absentHip, absentNvml, enumerateDevices, recordedHip, recordedNvml } from '@ninodes/device';
-import { NinodesError } from '@ninodes/kernels';
+import { DistorchError } from './error-codes.js';
 
 /**
  * The devices of a recorded machine directory (`proc/`, `sys/`, and optionally `nvml.json` /
@@ -11,7 +11,7 @@ import { NinodesError } from '@ninodes/kernels';
  */
 export function machineDevices(dir: string): DeviceInfo[] {
   if (!existsSync(join(dir, 'proc')) || !existsSync(join(dir, 'sys'))) {
-    throw new NinodesError('MACHINE_DIR_INVALID', `'${dir}' is not a recorded machine directory (no proc/ and sys/)`, {
+    throw new DistorchError('MACHINE_DIR_INVALID', `'${dir}' is not a recorded machine directory (no proc/ and sys/)`, {
       value: dir,
       where: '--machine',
       hint: 'point at a directory with proc/ and sys/ trees, e.g. packages/device/fixtures/machines/w7900x2-gfx1100',

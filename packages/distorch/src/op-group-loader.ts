@@ -4,6 +4,7 @@ import type { LayoutGroup, ModelLayout } from '@ninodes/quant';
 import { idleOf, readAll, tensorReader } from './file-group-loader.js';
 import type { StagedSource } from './staged-source.js';
 import type { GroupLoader, LoadedGroup } from './streaming-executor.js';
+import { DistorchError } from './error-codes.js';
 
 /**
  * What the loader needs of a linear op (quant's QuantLinearOp has it): a way to prepare its weight
@@ -62,7 +63,7 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
       g.linears.map((l) => {
         const op = byName.get(l.name);
         if (op === undefined) {
-          throw new NinodesError('EXECUTOR_INVALID', `the model has no op for linear '${l.name}' of group '${g.name}'`, { value: l.name, where: 'opGroupLoader', hint: 'build the layout from the checkpoint the model was opened on' });
+          throw new DistorchError('EXECUTOR_INVALID', `the model has no op for linear '${l.name}' of group '${g.name}'`, { value: l.name, where: 'opGroupLoader', hint: 'build the layout from the checkpoint the model was opened on' });
         }
         const weight = `${l.name}.weight`;
         return { op, weight: names.has(weight) ? weight : undefined };

@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { DistorchError } from './error-codes.js';
 import { formatBytes } from '@ninodes/device';
 import type { LayoutGroup, ModelLayout } from '@ninodes/quant';
 import { type AllocationSpec, validateAllocationSpec } from './allocation-spec.js';
@@ -97,7 +97,7 @@ interface Sized {
 }
 
 function fail(message: string, value: unknown, hint: string): never {
-  throw new NinodesError('PLAN_INVALID', message, { value, where: 'plan', hint });
+  throw new DistorchError('PLAN_INVALID', message, { value, where: 'plan', hint });
 }
 
 function sizeGroups(layout: ModelLayout, account: TensorAccount): Sized[] {

@@ -1,6 +1,7 @@
 import { NinodesError } from '@ninodes/kernels';
 import { type ResidentMemory, residentMemory } from '@ninodes/device';
 import type { GroupHooks, LayoutGroup, ModelLayout } from '@ninodes/quant';
+import { DistorchError } from './error-codes.js';
 
 /** One group's weights, read and prepared by a GroupLoader. */
 export interface LoadedGroup<T> {
@@ -132,12 +133,12 @@ export class StreamingExecutor<T> implements GroupHooks {
     this.groups = layout.groups;
     this.loader = options.loader;
     if (!Number.isSafeInteger(options.budgetBytes) || options.budgetBytes < 0) {
-      throw new NinodesError('EXECUTOR_INVALID', `budgetBytes must be a whole number of bytes >= 0, got ${options.budgetBytes}`, { value: options.budgetBytes, where: 'StreamingExecutor' });
+      throw new DistorchError('EXECUTOR_INVALID', `budgetBytes must be a whole number of bytes >= 0, got ${options.budgetBytes}`, { value: options.budgetBytes, where: 'StreamingExecutor' });
     }
     this.budget = options.budgetBytes;
     this.prefetch = options.prefetch ?? 1;
     if (!Number.isSafeInteger(this.prefetch) || this.prefetch < 0) {
-      throw new NinodesError('EXECUTOR_INVALID', `prefetch must be a whole number >= 0, got ${this.prefetch}`, { value: this.prefetch, where: 'StreamingExecutor' });
+      throw new DistorchError('EXECUTOR_INVALID', `prefetch must be a whole number >= 0, got ${this.prefetch}`, { value: this.prefetch, where: 'StreamingExecutor' });
     }
     this.probe = options.measure === false ? undefined : (options.measure ?? residentMemory);
     if (this.probe !== undefined) {
@@ -149,7 +150,7 @@ export class StreamingExecutor<T> implements GroupHooks {
     this.groups.forEach((g, i) => {
       this.index.set(g.name, i);
       if (!device.has(g.name)) {
-        throw new NinodesError('EXECUTOR_INVALID', `the placement has no device for group '${g.name}'`, { value: g.name, where: 'StreamingExecutor', hint: 'plan the same layout the executor runs' });
+        throw new DistorchError('EXECUTOR_INVALID', `the placement has no device for group '${g.name}'`, { value: g.name, where: 'StreamingExecutor', hint: 'plan the same layout the executor runs' });
       }
     });
     this.streamed = this.groups.map((g) => device.get(g.name) !== placement.compute);
@@ -160,7 +161,7 @@ export class StreamingExecutor<T> implements GroupHooks {
   group(name: string): T {
     const slot = this.slots.get(this.indexOf(name));
     if (slot?.loaded === undefined || slot.pins === 0) {
-      throw new NinodesError('EXECUTOR_NOT_READY', `group '${name}' is not held: ask for it between beforeGroup and afterGroup`, { value: name, where: 'StreamingExecutor.group' });
+      throw new DistorchError('EXECUTOR_NOT_READY', `group '${name}' is not held: ask for it between beforeGroup and afterGroup`, { value: name, where: 'StreamingExecutor.group' });
     }
     return slot.loaded.value;
   }
@@ -193,7 +194,7 @@ export class StreamingExecutor<T> implements GroupHooks {
     this.rethrow();
     const slot = this.slots.get(this.indexOf(name));
     if (slot === undefined || slot.pins === 0) {
-      throw new NinodesError('EXECUTOR_NOT_READY', `afterGroup('${name}') without its beforeGroup`, { value: name, where: 'StreamingExecutor.afterGroup' });
+      throw new DistorchError('EXECUTOR_NOT_READY', `afterGroup('${name}') without its beforeGroup`, { value: name, where: 'StreamingExecutor.afterGroup' });
     }
     slot.pins--;
     // Over the budget (a group loaded over it, or activations grew), streamed groups are given back
@@ -261,7 +262,7 @@ export class StreamingExecutor<T> implements GroupHooks {
   private indexOf(name: string): number {
     const i = this.index.get(name);
     if (i === undefined) {
-      throw new NinodesError('EXECUTOR_UNKNOWN_GROUP', `the model ran group '${name}', which is not in the layout`, { value: name, where: 'StreamingExecutor', hint: `groups: ${this.groups.slice(0, 4).map((g) => g.name).join(', ')}, ...` });
+      throw new DistorchError('EXECUTOR_UNKNOWN_GROUP', `the model ran group '${name}', which is not in the layout`, { value: name, where: 'StreamingExecutor', hint: `groups: ${this.groups.slice(0, 4).map((g) => g.name).join(', ')}, ...` });
     }
     return i;
   }

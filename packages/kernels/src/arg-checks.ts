@@ -3,20 +3,20 @@
 // the better message), and a native op and its reference twin reject the same inputs with the same
 // codes. Op-specific option checks build on these (linear-checks.ts, fp8-options.ts, hadamard-options.ts).
 import type { DType } from './dtype.js';
-import { NinodesError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 import { Tensor } from './tensor.js';
 
 /** A Tensor of either module build (ESM or CJS: Tensor's instanceof accepts both). */
 export function requireTensor(t: unknown, where: string): asserts t is Tensor {
   if (!(t instanceof Tensor)) {
-    throw new NinodesError('INVALID_ARGUMENT', `${where}: expected a Tensor`, { value: t, where, hint: 'pass a Tensor from @ninodes/kernels' });
+    throw new KernelsError('INVALID_ARGUMENT', `${where}: expected a Tensor`, { value: t, where, hint: 'pass a Tensor from @ninodes/kernels' });
   }
 }
 
 export function requireDType<D extends DType>(t: unknown, allowed: readonly D[], where: string): asserts t is Tensor<D> {
   requireTensor(t, where);
   if (!(allowed as readonly string[]).includes(t.dtype)) {
-    throw new NinodesError('DTYPE_MISMATCH', `${where}: dtype ${t.dtype} is not one of ${allowed.join(', ')}`, {
+    throw new KernelsError('DTYPE_MISMATCH', `${where}: dtype ${t.dtype} is not one of ${allowed.join(', ')}`, {
       value: t.dtype,
       where,
       hint: `convert it first (cast) to ${allowed[0]}`,
@@ -30,7 +30,7 @@ export function matrixDims(t: Tensor, where: string, flatten = false): [number, 
     const rows = t.rank === 1 ? 1 : t.shape.slice(0, -1).reduce((a, b) => a * b, 1);
     return [rows, cols];
   }
-  throw new NinodesError('SHAPE_MISMATCH', `${where}: expected a ${flatten ? 'tensor of rank >= 1' : 'rank-2 tensor'}, got shape [${t.shape.join(', ')}]`, {
+  throw new KernelsError('SHAPE_MISMATCH', `${where}: expected a ${flatten ? 'tensor of rank >= 1' : 'rank-2 tensor'}, got shape [${t.shape.join(', ')}]`, {
     value: t.shape,
     where,
   });
@@ -38,7 +38,7 @@ export function matrixDims(t: Tensor, where: string, flatten = false): [number, 
 
 export function requireShape(t: Tensor, shape: readonly number[], where: string, hint?: string): void {
   if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
-    throw new NinodesError('SHAPE_MISMATCH', `${where}: expected shape [${shape.join(', ')}], got [${t.shape.join(', ')}]`, {
+    throw new KernelsError('SHAPE_MISMATCH', `${where}: expected shape [${shape.join(', ')}], got [${t.shape.join(', ')}]`, {
       value: t.shape,
       where,
       ...(hint === undefined ? {} : { hint }),
@@ -51,7 +51,7 @@ export function requireRowScale(t: Tensor, rows: number, where: string): void {
   requireDType(t, ['f32'], where);
   const ok = (t.rank === 2 && t.shape[0] === rows && t.shape[1] === 1) || (t.rank === 1 && t.shape[0] === rows);
   if (!ok) {
-    throw new NinodesError('SHAPE_MISMATCH', `${where}: expected a [${rows}, 1] scale, got [${t.shape.join(', ')}]`, { value: t.shape, where });
+    throw new KernelsError('SHAPE_MISMATCH', `${where}: expected a [${rows}, 1] scale, got [${t.shape.join(', ')}]`, { value: t.shape, where });
   }
 }
 
@@ -59,7 +59,7 @@ export function requirePositiveScales(values: Float32Array, where: string): void
   for (let i = 0; i < values.length; i++) {
     const v = values[i] as number;
     if (!(Number.isFinite(v) && v > 0)) {
-      throw new NinodesError('INVALID_ARGUMENT', `${where}: scale of row ${i} is ${v}, not a positive finite number`, {
+      throw new KernelsError('INVALID_ARGUMENT', `${where}: scale of row ${i} is ${v}, not a positive finite number`, {
         value: v,
         where: `${where}[${i}]`,
         hint: 'scales come from absmax / 127 and are > 0',
@@ -76,17 +76,17 @@ export function checkHadamardGroup(cols: number, group: number, order: HadamardO
   const integer = Number.isSafeInteger(group) && group >= 1 && group <= 2 ** 24;
   while (integer && g > 1 && g % base === 0) g /= base;
   if (!integer || g !== 1) {
-    throw new NinodesError('INVALID_ARGUMENT', `${where}: group ${show(group)} is not a power of ${base}`, {
+    throw new KernelsError('INVALID_ARGUMENT', `${where}: group ${show(group)} is not a power of ${base}`, {
       value: group,
       where,
       hint: order === 'regular' ? 'the regular Hadamard exists for powers of 4 (16, 64, 256, ...)' : 'sylvester order needs a power of 2',
     });
   }
   if (order !== 'regular' && order !== 'sylvester') {
-    throw new NinodesError('INVALID_ARGUMENT', `${where}: order must be 'regular' or 'sylvester'`, { value: order, where });
+    throw new KernelsError('INVALID_ARGUMENT', `${where}: order must be 'regular' or 'sylvester'`, { value: order, where });
   }
   if (cols % group !== 0) {
-    throw new NinodesError('GROUP_MISMATCH', `${where}: last dimension ${cols} is not a multiple of the group ${group}`, {
+    throw new KernelsError('GROUP_MISMATCH', `${where}: last dimension ${cols} is not a multiple of the group ${group}`, {
       value: { cols, group },
       where,
       hint: 'pad K to a multiple of the group, or rotate with a group that divides it',
@@ -105,7 +105,7 @@ export function show(value: unknown): string {
 export function optionsOf<T extends object>(opts: T | undefined, where: string): Partial<T> {
   if (opts === undefined) return {};
   if (opts === null || typeof opts !== 'object') {
-    throw new NinodesError('INVALID_ARGUMENT', `${where}: options must be an object, got ${show(opts)}`, { value: opts, where });
+    throw new KernelsError('INVALID_ARGUMENT', `${where}: options must be an object, got ${show(opts)}`, { value: opts, where });
   }
   return opts;
 }
@@ -124,7 +124,7 @@ export function optionalF32(t: unknown, op: string, name: string): Tensor<'f32'>
 export function requireRank(t: Tensor, rank: number | 'atLeast1', op: string, name: string): void {
   const ok = rank === 'atLeast1' ? t.rank >= 1 : t.rank === rank;
   if (!ok) {
-    throw new NinodesError('SHAPE_MISMATCH', `${op}: '${name}' must have ${rank === 'atLeast1' ? 'at least 1 dimension' : `${rank} dimensions`}, got [${t.shape.join(', ')}]`, {
+    throw new KernelsError('SHAPE_MISMATCH', `${op}: '${name}' must have ${rank === 'atLeast1' ? 'at least 1 dimension' : `${rank} dimensions`}, got [${t.shape.join(', ')}]`, {
       value: t.shape,
       where: `${op}(${name})`,
     });
@@ -140,7 +140,7 @@ export function requireSuffixBroadcast(a: Tensor, b: Tensor, op: string, name: s
   const core = [...b.shape];
   while (!suffixMatches(a.shape, core) && core[0] === 1) core.shift();
   if (!suffixMatches(a.shape, core)) {
-    throw new NinodesError('SHAPE_MISMATCH', `${op}: '${name}' of shape [${b.shape.join(', ')}] does not broadcast over [${a.shape.join(', ')}]`, {
+    throw new KernelsError('SHAPE_MISMATCH', `${op}: '${name}' of shape [${b.shape.join(', ')}] does not broadcast over [${a.shape.join(', ')}]`, {
       value: { a: a.shape, [name]: b.shape },
       where: `${op}(${name})`,
       hint: `'${name}' must equal a trailing part of the other shape (leading 1s allowed)`,
@@ -156,7 +156,7 @@ function suffixMatches(shape: readonly number[], suffix: readonly number[]): boo
 
 export function requireFiniteNumber(v: unknown, op: string, name: string): number {
   if (typeof v !== 'number' || !Number.isFinite(v)) {
-    throw new NinodesError('INVALID_ARGUMENT', `${op}: '${name}' must be a finite number`, { value: v, where: `${op}(${name})` });
+    throw new KernelsError('INVALID_ARGUMENT', `${op}: '${name}' must be a finite number`, { value: v, where: `${op}(${name})` });
   }
   return v;
 }

@@ -5,6 +5,7 @@
 // the same collectives in the same order; a second call waits for the first.
 import { statSync } from 'node:fs';
 import { NinodesError } from './errors.js';
+import { KernelsError, type KernelsErrorCode } from './error-codes.js';
 import { callNative, callNativeAsync } from './native-addon.js';
 import type { CommArray, CommDType, CommHandle as Handle, CommStatus as NativeStatus, ReduceOp } from '@ninodes/native';
 
@@ -36,18 +37,12 @@ export interface CommunicatorOptions {
 }
 
 /** Error codes a collective can fail with; `ranks` on the error names the ranks it blames. */
-export type CommErrorCode =
-  | 'COMM_TIMEOUT'
-  | 'COMM_PEER_LOST'
-  | 'COMM_STORE'
-  | 'COMM_INTERFACE'
-  | 'COMM_CLOSED'
-  | 'COMM_NOT_CONNECTED';
+export type CommErrorCode = Extract<KernelsErrorCode, `COMM_${string}`>;
 
 /** A NinodesError from a collective, with the ranks it names (lost, late, or never joined). */
 export class CommError extends NinodesError {
   readonly ranks: readonly number[];
-  constructor(code: string, message: string, ranks: readonly number[], where: string, hint: string | undefined) {
+  constructor(code: CommErrorCode | 'INTERNAL', message: string, ranks: readonly number[], where: string, hint: string | undefined) {
     super(code, message, hint === undefined ? { where, value: ranks } : { where, value: ranks, hint });
     this.name = 'CommError';
     this.ranks = ranks;
@@ -64,12 +59,12 @@ const HINTS: Record<string, string> = {
 function dtypeOf(data: unknown, where: string): CommDType {
   if (data instanceof Float32Array) return 'f32';
   if (data instanceof Int32Array) return 'i32';
-  throw new NinodesError('INVALID_ARGUMENT', `${where}: expected a Float32Array or Int32Array`, { value: data, where });
+  throw new KernelsError('INVALID_ARGUMENT', `${where}: expected a Float32Array or Int32Array`, { value: data, where });
 }
 
 function requireInt(value: unknown, lo: number, hi: number, what: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < lo || value > hi) {
-    throw new NinodesError('INVALID_ARGUMENT', `createCommunicator: ${what} must be an integer in ${lo}..${hi}`, {
+    throw new KernelsError('INVALID_ARGUMENT', `createCommunicator: ${what} must be an integer in ${lo}..${hi}`, {
       value,
       where: what,
     });
@@ -108,7 +103,7 @@ export class Communicator {
   /** Element-wise reduction across ranks, in place: every rank ends with the same bytes. */
   allreduce(data: CommArray, op: ReduceOp = 'sum'): Promise<void> {
     const dtype = dtypeOf(data, 'allreduce');
-    if (op !== 'sum' && op !== 'max') throw new NinodesError('INVALID_ARGUMENT', `allreduce: op must be 'sum' or 'max'`, { value: op });
+    if (op !== 'sum' && op !== 'max') throw new KernelsError('INVALID_ARGUMENT', `allreduce: op must be 'sum' or 'max'`, { value: op });
     return this.enqueue('allreduce', data.byteLength, (h) => callNativeAsync('allreduce', (n) => n.commAllreduce(h, data, dtype, op)));
   }
 
@@ -116,7 +111,7 @@ export class Communicator {
   broadcast(data: CommArray, root = 0): Promise<void> {
     const dtype = dtypeOf(data, 'broadcast');
     if (!Number.isInteger(root) || root < 0 || root >= this.size) {
-      throw new NinodesError('INVALID_ARGUMENT', `broadcast: root ${root} is not a rank of a world of ${this.size}`, { value: root });
+      throw new KernelsError('INVALID_ARGUMENT', `broadcast: root ${root} is not a rank of a world of ${this.size}`, { value: root });
     }
     return this.enqueue('broadcast', data.byteLength, (h) => callNativeAsync('broadcast', (n) => n.commBroadcast(h, data, dtype, root)));
   }
@@ -156,7 +151,7 @@ export class Communicator {
       }
       const started = performance.now();
       const status = await op(this.handle);
-      if (status.code !== '') throw new CommError(status.code, status.message, status.ranks, `rank ${this.rank}`, HINTS[status.code]);
+      if (status.code !== '') throw new CommError(status.code as CommErrorCode, status.message, status.ranks, `rank ${this.rank}`, HINTS[status.code]);
       this.done.collectives += 1;
       this.done.bytes += bytes;
       this.done.seconds += (performance.now() - started) / 1000;
@@ -179,7 +174,7 @@ export async function createCommunicator(options: CommunicatorOptions): Promise<
   const graceMs = requireInt(options.graceMs ?? Math.min(2000, timeoutMs), 0, 86_400_000, 'graceMs');
   const prefix = options.prefix ?? 'ninodes';
   if (typeof prefix !== 'string' || prefix === '' || /[\s/]/.test(prefix)) {
-    throw new NinodesError('INVALID_ARGUMENT', 'createCommunicator: prefix must be a non-empty string without spaces or slashes', { value: prefix, where: 'prefix' });
+    throw new KernelsError('INVALID_ARGUMENT', 'createCommunicator: prefix must be a non-empty string without spaces or slashes', { value: prefix, where: 'prefix' });
   }
   const store = options.store;
   if (store?.kind === 'file') {
@@ -190,7 +185,7 @@ export async function createCommunicator(options: CommunicatorOptions): Promise<
       isDir = false;
     }
     if (!isDir) {
-      throw new NinodesError('COMM_STORE', `file store ${store.path} is not an existing directory`, {
+      throw new KernelsError('COMM_STORE', `file store ${store.path} is not an existing directory`, {
         value: store.path,
         where: 'store.path',
         hint: 'create the directory (shared by every rank) before starting the ranks',
@@ -198,11 +193,11 @@ export async function createCommunicator(options: CommunicatorOptions): Promise<
     }
   } else if (store?.kind === 'redis') {
     if (typeof store.host !== 'string' || store.host === '') {
-      throw new NinodesError('INVALID_ARGUMENT', 'createCommunicator: store.host must name the Redis server', { value: store.host, where: 'store.host' });
+      throw new KernelsError('INVALID_ARGUMENT', 'createCommunicator: store.host must name the Redis server', { value: store.host, where: 'store.host' });
     }
     requireInt(store.port, 1, 65535, 'store.port');
   } else {
-    throw new NinodesError('INVALID_ARGUMENT', `createCommunicator: store.kind must be 'file' or 'redis'`, { value: store, where: 'store' });
+    throw new KernelsError('INVALID_ARGUMENT', `createCommunicator: store.kind must be 'file' or 'redis'`, { value: store, where: 'store' });
   }
   const status = await callNativeAsync('createCommunicator', (n) =>
     n.commCreate({
@@ -218,7 +213,7 @@ export async function createCommunicator(options: CommunicatorOptions): Promise<
     }),
   );
   if (status.code !== '' || status.handle === undefined) {
-    throw new CommError(status.code || 'NATIVE_INTERNAL', status.message, status.ranks, `rank ${rank}`, HINTS[status.code]);
+    throw new CommError((status.code as CommErrorCode) || 'INTERNAL', status.message, status.ranks, `rank ${rank}`, HINTS[status.code]);
   }
   return Communicator.fromHandle(rank, size, status.handle);
 }

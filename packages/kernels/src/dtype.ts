@@ -1,4 +1,4 @@
-import { NinodesError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 
 /** Element dtypes: one value per element, `bytes` each. */
 export const ELEMENT_DTYPES = {
@@ -61,7 +61,7 @@ export function isDType(dtype: string): dtype is DType {
 
 export function assertDType(dtype: string, where?: string): DType {
   if (!isDType(dtype)) {
-    throw new NinodesError('UNKNOWN_DTYPE', `unknown dtype '${dtype}'`, {
+    throw new KernelsError('UNKNOWN_DTYPE', `unknown dtype '${dtype}'`, {
       value: dtype,
       ...(where === undefined ? {} : { where }),
       hint: `valid dtypes: ${DTYPES.join(', ')}`,
@@ -75,7 +75,7 @@ export function numelOf(shape: readonly number[], where?: string): number {
   let n = 1;
   for (const [i, d] of shape.entries()) {
     if (!Number.isSafeInteger(d) || d < 0) {
-      throw new NinodesError('INVALID_SHAPE', `dimension ${i} of shape [${shape.join(', ')}] is not a non-negative integer`, {
+      throw new KernelsError('INVALID_SHAPE', `dimension ${i} of shape [${shape.join(', ')}] is not a non-negative integer`, {
         value: shape,
         ...(where === undefined ? {} : { where }),
         hint: 'shapes are arrays of non-negative integers',
@@ -83,7 +83,7 @@ export function numelOf(shape: readonly number[], where?: string): number {
     }
     n *= d;
     if (!Number.isSafeInteger(n)) {
-      throw new NinodesError('INVALID_SHAPE', `shape [${shape.join(', ')}] has more elements than 2^53`, {
+      throw new KernelsError('INVALID_SHAPE', `shape [${shape.join(', ')}] has more elements than 2^53`, {
         value: shape,
         ...(where === undefined ? {} : { where }),
       });
@@ -100,7 +100,7 @@ export function byteSizeOf(dtype: DType, shape: readonly number[], where?: strin
   const { blockElements, blockBytes } = BLOCK_DTYPES[dtype];
   const inner = shape.length === 0 ? 1 : (shape[shape.length - 1] as number);
   if (inner % blockElements !== 0) {
-    throw new NinodesError(
+    throw new KernelsError(
       'BLOCK_MISALIGNED',
       `innermost dimension ${inner} of a ${dtype} tensor is not a multiple of its block size ${blockElements}`,
       { value: shape, ...(where === undefined ? {} : { where }), hint: 'block dtypes pack whole blocks along the last dimension' },

@@ -43,6 +43,14 @@ export class NinodesError extends Error {
   }
 }
 
+/**
+ * NinodesError's constructor narrowed to the codes one package may throw: its own list
+ * (`src/error-codes.ts`) and the lists of the packages it depends on. Each package binds one
+ * (`export const QuantError: CodedError<QuantThrownCode> = NinodesError`), so a code outside the
+ * lists fails to compile while the thrown object stays a plain NinodesError.
+ */
+export type CodedError<Code extends string> = new (code: Code, message: string, details?: NinodesErrorDetails) => NinodesError;
+
 export function isNinodesError(error: unknown, code?: string): error is NinodesError {
   return error instanceof NinodesError && (code === undefined || error.code === code);
 }
@@ -51,7 +59,7 @@ export function isNinodesError(error: unknown, code?: string): error is NinodesE
 export function fromNativeError(error: unknown, where?: string): NinodesError {
   if (error instanceof NinodesError) return error;
   const e = error as { code?: unknown; message?: unknown };
-  const code = typeof e?.code === 'string' ? e.code : 'NATIVE_INTERNAL';
+  const code = typeof e?.code === 'string' ? e.code : 'INTERNAL';
   const message = typeof e?.message === 'string' ? e.message : String(error);
   return new NinodesError(code, message, where === undefined ? { cause: error } : { where, cause: error });
 }

@@ -5,7 +5,7 @@
 // same stale lock cannot both remove it and both believe they hold a new one.
 import { closeSync, constants, linkSync, lstatSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { NinodesError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 import { fsError } from './fs-errors.js';
 import { HOST_TAG, processAlive, registerTemp, releaseTemp, tempName } from './temp-files.js';
 
@@ -152,7 +152,7 @@ export async function waitLock(path: string, options: { pollMs?: number; timeout
       options.onWait?.(got);
     }
     if (options.timeoutMs !== undefined && Date.now() - started > options.timeoutMs) {
-      throw new NinodesError('LOCK_TIMEOUT', `${path} is still held by process ${got.pid} after ${options.timeoutMs} ms`, {
+      throw new KernelsError('LOCK_TIMEOUT', `${path} is still held by process ${got.pid} after ${options.timeoutMs} ms`, {
         value: path,
         where: path,
         hint: `wait for process ${got.pid} to finish, or remove ${path} if no such process runs`,

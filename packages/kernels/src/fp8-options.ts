@@ -1,5 +1,5 @@
 import { optionsOf, show } from './arg-checks.js';
-import { NinodesError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 
 export type Fp8Format = 'f8_e4m3fn' | 'f8_e5m2';
 export const FP8_FORMATS: readonly Fp8Format[] = ['f8_e4m3fn', 'f8_e5m2'];
@@ -26,19 +26,19 @@ export interface ResolvedEncodeFp8 {
 
 export function resolveEncodeFp8(format: unknown, options?: EncodeFp8Options): ResolvedEncodeFp8 {
   if (!FP8_FORMATS.includes(format as Fp8Format)) {
-    throw new NinodesError('DTYPE_MISMATCH', `encodeFp8: format ${show(format)} is not one of ${FP8_FORMATS.join(', ')}`, { value: format, where: 'encodeFp8 format' });
+    throw new KernelsError('DTYPE_MISMATCH', `encodeFp8: format ${show(format)} is not one of ${FP8_FORMATS.join(', ')}`, { value: format, where: 'encodeFp8 format' });
   }
   const { scale, mode, stochastic } = optionsOf(options, 'encodeFp8 options');
   if (scale !== undefined && !(typeof scale === 'number' && Number.isFinite(scale) && scale > 0)) {
-    throw new NinodesError('INVALID_ARGUMENT', `encodeFp8: scale ${show(scale)} is not a positive finite number`, { value: scale, where: 'encodeFp8 opts.scale' });
+    throw new KernelsError('INVALID_ARGUMENT', `encodeFp8: scale ${show(scale)} is not a positive finite number`, { value: scale, where: 'encodeFp8 opts.scale' });
   }
   if (mode !== undefined && mode !== 'torch-cast' && mode !== 'clamp') {
-    throw new NinodesError('INVALID_ARGUMENT', `encodeFp8: mode must be 'torch-cast' or 'clamp'`, { value: mode, where: 'encodeFp8 opts.mode' });
+    throw new KernelsError('INVALID_ARGUMENT', `encodeFp8: mode must be 'torch-cast' or 'clamp'`, { value: mode, where: 'encodeFp8 opts.mode' });
   }
   if (stochastic !== undefined) optionsOf(stochastic, 'encodeFp8 opts.stochastic');
   const seed = stochastic?.seed;
   if (stochastic !== undefined && !(Number.isInteger(seed) && (seed as number) >= 0 && (seed as number) <= 0xffffffff)) {
-    throw new NinodesError('INVALID_ARGUMENT', `encodeFp8: stochastic.seed must be an integer in 0..2^32-1`, { value: seed, where: 'encodeFp8 opts.stochastic.seed' });
+    throw new KernelsError('INVALID_ARGUMENT', `encodeFp8: stochastic.seed must be an integer in 0..2^32-1`, { value: seed, where: 'encodeFp8 opts.stochastic.seed' });
   }
   return { format: format as Fp8Format, scale, clamp: mode === undefined ? scale !== undefined : mode === 'clamp', seed };
 }
@@ -46,7 +46,7 @@ export function resolveEncodeFp8(format: unknown, options?: EncodeFp8Options): R
 export function resolveDecodeScale(options?: DecodeFp8Options): number | undefined {
   const { scale } = optionsOf(options, 'decodeFp8 options');
   if (scale !== undefined && !(typeof scale === 'number' && Number.isFinite(scale))) {
-    throw new NinodesError('INVALID_ARGUMENT', `decodeFp8: scale ${show(scale)} is not a finite number`, { value: scale, where: 'decodeFp8 opts.scale' });
+    throw new KernelsError('INVALID_ARGUMENT', `decodeFp8: scale ${show(scale)} is not a finite number`, { value: scale, where: 'decodeFp8 opts.scale' });
   }
   return scale;
 }

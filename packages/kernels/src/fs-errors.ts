@@ -3,9 +3,10 @@
 // layer that touches the file system maps its errors through here, so one errno has one code.
 import { closeSync, constants, fstatSync, openSync, type Stats } from 'node:fs';
 import { NinodesError } from './errors.js';
+import { KernelsError, type KernelsErrorCode } from './error-codes.js';
 
 /** errno -> [code, what happened, what to do]. */
-const ERRNO: Readonly<Record<string, readonly [string, string, string]>> = {
+const ERRNO: Readonly<Record<string, readonly [KernelsErrorCode, string, string]>> = {
   ENOENT: ['FILE_NOT_FOUND', 'no such file or directory', 'check the path'],
   EISDIR: ['PATH_IS_DIRECTORY', 'is a directory', 'pass a file, not a directory'],
   ENOTDIR: ['PATH_NOT_DIRECTORY', 'a part of the path is not a directory', 'a file stands where a directory is needed: choose another path'],
@@ -44,8 +45,8 @@ export function fsError(error: unknown, path: string, action: string, where?: st
   if (error instanceof NinodesError) return error;
   const errno = isSystemError(error) ? error.code : undefined;
   const known = errno === undefined ? undefined : ERRNO[errno];
-  const [code, what, hint] = known ?? ['FS_ERROR', errno ?? (error instanceof Error ? error.message : String(error)), 'check the path, its permissions and the file system'];
-  return new NinodesError(code, `${action} ${path}: ${what}${errno !== undefined ? ` (${errno})` : ''}`, {
+  const [code, what, hint]: readonly [KernelsErrorCode, string, string] = known ?? ['FS_ERROR', errno ?? (error instanceof Error ? error.message : String(error)), 'check the path, its permissions and the file system'];
+  return new KernelsError(code, `${action} ${path}: ${what}${errno !== undefined ? ` (${errno})` : ''}`, {
     value: path,
     where: where ?? path,
     hint,
@@ -90,7 +91,7 @@ export function openRegularFile(path: string, where?: string): number {
   if (!st.isFile()) {
     closeSync(fd);
     const code = st.isDirectory() ? 'PATH_IS_DIRECTORY' : 'NOT_A_REGULAR_FILE';
-    throw new NinodesError(code, `${path} is ${kindOf(st)}, not a regular file`, {
+    throw new KernelsError(code, `${path} is ${kindOf(st)}, not a regular file`, {
       value: path,
       where: where ?? path,
       hint: st.isDirectory() ? 'pass a file inside the directory, not the directory' : 'pass a regular file; ninodes does not read from pipes or devices',

@@ -1,5 +1,5 @@
 import { byteSizeOf, isBlockDType } from './dtype.js';
-import { NinodesError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 import { DEQUANTIZE_SOURCES, type DequantizeSource } from './gguf-dtypes.js';
 import { callNative, callNativeAsync } from './native-addon.js';
 import { requireDType } from './arg-checks.js';
@@ -24,7 +24,7 @@ function plan(
   requireDType(x, DEQUANTIZE_SOURCES, 'dequantize(x)');
   const src = x;
   if (to !== 'f32' && to !== 'bf16') {
-    throw new NinodesError('INVALID_ARGUMENT', `dequantize: target dtype must be 'f32' or 'bf16', got '${String(to)}'`, {
+    throw new KernelsError('INVALID_ARGUMENT', `dequantize: target dtype must be 'f32' or 'bf16', got '${String(to)}'`, {
       value: to,
       where: 'dequantize(to)',
     });
@@ -34,7 +34,7 @@ function plan(
   if (out === undefined) return { src, out: to === 'f32' ? Tensor.zeros('f32', src.shape) : Tensor.zeros('bf16', src.shape) };
   requireDType(out, [to], 'dequantize(opts.out)');
   if (out.numel !== src.numel) {
-    throw new NinodesError('SHAPE_MISMATCH', `dequantize: opts.out holds ${out.numel} values, the source ${src.numel}`, {
+    throw new KernelsError('SHAPE_MISMATCH', `dequantize: opts.out holds ${out.numel} values, the source ${src.numel}`, {
       value: { out: out.shape, x: src.shape },
       where: 'dequantize(opts.out)',
     });

@@ -3,6 +3,7 @@ import { NinodesError } from './errors.js';
 import { callNative, callNativeAsync } from './native-addon.js';
 import { requireDType } from './arg-checks.js';
 import { Tensor } from './tensor.js';
+import { KernelsError } from './error-codes.js';
 
 /** GGUF block types the kernels can encode (ggml's reference quantizers, byte for byte). */
 export const GGUF_QUANTIZE_TARGETS = ['q8_0', 'q4_k'] as const;
@@ -11,7 +12,7 @@ export type GgufQuantizeTarget = (typeof GGUF_QUANTIZE_TARGETS)[number];
 function plan(x: Tensor, to: GgufQuantizeTarget): { src: Tensor<'f32'>; out: Tensor<GgufQuantizeTarget> } {
   requireDType(x, ['f32'], 'quantizeGguf(x)');
   if (!(GGUF_QUANTIZE_TARGETS as readonly DType[]).includes(to)) {
-    throw new NinodesError('UNSUPPORTED_QUANTIZE_TARGET', `quantizeGguf: cannot encode '${String(to)}'`, {
+    throw new KernelsError('UNSUPPORTED_QUANTIZE_TARGET', `quantizeGguf: cannot encode '${String(to)}'`, {
       value: to,
       where: 'quantizeGguf(to)',
       hint: `targets: ${GGUF_QUANTIZE_TARGETS.join(', ')}`,

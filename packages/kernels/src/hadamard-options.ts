@@ -1,5 +1,5 @@
 import { type HadamardOrder, checkHadamardGroup, matrixDims, optionsOf, requireDType, requireShape } from './arg-checks.js';
-import { NinodesError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 import type { Tensor } from './tensor.js';
 
 export interface HadamardOptions {
@@ -25,7 +25,7 @@ export function resolveHadamard(x: Tensor, options?: HadamardOptions, where = 'h
   const opts = optionsOf(options, `${where} options`);
   const order = opts.order ?? 'regular';
   if (order !== 'regular' && order !== 'sylvester') {
-    throw new NinodesError('INVALID_ARGUMENT', `${where}: order must be 'regular' or 'sylvester'`, { value: order, where: `${where} opts.order` });
+    throw new KernelsError('INVALID_ARGUMENT', `${where}: order must be 'regular' or 'sylvester'`, { value: order, where: `${where} opts.order` });
   }
   const group = opts.group ?? 256;
   const [rows, cols] = matrixDims(x, where, true);
@@ -34,7 +34,7 @@ export function resolveHadamard(x: Tensor, options?: HadamardOptions, where = 'h
     requireDType(opts.out, ['f32'], `${where} opts.out`);
     requireShape(opts.out, x.shape, `${where} opts.out`);
     if (opts.out.buffer === x.buffer && opts.out.byteOffset !== x.byteOffset && opts.out.byteOffset < x.byteOffset + x.byteLength && x.byteOffset < opts.out.byteOffset + opts.out.byteLength) {
-      throw new NinodesError('INVALID_ARGUMENT', `${where}: opts.out partially overlaps the input`, { where: `${where} opts.out`, hint: 'pass x itself (in place) or disjoint memory' });
+      throw new KernelsError('INVALID_ARGUMENT', `${where}: opts.out partially overlaps the input`, { where: `${where} opts.out`, hint: 'pass x itself (in place) or disjoint memory' });
     }
   }
   return { rows, cols, group, order };

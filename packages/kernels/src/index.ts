@@ -13,7 +13,8 @@ export {
   type DType,
   type ElementDType,
 } from './dtype.js';
-export { NinodesError, fromNativeError, isNinodesError, type NinodesErrorDetails } from './errors.js';
+export { NinodesError, fromNativeError, isNinodesError, type CodedError, type NinodesErrorDetails } from './errors.js';
+export { KERNELS_ERROR_CODES, type KernelsErrorCode } from './error-codes.js';
 export { fsError, isSystemError, openRegularFile, rethrowFs } from './fs-errors.js';
 export {
   HOST_TAG,

@@ -14,7 +14,7 @@ import {
   resolveConvrot,
 } from './linear-checks.js';
 import { callNative, callNativeAsync } from './native-addon.js';
-import { NinodesError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 import { Tensor } from './tensor.js';
 
 export type { Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
@@ -60,7 +60,7 @@ export async function int8Matmul(qx: Tensor, qw: Tensor, options?: Int8MatmulOpt
   const [m, k] = matrixDims(qx, 'int8Matmul qx');
   const [n, wk] = matrixDims(qw, 'int8Matmul qw');
   if (wk !== k) {
-    throw new NinodesError('SHAPE_MISMATCH', `int8Matmul: qx has K = ${k} but qw [${qw.shape.join(', ')}] has K = ${wk}`, { value: { qx: qx.shape, qw: qw.shape }, where: 'int8Matmul' });
+    throw new KernelsError('SHAPE_MISMATCH', `int8Matmul: qx has K = ${k} but qw [${qw.shape.join(', ')}] has K = ${wk}`, { value: { qx: qx.shape, qw: qw.shape }, where: 'int8Matmul' });
   }
   checkInt8K(k, 'int8Matmul');
   const backend = checkBackend(optionsOf(options, 'int8Matmul options').backend, 'int8Matmul options.backend');

@@ -6,7 +6,8 @@
 // them (kernels, sumBytes, touch, verify) fails with FILE_TRUNCATED naming the file.
 import { closeSync, fstatSync, openSync } from 'node:fs';
 import { openRegularFile } from './fs-errors.js';
-import { NinodesError, fromNativeError } from './errors.js';
+import { fromNativeError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 import { callNative } from './native-addon.js';
 import type { MadviseAdvice, MappingHandle as Handle } from '@ninodes/native';
 import type { StorageOwner } from './tensor.js';
@@ -121,14 +122,14 @@ export class MappedFile implements StorageOwner {
     if (handle !== undefined) callNative(this.path, (n) => n.ioAssertIntact(handle));
     const now = fileIdentity(this.fd);
     if (now.size < this.identity.size) {
-      throw new NinodesError('FILE_TRUNCATED', `${this.path} shrank from ${this.identity.size} to ${now.size} bytes after it was mapped`, {
+      throw new KernelsError('FILE_TRUNCATED', `${this.path} shrank from ${this.identity.size} to ${now.size} bytes after it was mapped`, {
         where: this.path,
         value: { mapped: this.identity.size, now: now.size },
         hint: 'reading the missing pages would raise SIGBUS; reopen the file',
       });
     }
     if (now.mtimeNs !== this.identity.mtimeNs || now.size !== this.identity.size) {
-      throw new NinodesError('FILE_MODIFIED', `${this.path} was written to after it was mapped`, {
+      throw new KernelsError('FILE_MODIFIED', `${this.path} was written to after it was mapped`, {
         where: this.path,
         value: { mtimeNs: String(now.mtimeNs), size: String(now.size) },
         hint: 'tensors would mix old and new bytes; reopen the file',
@@ -146,7 +147,7 @@ export class MappedFile implements StorageOwner {
       onDisk = undefined;
     }
     if (onDisk === undefined || onDisk.ino !== this.identity.ino || onDisk.dev !== this.identity.dev) {
-      throw new NinodesError('FILE_REPLACED', `${this.path} is no longer the file that was mapped (deleted or replaced)`, {
+      throw new KernelsError('FILE_REPLACED', `${this.path} is no longer the file that was mapped (deleted or replaced)`, {
         where: this.path,
         hint: 'the mapping still shows the old contents; reopen the checkpoint to read the new file',
       });
@@ -209,13 +210,13 @@ export class MappedFile implements StorageOwner {
 
   private liveHandle(): Handle {
     if (this.handle === undefined) {
-      throw new NinodesError('MMAP_RANGE', `${this.path} is empty; there is nothing to view`, { where: this.path });
+      throw new KernelsError('MMAP_RANGE', `${this.path} is empty; there is nothing to view`, { where: this.path });
     }
     return this.handle;
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new NinodesError('FILE_CLOSED', `${this.path} was closed`, { where: this.path, hint: 'reopen it' });
+    if (this.closed) throw new KernelsError('FILE_CLOSED', `${this.path} was closed`, { where: this.path, hint: 'reopen it' });
   }
 }
 

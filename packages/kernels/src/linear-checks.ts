@@ -1,6 +1,6 @@
 // Shape and dtype rules of linear / int8 ops, shared by the native and the reference backend.
 import { type HadamardOrder, checkHadamardGroup, matrixDims, requireDType, requirePositiveScales, requireRowScale, requireShape } from './arg-checks.js';
-import { NinodesError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 import type { Tensor } from './tensor.js';
 
 export interface LinearDims {
@@ -19,7 +19,7 @@ export function linearDims(x: Tensor, w: Tensor, where: string, wDtypes: readonl
   const [m, k] = matrixDims(x, `${where} input`, true);
   const [n, wk] = matrixDims(w, `${where} weight`);
   if (wk !== k) {
-    throw new NinodesError('SHAPE_MISMATCH', `${where}: input has K = ${k} but the weight [${w.shape.join(', ')}] has K = ${wk}`, {
+    throw new KernelsError('SHAPE_MISMATCH', `${where}: input has K = ${k} but the weight [${w.shape.join(', ')}] has K = ${wk}`, {
       value: { x: x.shape, w: w.shape },
       where,
       hint: 'weights are [N, K] (PyTorch layout), inputs [..., K]',
@@ -36,7 +36,7 @@ export function checkBias(bias: Tensor | undefined, n: number, where: string): v
 
 export function checkInt8K(k: number, where: string): void {
   if (k > MAX_INT8_K) {
-    throw new NinodesError('INVALID_SHAPE', `${where}: K = ${k} exceeds ${MAX_INT8_K}; int32 accumulators could overflow`, { value: k, where });
+    throw new KernelsError('INVALID_SHAPE', `${where}: K = ${k} exceeds ${MAX_INT8_K}; int32 accumulators could overflow`, { value: k, where });
   }
 }
 
@@ -80,7 +80,7 @@ const BACKEND_CHOICES: readonly Int8BackendChoice[] = ['auto', 'amx', 'onednn', 
 export function checkBackend(value: unknown, where: string): Int8BackendChoice {
   if (value === undefined) return 'auto';
   if (typeof value === 'string' && (BACKEND_CHOICES as readonly string[]).includes(value)) return value as Int8BackendChoice;
-  throw new NinodesError('INVALID_ARGUMENT', `${where}: unknown int8 backend ${JSON.stringify(value)}`, {
+  throw new KernelsError('INVALID_ARGUMENT', `${where}: unknown int8 backend ${JSON.stringify(value)}`, {
     value,
     where,
     hint: `one of ${BACKEND_CHOICES.join(', ')}; int8Backends() lists what this machine can run`,

@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import type * as NativePackage from '@ninodes/native';
 import type { NativeAddon } from '@ninodes/native';
 import { NinodesError, fromNativeError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 
 export type { NativeAddon } from '@ninodes/native';
 
@@ -63,7 +64,7 @@ function addonError(error: unknown): NinodesError {
   const e = (error ?? {}) as NativeLoadError;
   const code = e.code === 'ADDON_MISSING' || e.code === 'ADDON_LOAD_FAILED' ? e.code : 'ADDON_LOAD_FAILED';
   const message = typeof e.message === 'string' ? e.message : String(error);
-  return new NinodesError(code, message, {
+  return new KernelsError(code, message, {
     value: typeof e.file === 'string' ? e.file : undefined,
     where: typeof e.file === 'string' ? e.file : '@ninodes/native',
     hint: typeof e.hint === 'string' ? e.hint : 'reinstall @ninodes/native',

@@ -1,6 +1,6 @@
 import { type DType, ELEMENT_DTYPES, type ElementDType, assertDType, byteSizeOf, isBlockDType, numelOf } from './dtype.js';
 import { brandInstances } from './brand.js';
-import { NinodesError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 
 /** The typed array that views each element dtype (16-bit floats are raw bits: Node 20 has no Float16Array). */
 export interface TypedArrayOf {
@@ -82,7 +82,7 @@ export class Tensor<D extends DType = DType> {
     this.device = options.device ?? 'cpu';
     this.owner = options.owner;
     if (!Number.isSafeInteger(this.byteOffset) || this.byteOffset < 0 || this.byteOffset + this.byteLength > buffer.byteLength) {
-      throw new NinodesError(
+      throw new KernelsError(
         'TENSOR_OUT_OF_BOUNDS',
         `a ${dtype} [${shape.join(', ')}] tensor needs bytes ${this.byteOffset}..${this.byteOffset + this.byteLength} but its buffer has ${buffer.byteLength}`,
         { value: { byteOffset: this.byteOffset, byteLength: this.byteLength, bufferBytes: buffer.byteLength }, hint: 'the storage is smaller than dtype × shape' },
@@ -100,7 +100,7 @@ export class Tensor<D extends DType = DType> {
   static fromArray<D extends ElementDType>(dtype: D, shape: readonly number[], data: TypedArrayOf[D]): Tensor<D> {
     const expected = numelOf(shape);
     if (data.length !== expected || data.BYTES_PER_ELEMENT !== ELEMENT_DTYPES[dtype].bytes) {
-      throw new NinodesError('SHAPE_MISMATCH', `${data.length} values of ${data.BYTES_PER_ELEMENT} bytes do not fill a ${dtype} [${shape.join(', ')}] tensor`, {
+      throw new KernelsError('SHAPE_MISMATCH', `${data.length} values of ${data.BYTES_PER_ELEMENT} bytes do not fill a ${dtype} [${shape.join(', ')}] tensor`, {
         value: { length: data.length, shape },
         hint: `pass exactly ${expected} values in the dtype's typed array`,
       });
@@ -129,7 +129,7 @@ export class Tensor<D extends DType = DType> {
   get data(): D extends ElementDType ? TypedArrayOf[D] : never {
     assertLive(this);
     if (isBlockDType(this.dtype)) {
-      throw new NinodesError('BLOCK_DTYPE_NO_ELEMENTS', `a ${this.dtype} tensor is block-encoded and has no element view`, {
+      throw new KernelsError('BLOCK_DTYPE_NO_ELEMENTS', `a ${this.dtype} tensor is block-encoded and has no element view`, {
         value: this.dtype,
         hint: 'decode it first (kernels dequantize), or read its raw bytes()',
       });
@@ -137,7 +137,7 @@ export class Tensor<D extends DType = DType> {
     const dtype = this.dtype as ElementDType;
     const size = ELEMENT_DTYPES[dtype].bytes;
     if (this.byteOffset % size !== 0) {
-      throw new NinodesError('MISALIGNED_STORAGE', `a ${dtype} view at byte offset ${this.byteOffset} is not ${size}-byte aligned`, {
+      throw new KernelsError('MISALIGNED_STORAGE', `a ${dtype} view at byte offset ${this.byteOffset} is not ${size}-byte aligned`, {
         value: this.byteOffset,
         hint: 'use copy() to get an aligned tensor',
       });
@@ -156,14 +156,14 @@ export class Tensor<D extends DType = DType> {
     const known = shape.filter((d) => d !== -1);
     const inferred = shape.length - known.length;
     let resolved = [...shape];
-    if (inferred > 1) throw new NinodesError('INVALID_SHAPE', 'reshape accepts at most one -1 dimension', { value: shape });
+    if (inferred > 1) throw new KernelsError('INVALID_SHAPE', 'reshape accepts at most one -1 dimension', { value: shape });
     if (inferred === 1) {
       const rest = numelOf(known);
       const missing = rest === 0 ? 0 : this.numel / rest;
       resolved = shape.map((d) => (d === -1 ? missing : d));
     }
     if (numelOf(resolved) !== this.numel || (inferred === 1 && !Number.isInteger(resolved[shape.indexOf(-1)]))) {
-      throw new NinodesError('SHAPE_MISMATCH', `cannot reshape [${this.shape.join(', ')}] to [${shape.join(', ')}]`, {
+      throw new KernelsError('SHAPE_MISMATCH', `cannot reshape [${this.shape.join(', ')}] to [${shape.join(', ')}]`, {
         value: shape,
         hint: `the new shape must hold exactly ${this.numel} elements`,
       });
@@ -175,7 +175,7 @@ export class Tensor<D extends DType = DType> {
   rows(start: number, end: number): Tensor<D> {
     const outer = this.shape[0];
     if (outer === undefined || !Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end < start || end > outer) {
-      throw new NinodesError('INDEX_OUT_OF_RANGE', `rows(${start}, ${end}) is outside [0, ${outer ?? 0}]`, {
+      throw new KernelsError('INDEX_OUT_OF_RANGE', `rows(${start}, ${end}) is outside [0, ${outer ?? 0}]`, {
         value: { start, end, shape: this.shape },
       });
     }
@@ -188,7 +188,7 @@ export class Tensor<D extends DType = DType> {
   view<E extends DType>(dtype: E, shape: readonly number[], byteOffset = this.byteOffset): Tensor<E> {
     const bytes = byteSizeOf(dtype, shape);
     if (byteOffset < this.byteOffset || byteOffset + bytes > this.byteOffset + this.byteLength) {
-      throw new NinodesError('TENSOR_OUT_OF_BOUNDS', `a ${dtype} [${shape.join(', ')}] view does not fit inside this tensor's bytes`, {
+      throw new KernelsError('TENSOR_OUT_OF_BOUNDS', `a ${dtype} [${shape.join(', ')}] view does not fit inside this tensor's bytes`, {
         value: { byteOffset, bytes, start: this.byteOffset, end: this.byteOffset + this.byteLength },
       });
     }
@@ -216,6 +216,6 @@ export class Tensor<D extends DType = DType> {
 // declarations of Tensor (dist/index.d.ts, dist/index.d.cts) incompatible for TypeScript.
 function assertLive(t: Tensor): void {
   if (t.disposed) {
-    throw new NinodesError('TENSOR_DISPOSED', `${t.toString()} was disposed`, { hint: 'do not use a tensor after dispose()' });
+    throw new KernelsError('TENSOR_DISPOSED', `${t.toString()} was disposed`, { hint: 'do not use a tensor after dispose()' });
   }
 }

@@ -1,5 +1,5 @@
 import { show } from './arg-checks.js';
-import { NinodesError } from './errors.js';
+import { KernelsError } from './error-codes.js';
 import { callNative } from './native-addon.js';
 
 /**
@@ -9,7 +9,7 @@ import { callNative } from './native-addon.js';
  */
 export function setThreads(n: number): number {
   if (!Number.isInteger(n) || n < 0 || n > 1024) {
-    throw new NinodesError('INVALID_ARGUMENT', `setThreads: ${show(n)} is not an integer in 0..1024`, { value: n, hint: '0 means one thread per core' });
+    throw new KernelsError('INVALID_ARGUMENT', `setThreads: ${show(n)} is not an integer in 0..1024`, { value: n, hint: '0 means one thread per core' });
   }
   return callNative('setThreads', (addon) => addon.setComputeThreads(n));
 }

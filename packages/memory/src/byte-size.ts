@@ -4,7 +4,7 @@
 //   unit   := b | k | kb | kib | m | mb | mib | g | gb | gib | t | tb | tib | p | pb | pib   (any case)
 // All units are binary (k = 1024). `1tb` is a terabyte (2^40 bytes), never "1 byte" as some tools
 // read it. Fractions are allowed with a unit and rounded down to whole bytes.
-import { NinodesError } from '@ninodes/kernels';
+import { MemoryError } from './error-codes.js';
 
 const POWERS: Record<string, number> = { b: 0, k: 1, m: 2, g: 3, t: 4, p: 5 };
 
@@ -16,7 +16,7 @@ function unitPower(unit: string): number | undefined {
 }
 
 function bad(text: string, position: number, why: string): never {
-  throw new NinodesError('BYTE_SIZE_INVALID', `invalid byte size '${text}' at position ${position}: ${why}`, {
+  throw new MemoryError('BYTE_SIZE_INVALID', `invalid byte size '${text}' at position ${position}: ${why}`, {
     value: text,
     where: `position ${position}`,
     hint: "write a number with an optional binary unit: 512, 64k, 1.5m, 2.5gb, 3gib, 1tb",
@@ -52,7 +52,7 @@ export function parseByteSize(text: string): number {
   if (power === 0 && !Number.isInteger(number)) bad(text, numStart, 'a byte count must be a whole number');
   const bytes = Math.floor(number * 1024 ** power);
   if (!Number.isSafeInteger(bytes)) {
-    throw new NinodesError('BYTE_SIZE_TOO_LARGE', `byte size '${text}' exceeds 2^53 bytes`, { value: text, where: 'position 0' });
+    throw new MemoryError('BYTE_SIZE_TOO_LARGE', `byte size '${text}' exceeds 2^53 bytes`, { value: text, where: 'position 0' });
   }
   return bytes;
 }

@@ -2,7 +2,7 @@
 // buffer freed by one layer is handed to the next layer of the same size instead of allocating
 // again. The pool grows on demand up to a cap; beyond it, requests get an unpooled buffer that is
 // simply dropped on release.
-import { NinodesError } from '@ninodes/kernels';
+import { MemoryError } from './error-codes.js';
 
 export interface PooledBuffer {
   readonly buffer: ArrayBuffer;
@@ -32,14 +32,14 @@ export class HostBufferPool {
 
   constructor(options: { capBytes: number }) {
     if (!Number.isSafeInteger(options.capBytes) || options.capBytes < 0) {
-      throw new NinodesError('POOL_INVALID_CAP', `host pool cap must be a non-negative integer, got ${options.capBytes}`, { value: options.capBytes });
+      throw new MemoryError('INVALID_ARGUMENT', `host pool cap must be a non-negative integer, got ${options.capBytes}`, { value: options.capBytes });
     }
     this.capBytes = options.capBytes;
   }
 
   acquire(bytes: number): PooledBuffer {
     if (!Number.isSafeInteger(bytes) || bytes < 0) {
-      throw new NinodesError('POOL_INVALID_SIZE', `cannot allocate ${bytes} bytes`, { value: bytes });
+      throw new MemoryError('INVALID_ARGUMENT', `cannot allocate ${bytes} bytes`, { value: bytes });
     }
     const free = this.idle.get(bytes);
     const reused = free?.pop();

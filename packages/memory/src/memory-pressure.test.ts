@@ -37,8 +37,8 @@ describe('MemoryPressureMonitor', () => {
   });
 
   it('rejects unusable thresholds', () => {
-    expect(() => new MemoryPressureMonitor({ thresholdPercent: 120, onPressure: () => {} })).toThrow(expect.objectContaining({ code: 'PRESSURE_INVALID_THRESHOLD' }));
-    expect(() => new MemoryPressureMonitor({ thresholdPercent: 50, hysteresisPercent: 50, onPressure: () => {} })).toThrow(expect.objectContaining({ code: 'PRESSURE_INVALID_THRESHOLD' }));
+    expect(() => new MemoryPressureMonitor({ thresholdPercent: 120, onPressure: () => {} })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => new MemoryPressureMonitor({ thresholdPercent: 50, hysteresisPercent: 50, onPressure: () => {} })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
 
   it('shrinks the cache through shrinkCacheOnPressure', () => {

@@ -4,7 +4,8 @@
 // may use: device's effective figures, where a cgroup limit tighter than the host RAM is the total —
 // in a container, the host's /proc/meminfo alone may never reach the threshold before the OOM kill.
 import { type SystemRoots, readSystemMemory } from '@ninodes/device';
-import { NinodesError, mallocTrim } from '@ninodes/kernels';
+import { mallocTrim } from '@ninodes/kernels';
+import { MemoryError } from './error-codes.js';
 import type { WeightCache } from './weight-cache.js';
 
 /** Total and still-available bytes, as the monitor judges them. */
@@ -21,7 +22,7 @@ export interface MemoryReading {
 export function effectiveMemory(roots: SystemRoots = {}): MemoryReading {
   const m = readSystemMemory(roots);
   if (m.totalBytes === null || m.freeBytes === null) {
-    throw new NinodesError('PRESSURE_UNREADABLE', 'cannot read system memory (/proc/meminfo or a cgroup limit)', {
+    throw new MemoryError('PRESSURE_UNREADABLE', 'cannot read system memory (/proc/meminfo or a cgroup limit)', {
       value: roots,
       where: 'MemoryPressureMonitor',
       hint: 'memory pressure needs Linux procfs; pass `read` to supply readings elsewhere',
@@ -63,7 +64,7 @@ export class MemoryPressureMonitor {
     this.thresholdPercent = options.thresholdPercent ?? 85;
     this.hysteresisPercent = options.hysteresisPercent ?? 5;
     if (!(this.thresholdPercent > 0 && this.thresholdPercent <= 100) || !(this.hysteresisPercent >= 0 && this.hysteresisPercent < this.thresholdPercent)) {
-      throw new NinodesError('PRESSURE_INVALID_THRESHOLD', `memory pressure threshold ${this.thresholdPercent}% with hysteresis ${this.hysteresisPercent}% is not usable`, {
+      throw new MemoryError('INVALID_ARGUMENT', `memory pressure threshold ${this.thresholdPercent}% with hysteresis ${this.hysteresisPercent}% is not usable`, {
         value: { thresholdPercent: this.thresholdPercent, hysteresisPercent: this.hysteresisPercent },
         hint: 'threshold in (0, 100], hysteresis in [0, threshold)',
       });

@@ -1,5 +1,6 @@
 import { readSync } from 'node:fs';
-import { type MadviseAdvice, MappedFile, NinodesError, Tensor } from '@ninodes/kernels';
+import { type MadviseAdvice, MappedFile, Tensor } from '@ninodes/kernels';
+import { MemoryError } from './error-codes.js';
 import type { CheckpointSource, TensorEntry } from './checkpoint-source.js';
 import { type SafetensorsHeader, parseHeader, readHeaderLength } from './safetensors-header.js';
 import { readColumnRange, rowRangeSpan } from './tensor-ranges.js';
@@ -72,7 +73,7 @@ export class SafetensorsFile implements CheckpointSource {
   entry(name: string): TensorEntry {
     const e = this.byName.get(name);
     if (e === undefined) {
-      throw new NinodesError('TENSOR_NOT_FOUND', `${this.path} has no tensor '${name}'`, {
+      throw new MemoryError('TENSOR_NOT_FOUND', `${this.path} has no tensor '${name}'`, {
         where: this.path,
         value: name,
         hint: `it has ${this.byName.size} tensors; list them with entries()`,
@@ -98,7 +99,7 @@ export class SafetensorsFile implements CheckpointSource {
 
   tensorColumns(name: string, start: number, end: number): Tensor {
     const e = this.entry(name);
-    if (this.file.released) throw new NinodesError('CHECKPOINT_CLOSED', `${this.path} was closed`, { where: name, hint: 'open the checkpoint again' });
+    if (this.file.released) throw new MemoryError('FILE_CLOSED', `${this.path} was closed`, { where: name, hint: 'open the checkpoint again' });
     if (this.verifyOnUse) this.file.verify();
     return readColumnRange(this.file.descriptor, e, start, end);
   }

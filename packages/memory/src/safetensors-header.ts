@@ -1,34 +1,38 @@
 // The safetensors header: an 8-byte little-endian length, then that many bytes of JSON. Validated
 // the way the Hugging Face implementation validates it (and a little more), each rule with its own
 // error code so a caller (and the malformed-file corpus) can tell exactly what is wrong.
-import { ELEMENT_DTYPES, NinodesError } from '@ninodes/kernels';
+import { ELEMENT_DTYPES } from '@ninodes/kernels';
+import { MEMORY_ERROR_CODES, MemoryError, type MemoryErrorCode } from './error-codes.js';
 import type { TensorEntry } from './checkpoint-source.js';
 import { SAFETENSORS_DTYPES, isSafetensorsDType } from './safetensors-dtype.js';
 
 /** Hugging Face's MAX_HEADER_SIZE. */
 export const MAX_HEADER_BYTES = 100_000_000;
 
-/** Every rule the reader checks, one error code each. */
-export const SAFETENSORS_ERRORS = {
-  SAFETENSORS_NO_LENGTH: 'the file is shorter than the 8-byte header length',
-  SAFETENSORS_HEADER_TOO_LARGE: `the header length exceeds ${MAX_HEADER_BYTES} bytes`,
-  SAFETENSORS_HEADER_PAST_END: 'the header length points past the end of the file',
-  SAFETENSORS_HEADER_NOT_UTF8: 'the header is not valid UTF-8',
-  SAFETENSORS_HEADER_NOT_JSON: 'the header is not valid JSON',
-  SAFETENSORS_HEADER_NOT_OBJECT: "the header is not a JSON object starting with '{'",
-  SAFETENSORS_ENTRY_NOT_OBJECT: 'a tensor entry is not an object with exactly dtype, shape and data_offsets',
-  SAFETENSORS_UNKNOWN_DTYPE: 'a tensor has a dtype safetensors does not define',
-  SAFETENSORS_INVALID_SHAPE: 'a shape is not an array of non-negative integers',
-  SAFETENSORS_INVALID_OFFSETS: 'data_offsets is not [begin, end] with integers 0 <= begin <= end',
-  SAFETENSORS_OFFSETS_PAST_END: 'data_offsets reach past the end of the data region',
-  SAFETENSORS_SIZE_MISMATCH: 'the byte length differs from elements × dtype size',
-  SAFETENSORS_OVERLAP: 'two tensors share bytes',
-  SAFETENSORS_HOLE: 'bytes between tensors belong to no tensor',
-  SAFETENSORS_TRAILING_BYTES: 'the data region is longer than its tensors',
-  SAFETENSORS_INVALID_METADATA: '__metadata__ is not an object of string values',
-} as const;
+/** Every rule the reader checks, one error code each (their meanings live in memory's list). */
+const HEADER_RULES = [
+  'SAFETENSORS_NO_LENGTH',
+  'SAFETENSORS_HEADER_TOO_LARGE',
+  'SAFETENSORS_HEADER_PAST_END',
+  'SAFETENSORS_HEADER_NOT_UTF8',
+  'SAFETENSORS_HEADER_NOT_JSON',
+  'SAFETENSORS_HEADER_NOT_OBJECT',
+  'SAFETENSORS_ENTRY_NOT_OBJECT',
+  'SAFETENSORS_UNKNOWN_DTYPE',
+  'SAFETENSORS_INVALID_SHAPE',
+  'SAFETENSORS_INVALID_OFFSETS',
+  'SAFETENSORS_OFFSETS_PAST_END',
+  'SAFETENSORS_SIZE_MISMATCH',
+  'SAFETENSORS_OVERLAP',
+  'SAFETENSORS_HOLE',
+  'SAFETENSORS_TRAILING_BYTES',
+  'SAFETENSORS_INVALID_METADATA',
+] as const satisfies readonly MemoryErrorCode[];
 
-export type SafetensorsErrorCode = keyof typeof SAFETENSORS_ERRORS;
+export type SafetensorsErrorCode = (typeof HEADER_RULES)[number];
+
+/** Each header rule's code with its meaning. */
+export const SAFETENSORS_ERRORS = Object.fromEntries(HEADER_RULES.map((code) => [code, MEMORY_ERROR_CODES[code]])) as { readonly [C in SafetensorsErrorCode]: (typeof MEMORY_ERROR_CODES)[C] };
 
 export interface SafetensorsHeader {
   /** Bytes of JSON after the 8-byte length. */
@@ -43,7 +47,7 @@ export interface SafetensorsHeader {
 function fail(code: SafetensorsErrorCode, file: string, tensor: string | undefined, detail: string, value?: unknown): never {
   const where = tensor === undefined ? file : `${file} :: ${tensor}`;
   const subject = tensor === undefined ? file : `${file}: tensor '${tensor}'`;
-  throw new NinodesError(code, `${subject}: ${SAFETENSORS_ERRORS[code]} (${detail})`, {
+  throw new MemoryError(code, `${subject}: ${SAFETENSORS_ERRORS[code]} (${detail})`, {
     where,
     value,
     hint: 'the file is not a valid safetensors checkpoint; re-download or re-export it',

@@ -1,8 +1,9 @@
 // Streams tensors into a safetensors file: the header is computed from names, dtypes and shapes
 // alone, then each tensor's bytes are requested and written one at a time, through
 // writeFileAtomically, so a failure never leaves a partial file under the real name.
-import { type DType, NinodesError, Tensor, byteSizeOf } from '@ninodes/kernels';
+import { type DType, Tensor, byteSizeOf } from '@ninodes/kernels';
 import { writeFileAtomically } from './atomic-file.js';
+import { MemoryError, type MemoryThrownCode } from './error-codes.js';
 import { safetensorsDTypeOf } from './safetensors-dtype.js';
 
 /** One tensor to write: its layout up front, its bytes only when the writer reaches it. */
@@ -30,8 +31,8 @@ export function tensorSources(tensors: Readonly<Record<string, Tensor>> | Readon
   return list.map(([name, t]) => ({ name, dtype: t.dtype, shape: t.shape, data: () => t }));
 }
 
-function invalid(code: string, path: string, message: string, value?: unknown): never {
-  throw new NinodesError(code, `${path}: ${message}`, { where: path, value });
+function invalid(code: MemoryThrownCode, path: string, message: string, value?: unknown): never {
+  throw new MemoryError(code, `${path}: ${message}`, { where: path, value });
 }
 
 /** Builds the padded JSON header (length is a multiple of 8, padded with spaces as Hugging Face does). */

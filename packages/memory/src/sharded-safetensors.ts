@@ -1,11 +1,12 @@
 import { closeSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
-import { NinodesError, type Tensor, fsError, openRegularFile } from '@ninodes/kernels';
+import { type Tensor, fsError, openRegularFile } from '@ninodes/kernels';
+import { MemoryError, type MemoryThrownCode } from './error-codes.js';
 import type { CheckpointSource, TensorEntry } from './checkpoint-source.js';
 import { type OpenSafetensorsOptions, SafetensorsFile } from './safetensors-file.js';
 
-function bad(code: string, path: string, detail: string, value?: unknown): never {
-  throw new NinodesError(code, `${path}: ${detail}`, { where: path, value, hint: 'a sharded index is {"metadata": {...}, "weight_map": {"tensor": "shard.safetensors"}}' });
+function bad(code: MemoryThrownCode, path: string, detail: string, value?: unknown): never {
+  throw new MemoryError(code, `${path}: ${detail}`, { where: path, value, hint: 'a sharded index is {"metadata": {...}, "weight_map": {"tensor": "shard.safetensors"}}' });
 }
 
 /** A `*.safetensors.index.json` and its shards, opened as one checkpoint. */
@@ -89,7 +90,7 @@ export class ShardedSafetensors implements CheckpointSource {
   private shardOf(name: string): SafetensorsFile {
     const shard = this.owner.get(name);
     if (shard === undefined) {
-      throw new NinodesError('TENSOR_NOT_FOUND', `${this.path} has no tensor '${name}'`, { where: this.path, value: name, hint: 'see entries()' });
+      throw new MemoryError('TENSOR_NOT_FOUND', `${this.path} has no tensor '${name}'`, { where: this.path, value: name, hint: 'see entries()' });
     }
     return shard;
   }

@@ -1,10 +1,11 @@
 import { readSync } from 'node:fs';
-import { BLOCK_DTYPES, NinodesError, Tensor, byteSizeOf, isBlockDType } from '@ninodes/kernels';
+import { BLOCK_DTYPES, Tensor, byteSizeOf, isBlockDType } from '@ninodes/kernels';
+import { MemoryError } from './error-codes.js';
 import type { TensorEntry } from './checkpoint-source.js';
 
 function checkRange(start: number, end: number, extent: number, what: string, where: string): void {
   if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start || end > extent) {
-    throw new NinodesError('INDEX_OUT_OF_RANGE', `${what} [${start}, ${end}) is outside [0, ${extent}) of ${where}`, { value: { start, end, extent }, where });
+    throw new MemoryError('INDEX_OUT_OF_RANGE', `${what} [${start}, ${end}) is outside [0, ${extent}) of ${where}`, { value: { start, end, extent }, where });
   }
 }
 
@@ -14,7 +15,7 @@ function innerBytes(entry: Pick<TensorEntry, 'name' | 'dtype' | 'shape'>, start:
   if (isBlockDType(entry.dtype)) {
     const { blockElements, blockBytes } = BLOCK_DTYPES[entry.dtype];
     if (start % blockElements !== 0 || end % blockElements !== 0 || last % blockElements !== 0) {
-      throw new NinodesError('RANGE_NOT_BLOCK_ALIGNED', `columns [${start}, ${end}) of ${entry.name} (${entry.dtype}, [${entry.shape.join(', ')}]) split its ${blockElements}-element blocks`, {
+      throw new MemoryError('RANGE_NOT_BLOCK_ALIGNED', `columns [${start}, ${end}) of ${entry.name} (${entry.dtype}, [${entry.shape.join(', ')}]) split its ${blockElements}-element blocks`, {
         value: { start, end, blockElements },
         where: entry.name,
         hint: `column ranges of a ${entry.dtype} tensor must start and end on multiples of ${blockElements}`,
@@ -32,14 +33,14 @@ function innerBytes(entry: Pick<TensorEntry, 'name' | 'dtype' | 'shape'>, start:
  */
 export function rowRangeSpan(entry: Pick<TensorEntry, 'name' | 'dtype' | 'shape'>, start: number, end: number): { byteOffset: number; byteLength: number; shape: number[] } {
   const outer = entry.shape[0];
-  if (outer === undefined) throw new NinodesError('INVALID_SHAPE', `${entry.name} is a scalar; it has no rows`, { value: entry.shape, where: entry.name });
+  if (outer === undefined) throw new MemoryError('INVALID_SHAPE', `${entry.name} is a scalar; it has no rows`, { value: entry.shape, where: entry.name });
   checkRange(start, end, outer, 'rows', entry.name);
   const inner = entry.shape.slice(1);
   let rowBytes: number;
   try {
     rowBytes = byteSizeOf(entry.dtype, inner);
   } catch (error) {
-    throw new NinodesError('RANGE_NOT_BLOCK_ALIGNED', `rows of ${entry.name} (${entry.dtype}, [${entry.shape.join(', ')}]) are not whole blocks`, {
+    throw new MemoryError('RANGE_NOT_BLOCK_ALIGNED', `rows of ${entry.name} (${entry.dtype}, [${entry.shape.join(', ')}]) are not whole blocks`, {
       value: entry.shape,
       where: entry.name,
       cause: error,
@@ -55,7 +56,7 @@ export function rowRangeSpan(entry: Pick<TensorEntry, 'name' | 'dtype' | 'shape'
  * Block dtypes take block-aligned ranges only (RANGE_NOT_BLOCK_ALIGNED otherwise) and stay encoded.
  */
 export function readColumnRange(fd: number, entry: TensorEntry, start: number, end: number): Tensor {
-  if (entry.shape.length === 0) throw new NinodesError('INVALID_SHAPE', `${entry.name} is a scalar; it has no columns`, { value: entry.shape, where: entry.name });
+  if (entry.shape.length === 0) throw new MemoryError('INVALID_SHAPE', `${entry.name} is a scalar; it has no columns`, { value: entry.shape, where: entry.name });
   const last = entry.shape[entry.shape.length - 1] as number;
   checkRange(start, end, last, 'columns', entry.name);
   const { offset, bytes, rowBytes } = innerBytes(entry, start, end);
@@ -70,7 +71,7 @@ export function readColumnRange(fd: number, entry: TensorEntry, start: number, e
     while (got < span) {
       const n = readSync(fd, out, r * span + got, span - got, entry.byteOffset + r * rowBytes + offset + got);
       if (n === 0) {
-        throw new NinodesError('FILE_TRUNCATED', `${entry.file} ended inside ${entry.name}`, { where: entry.file, value: entry.name, hint: 'the file changed since it was opened' });
+        throw new MemoryError('FILE_TRUNCATED', `${entry.file} ended inside ${entry.name}`, { where: entry.file, value: entry.name, hint: 'the file changed since it was opened' });
       }
       got += n;
     }
@@ -80,7 +81,7 @@ export function readColumnRange(fd: number, entry: TensorEntry, start: number, e
 
 /** Columns [start, end) of an in-memory tensor, copied (for CheckpointSources that hold tensors). */
 export function copyColumnRange(t: Tensor, name: string, start: number, end: number): Tensor {
-  if (t.shape.length === 0) throw new NinodesError('INVALID_SHAPE', `${name} is a scalar; it has no columns`, { value: t.shape, where: name });
+  if (t.shape.length === 0) throw new MemoryError('INVALID_SHAPE', `${name} is a scalar; it has no columns`, { value: t.shape, where: name });
   const last = t.shape[t.shape.length - 1] as number;
   checkRange(start, end, last, 'columns', name);
   const { offset, bytes, rowBytes } = innerBytes({ name, dtype: t.dtype, shape: t.shape }, start, end);

@@ -3,7 +3,7 @@
 // pinned while the op holds its lease, and evictable afterwards. A request that does not fit evicts
 // unpinned weights; when nothing may be evicted it is served as a temporary that is freed when the
 // lease is released. A request never fails for lack of budget alone.
-import { NinodesError } from '@ninodes/kernels';
+import { MemoryError } from './error-codes.js';
 
 /** Weights below this size are loaded first (ComfyUI's tiny-tensor rule). */
 export const TINY_WEIGHT_BYTES = 64 * 1024;
@@ -96,7 +96,7 @@ function emptyStats(): CacheStats {
 
 function checkBytes(bytes: number, what: string): void {
   if (!Number.isSafeInteger(bytes) || bytes < 0) {
-    throw new NinodesError('CACHE_INVALID_BYTES', `${what} must be a non-negative integer number of bytes, got ${bytes}`, { value: bytes });
+    throw new MemoryError('INVALID_ARGUMENT', `${what} must be a non-negative integer number of bytes, got ${bytes}`, { value: bytes });
   }
 }
 
@@ -159,7 +159,7 @@ export class WeightCache<T> {
     if (hit !== undefined) {
       if (hit.pending !== undefined) {
         state.stats.failures++;
-        throw new NinodesError('CACHE_PENDING', `'${key}' is being materialized asynchronously on ${device}`, { value: key, hint: 'use acquireAsync for weights materialized asynchronously' });
+        throw new MemoryError('CACHE_PENDING', `'${key}' is being materialized asynchronously on ${device}`, { value: key, hint: 'use acquireAsync for weights materialized asynchronously' });
       }
       return this.hitLease(device, state, hit);
     }
@@ -255,7 +255,7 @@ export class WeightCache<T> {
       const entry = state.entries.get(id(model, key));
       if (entry === undefined) continue;
       if (entry.pins > 0 || entry.pending !== undefined) {
-        throw new NinodesError('CACHE_PINNED', `weight '${key}' of model '${model}' is in use on ${device} and cannot be invalidated`, { value: key, where: model, hint: 'wait for the forward that holds it to finish' });
+        throw new MemoryError('CACHE_PINNED', `weight '${key}' of model '${model}' is in use on ${device} and cannot be invalidated`, { value: key, where: model, hint: 'wait for the forward that holds it to finish' });
       }
       freed += this.evict(device, state, entry);
     }
@@ -282,7 +282,7 @@ export class WeightCache<T> {
   private state(device: string): DeviceState<T> {
     const s = this.devices.get(device);
     if (s === undefined) {
-      throw new NinodesError('CACHE_UNKNOWN_DEVICE', `the weight cache has no budget for device '${device}'`, { value: device, hint: `known: ${[...this.devices.keys()].join(', ') || 'none'}; call setBudget first` });
+      throw new MemoryError('CACHE_UNKNOWN_DEVICE', `the weight cache has no budget for device '${device}'`, { value: device, hint: `known: ${[...this.devices.keys()].join(', ') || 'none'}; call setBudget first` });
     }
     return s;
   }
@@ -291,7 +291,7 @@ export class WeightCache<T> {
     const state = this.state(device);
     const weight = this.weights.get(id(model, key));
     if (weight === undefined) {
-      throw new NinodesError('CACHE_UNKNOWN_WEIGHT', `weight '${key}' of model '${model}' was never registered`, { value: key, where: model, hint: 'registerModel() declares the weights and their load order' });
+      throw new MemoryError('CACHE_UNKNOWN_WEIGHT', `weight '${key}' of model '${model}' was never registered`, { value: key, where: model, hint: 'registerModel() declares the weights and their load order' });
     }
     this.tick++;
     this.modelRecency.set(model, ++this.modelClock);

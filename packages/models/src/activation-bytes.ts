@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import { type H3Config, H3_PATCH } from './h3-config.js';
 
 export interface H3ActivationBytes {
@@ -19,7 +19,7 @@ export interface H3ActivationBytes {
  */
 export function h3ActivationBytes(config: H3Config, frames: number, height: number, width: number): H3ActivationBytes {
   for (const [name, v] of [['frames', frames], ['height', height], ['width', width]] as const) {
-    if (!Number.isSafeInteger(v) || v < 1) throw new NinodesError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${String(v)}`, { value: v, where: name });
+    if (!Number.isSafeInteger(v) || v < 1) throw new ModelsError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${String(v)}`, { value: v, where: name });
   }
   const tokens = (frames / H3_PATCH[0]) * Math.ceil(height / H3_PATCH[1]) * Math.ceil(width / H3_PATCH[2]);
   const inner = config.heads * config.headDim;

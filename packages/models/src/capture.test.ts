@@ -30,7 +30,7 @@ describe('capture', () => {
     expect(compareCaptures(join(dir, 'a'), join(dir, 'b'), { atol: 2e-3 })).toMatchObject({ equal: true, filesCompared: 4 });
     rmSync(join(dir, 'b', 'call-0000', 'block-000.safetensors'));
     expect(compareCaptures(join(dir, 'a'), join(dir, 'b')).first).toMatchObject({ file: 'call-0000/block-000', reason: 'missing' });
-    expect(() => compareCaptures(join(dir, 'nope'), join(dir, 'b'))).toThrow(expect.objectContaining({ code: 'CAPTURE_NOT_FOUND' }));
+    expect(() => compareCaptures(join(dir, 'nope'), join(dir, 'b'))).toThrow(expect.objectContaining({ code: 'FILE_NOT_FOUND' }));
     expect(existsSync(join(dir, 'a', 'call-0000', 'final.safetensors'))).toBe(true);
   });
 });

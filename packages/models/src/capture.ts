@@ -1,6 +1,7 @@
 import { closeSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { NinodesError, Tensor, createTempFile, releaseTemp, removeTemp, rethrowFs } from '@ninodes/kernels';
+import { Tensor, createTempFile, releaseTemp, removeTemp, rethrowFs } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 
 /**
  * Regression capture: with `NINODES_CAPTURE=<dir>` a model writes each block's inputs and outputs of
@@ -31,7 +32,7 @@ export function createCaptureSink(dir: string): CaptureSink {
       return call;
     },
     write(name, tensors) {
-      if (call < 0) throw new NinodesError('CAPTURE_STATE', 'capture write before beginCall', { value: name });
+      if (call < 0) throw new ModelsError('CAPTURE_STATE', 'capture write before beginCall', { value: name });
       writeF32Safetensors(join(callDir(), `${name}.safetensors`), tensors);
     },
   };
@@ -99,7 +100,7 @@ export interface CaptureComparison {
 }
 
 function listCapture(dir: string): string[] {
-  if (!existsSync(dir)) throw new NinodesError('CAPTURE_NOT_FOUND', `capture directory ${dir} does not exist`, { value: dir, hint: 'run with NINODES_CAPTURE=<dir> first' });
+  if (!existsSync(dir)) throw new ModelsError('FILE_NOT_FOUND', `capture directory ${dir} does not exist`, { value: dir, hint: 'run with NINODES_CAPTURE=<dir> first' });
   const files: string[] = [];
   for (const call of readdirSync(dir).filter((d) => d.startsWith('call-')).sort()) {
     const inCall = readdirSync(join(dir, call)).filter((f) => f.endsWith('.safetensors'));

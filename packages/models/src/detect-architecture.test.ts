@@ -108,9 +108,9 @@ describe('detectArchitecture', () => {
     expect(detectArchitecture([]).family).toBe('unknown');
   });
 
-  it('a partial H3 file fails with ARCHITECTURE_INCOMPLETE', () => {
+  it('a partial H3 file fails with TENSOR_NOT_FOUND', () => {
     const entries = h3Entries('').filter((e) => e.name !== 'rope.inv_freq');
-    expect(() => detectArchitecture(entries)).toThrow(expect.objectContaining({ code: 'ARCHITECTURE_INCOMPLETE' }));
+    expect(() => detectArchitecture(entries)).toThrow(expect.objectContaining({ code: 'TENSOR_NOT_FOUND' }));
   });
 });
 
@@ -133,7 +133,7 @@ describe('block indices are checked against the blocks the file holds (issue 17.
 
   it('a block without its tensors is refused, naming the missing key', () => {
     const tensors = [...wanEntries(), { name: 'blocks.40.self_attn.q.weight', shape: [0] }];
-    expect(() => detectArchitecture(tensors)).toThrow(expect.objectContaining({ code: 'BLOCK_INCOMPLETE', where: 'blocks.40.ffn.0.weight' }));
+    expect(() => detectArchitecture(tensors)).toThrow(expect.objectContaining({ code: 'TENSOR_NOT_FOUND', where: 'blocks.40.ffn.0.weight' }));
   });
 
   it('a stray tensor of a block that does not exist is refused too', () => {

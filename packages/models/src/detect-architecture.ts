@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import { H3_DEFAULTS, type H3Config } from './h3-config.js';
 
 /** What detection needs of a tensor: a name and a torch-order shape (a memory `TensorEntry` fits). */
@@ -59,7 +59,7 @@ function countIndexed(names: ReadonlySet<string>, prefix: string, group: string,
   for (const n of names) {
     const m = anyBlock.exec(n);
     if (m === null || (Number(m[1]) < count && String(Number(m[1])) === m[1])) continue;
-    throw new NinodesError('BLOCK_INDEX_GAP', `${n} names block ${m[1]}, but the file holds ${group}.0..${count - 1} only (the blocks that carry ${suffix})`, {
+    throw new ModelsError('BLOCK_INDEX_GAP', `${n} names block ${m[1]}, but the file holds ${group}.0..${count - 1} only (the blocks that carry ${suffix})`, {
       value: n,
       where: n,
       hint: `block indices must run 0..n-1 without gaps, each block with its ${suffix}; the file is damaged, partial or not a checkpoint of this model`,
@@ -69,7 +69,7 @@ function countIndexed(names: ReadonlySet<string>, prefix: string, group: string,
     for (const s of suffixes) {
       const key = `${prefix}${group}.${i}.${s}`;
       if (names.has(key)) continue;
-      throw new NinodesError('BLOCK_INCOMPLETE', `block ${group}.${i} has no ${key}`, {
+      throw new ModelsError('TENSOR_NOT_FOUND', `block ${group}.${i} has no ${key}`, {
         value: `${group}.${i}`,
         where: key,
         hint: `every block of this architecture carries ${suffixes.join(', ')}; the file is damaged, partial or not a checkpoint of this model`,
@@ -95,7 +95,7 @@ class ShapeBook {
     const shape = this.shapes.get(name);
     const v = shape?.[axis];
     if (shape === undefined || v === undefined) {
-      throw new NinodesError('ARCHITECTURE_INCOMPLETE', `tensor ${name} (dimension ${axis}) is missing`, {
+      throw new ModelsError('TENSOR_NOT_FOUND', `tensor ${name} (dimension ${axis}) is missing`, {
         value: name,
         where: name,
         hint: 'the checkpoint looks partial or from another variant of this architecture',
@@ -126,7 +126,7 @@ function detectH3(book: ShapeBook, prefix: string): KnownArchitecture {
   const latentChannels = book.dim(`${p}video_patch_proj.weight`, 1) / 4;
   const heads = inner / headDim;
   if (!Number.isInteger(heads) || !Number.isInteger(latentChannels)) {
-    throw new NinodesError('ARCHITECTURE_INCONSISTENT', `H3 shapes do not agree: qkv inner ${inner}, head dim ${headDim}, patch input ${latentChannels * 4}`, {
+    throw new ModelsError('ARCHITECTURE_INCONSISTENT', `H3 shapes do not agree: qkv inner ${inner}, head dim ${headDim}, patch input ${latentChannels * 4}`, {
       value: { inner, headDim, latentChannels },
       hint: 'qkv_proj rows must be 3 × heads × head dim; video_patch_proj input channels × 4',
     });
@@ -244,7 +244,7 @@ export function resolveH3Config(
   if (given.config !== undefined && given.prefix !== undefined) return { config: given.config, prefix: given.prefix };
   const detected = detectArchitecture(source.entries());
   if (detected.family !== 'h3' || detected.h3 === undefined) {
-    throw new NinodesError('ARCHITECTURE_MISMATCH', `${source.path} is not a MiniMax-H3 DiT checkpoint (detected: ${detected.family})`, {
+    throw new ModelsError('ARCHITECTURE_MISMATCH', `${source.path} is not a MiniMax-H3 DiT checkpoint (detected: ${detected.family})`, {
       value: detected.family,
       where: source.path,
       hint: detected.evidence.slice(0, 3).join('; '),

@@ -1,4 +1,5 @@
-import { NinodesError, Tensor } from '@ninodes/kernels';
+import { Tensor } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import { type H3Config, rotDim } from './h3-config.js';
 import type { Shard } from '@ninodes/quant';
 import { checkH3Shard, h3LinearSpec } from './h3-layout.js';
@@ -51,7 +52,7 @@ export function mergeHeads(x: Tensor<'f32'>): Tensor<'f32'> {
 export function checkWidth(op: LinearOp, y: Tensor<'f32'>, rows: number): Tensor<'f32'> {
   const n = op.spec.outFeatures;
   if (y.shape.length !== 2 || y.shape[0] !== rows || y.shape[1] !== n || y.numel !== rows * n) {
-    throw new NinodesError('LINEAR_WIDTH_MISMATCH', `linear '${op.spec.name}' returned [${y.shape.join(', ')}], the block needs [${rows}, ${n}]`, {
+    throw new ModelsError('LINEAR_WIDTH_MISMATCH', `linear '${op.spec.name}' returned [${y.shape.join(', ')}], the block needs [${rows}, ${n}]`, {
       value: y.shape,
       where: op.spec.name,
       hint: 'the provider built an op for other widths (a shard of another size, or a wrong layer)',
@@ -114,7 +115,7 @@ export class H3Block {
     const heads = this.localHeads;
     const s = x.shape[0] as number;
     if (x.rank !== 2 || x.shape[1] !== d) {
-      throw new NinodesError('SHAPE_MISMATCH', `block ${this.index}: x must be [S, ${d}], got [${x.shape.join(', ')}]`, { value: x.shape, where: `blocks.${this.index}` });
+      throw new ModelsError('SHAPE_MISMATCH', `block ${this.index}: x must be [S, ${d}], got [${x.shape.join(', ')}]`, { value: x.shape, where: `blocks.${this.index}` });
     }
     const p = `blocks.${this.index}`;
     const inner = heads * hd;

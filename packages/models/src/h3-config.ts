@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 
 /**
  * Shape of a MiniMax-H3 DiT (video path). Field names follow the checkpoint's geometry, not ComfyUI's
@@ -79,14 +79,14 @@ export function validateH3Config(config: H3Config, where = 'H3 config'): H3Confi
   for (const key of positive) {
     const v = config[key];
     if (!Number.isSafeInteger(v) || v <= 0) {
-      throw new NinodesError('INVALID_CONFIG', `${key} must be a positive integer, got ${String(v)}`, { value: v, where, hint: 'check the preset or the detected shapes' });
+      throw new ModelsError('INVALID_CONFIG', `${key} must be a positive integer, got ${String(v)}`, { value: v, where, hint: 'check the preset or the detected shapes' });
     }
   }
   if (config.freqDim % 2 !== 0) {
-    throw new NinodesError('INVALID_CONFIG', `freqDim ${config.freqDim} must be even (cos and sin halves)`, { value: config.freqDim, where });
+    throw new ModelsError('INVALID_CONFIG', `freqDim ${config.freqDim} must be even (cos and sin halves)`, { value: config.freqDim, where });
   }
   if (rotDim(config) > config.headDim) {
-    throw new NinodesError('INVALID_CONFIG', `RoPE covers ${rotDim(config)} dims but a head has only ${config.headDim}`, {
+    throw new ModelsError('INVALID_CONFIG', `RoPE covers ${rotDim(config)} dims but a head has only ${config.headDim}`, {
       value: { ropeLen: config.ropeLen, headDim: config.headDim },
       where,
       hint: 'rope.inv_freq length L needs 6·L ≤ head dim',
@@ -95,11 +95,11 @@ export function validateH3Config(config: H3Config, where = 'H3 config'): H3Confi
   for (const key of ['curveGrid', 'pddHeads', 'audioChannels', 'textDim', 'refinerLayers'] as const) {
     const v = config[key];
     if (v !== undefined && (!Number.isSafeInteger(v) || v < (key === 'curveGrid' ? 2 : key === 'refinerLayers' ? 0 : 1))) {
-      throw new NinodesError('INVALID_CONFIG', `${key} must be a positive integer (a curve grid at least 2 rows), got ${String(v)}`, { value: v, where, hint: 'check the preset or the detected shapes' });
+      throw new ModelsError('INVALID_CONFIG', `${key} must be a positive integer (a curve grid at least 2 rows), got ${String(v)}`, { value: v, where, hint: 'check the preset or the detected shapes' });
     }
   }
   for (const key of ['eps', 'qkEps', 'finalEps'] as const) {
-    if (!(config[key] > 0)) throw new NinodesError('INVALID_CONFIG', `${key} must be > 0`, { value: config[key], where });
+    if (!(config[key] > 0)) throw new ModelsError('INVALID_CONFIG', `${key} must be > 0`, { value: config[key], where });
   }
   return config;
 }

@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
 import { type FormatDetection, type FusedLayout, type LayoutGroup, type LayoutLinear, type LayoutTensor, type LinearSpec, type ModelLayout, type ParallelRole, type Shard, detectFormats } from '@ninodes/quant';
 import { resolveH3Config } from './detect-architecture.js';
@@ -66,10 +66,10 @@ export function h3LinearSpec(config: H3Config, layer: H3LinearLayer, prefix = ''
 export function checkH3Shard(config: H3Config, shard: Shard): Shard {
   const { rank, size } = shard;
   if (!Number.isSafeInteger(size) || size < 1 || !Number.isSafeInteger(rank) || rank < 0 || rank >= size) {
-    throw new NinodesError('INVALID_SHARD', `shard rank ${rank} of ${size} is not a rank of the world`, { value: shard, where: 'shard', hint: 'rank must be an integer in [0, size)' });
+    throw new ModelsError('INVALID_SHARD', `shard rank ${rank} of ${size} is not a rank of the world`, { value: shard, where: 'shard', hint: 'rank must be an integer in [0, size)' });
   }
   if (config.heads % size !== 0 || config.ffn % size !== 0) {
-    throw new NinodesError('INVALID_SHARD', `${size} ranks do not split ${config.heads} heads and an MLP of ${config.ffn} evenly`, {
+    throw new ModelsError('INVALID_SHARD', `${size} ranks do not split ${config.heads} heads and an MLP of ${config.ffn} evenly`, {
       value: { size, heads: config.heads, ffn: config.ffn },
       where: 'shard',
       hint: 'choose a tensor-parallel size that divides both',
@@ -112,7 +112,7 @@ export function h3Layout(source: CheckpointSource, options: H3LayoutOptions = {}
   for (const name of H3_POST_GROUPS) groups.set(name, { kind: 'post', tensors: [], linears: [] });
   const group = (name: string): { tensors: LayoutTensor[]; linears: LayoutLinear[] } => {
     const g = groups.get(tensorGroup(name));
-    if (g === undefined) throw new NinodesError('INTERNAL', `H3 tensor ${name} has no execution group`, { value: name });
+    if (g === undefined) throw new ModelsError('INTERNAL', `H3 tensor ${name} has no execution group`, { value: name });
     return g;
   };
   const used = new Set<string>();
@@ -125,7 +125,7 @@ export function h3Layout(source: CheckpointSource, options: H3LayoutOptions = {}
     const name = `${prefix}${l.name}`;
     const layer = detection.layers.get(name);
     if (layer === undefined) {
-      throw new NinodesError('TENSOR_NOT_FOUND', `${source.path} has no tensor ${name}.weight, which the H3 video model needs`, { value: `${name}.weight`, where: source.path });
+      throw new ModelsError('TENSOR_NOT_FOUND', `${source.path} has no tensor ${name}.weight, which the H3 video model needs`, { value: `${name}.weight`, where: source.path });
     }
     const g = group(l.name);
     const { role, fused } = h3ParallelRole(config, l);
@@ -136,7 +136,7 @@ export function h3Layout(source: CheckpointSource, options: H3LayoutOptions = {}
   }
   for (const p of h3Parameters(config)) {
     const key = `${prefix}${p.name}`;
-    if (!source.has(key)) throw new NinodesError('TENSOR_NOT_FOUND', `${source.path} has no tensor ${key}, which the H3 video model needs`, { value: key, where: source.path });
+    if (!source.has(key)) throw new ModelsError('TENSOR_NOT_FOUND', `${source.path} has no tensor ${key}, which the H3 video model needs`, { value: key, where: source.path });
     take(key, group(p.name).tensors);
   }
   const unusedTensors = source.entries().filter((e) => !used.has(e.name)).map(layoutTensor);

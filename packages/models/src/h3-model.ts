@@ -1,4 +1,5 @@
 import { NinodesError, Tensor } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import type { CheckpointSource } from '@ninodes/memory';
 import { type CaptureSink, captureFromEnv } from './capture.js';
 import { resolveH3Config } from './detect-architecture.js';
@@ -198,7 +199,7 @@ export class H3VideoModel implements VelocityModel {
 
   private linear(name: string): LinearOp {
     const op = this.linears.get(name);
-    if (!op) throw new NinodesError('INTERNAL', `no linear ${name}`, { value: name });
+    if (!op) throw new ModelsError('INTERNAL', `no linear ${name}`, { value: name });
     return op;
   }
 
@@ -231,7 +232,7 @@ export class H3VideoModel implements VelocityModel {
     const { hidden, textDim } = this.config;
     const w = context.shape[context.rank - 1] as number;
     if (context.dtype !== 'f32' || context.rank !== 3 || context.shape[0] !== 1 || !(context.shape[1] as number >= 1) || (w !== hidden && w !== textDim)) {
-      throw new NinodesError('SHAPE_MISMATCH', `context must be f32 [1, L, ${textDim ?? '(no text stream)'}] or [1, L, ${hidden}], got ${context.dtype} [${context.shape.join(', ')}]`, {
+      throw new ModelsError('SHAPE_MISMATCH', `context must be f32 [1, L, ${textDim ?? '(no text stream)'}] or [1, L, ${hidden}], got ${context.dtype} [${context.shape.join(', ')}]`, {
         value: context.shape,
         where: 'context',
         hint: textDim === undefined ? 'this checkpoint has no condition_proj: pass states of hidden width or no context' : 'pass the text encoder states the checkpoint was trained on',
@@ -278,15 +279,15 @@ export class H3VideoModel implements VelocityModel {
    */
   async forwardStreams(input: H3StreamsInput): Promise<H3StreamsOutput> {
     const { video: latent, sigma, audio, context, sigmaNext } = input;
-    if (!Number.isFinite(sigma)) throw new NinodesError('INVALID_ARGUMENT', `sigma must be finite, got ${String(sigma)}`, { value: sigma, where: 'sigma' });
-    if (sigmaNext !== undefined && !Number.isFinite(sigmaNext)) throw new NinodesError('INVALID_ARGUMENT', `sigmaNext must be finite, got ${String(sigmaNext)}`, { value: sigmaNext, where: 'sigmaNext' });
+    if (!Number.isFinite(sigma)) throw new ModelsError('INVALID_ARGUMENT', `sigma must be finite, got ${String(sigma)}`, { value: sigma, where: 'sigma' });
+    if (sigmaNext !== undefined && !Number.isFinite(sigmaNext)) throw new ModelsError('INVALID_ARGUMENT', `sigmaNext must be finite, got ${String(sigmaNext)}`, { value: sigmaNext, where: 'sigmaNext' });
     const dims = latentDims(latent, this.config.latentChannels);
-    if (latent.dtype !== 'f32') throw new NinodesError('DTYPE_MISMATCH', `latent must be f32, got ${latent.dtype}`, { value: latent.dtype, where: 'latent' });
+    if (latent.dtype !== 'f32') throw new ModelsError('DTYPE_MISMATCH', `latent must be f32, got ${latent.dtype}`, { value: latent.dtype, where: 'latent' });
     const audioChannels = this.config.audioChannels;
     if (audio !== undefined && audioChannels === undefined) {
-      throw new NinodesError('INVALID_ARGUMENT', 'this checkpoint has no audio stream (no audio_patch_proj / final_layer.audio_out)', { value: audio.shape, where: 'audio', hint: 'run it without audio' });
+      throw new ModelsError('INVALID_ARGUMENT', 'this checkpoint has no audio stream (no audio_patch_proj / final_layer.audio_out)', { value: audio.shape, where: 'audio', hint: 'run it without audio' });
     }
-    if (audio !== undefined && audio.dtype !== 'f32') throw new NinodesError('DTYPE_MISMATCH', `audio must be f32, got ${audio.dtype}`, { value: audio.dtype, where: 'audio' });
+    if (audio !== undefined && audio.dtype !== 'f32') throw new ModelsError('DTYPE_MISMATCH', `audio must be f32, got ${audio.dtype}`, { value: audio.dtype, where: 'audio' });
     const cap = this.capture;
     if (cap) cap.beginCall();
     const prof = this.profiler;
@@ -342,7 +343,7 @@ export class H3VideoModel implements VelocityModel {
       const a = audioFrames > 0 ? await stream(audioStart, videoStart, tA, 'final_layer.audio_out') : undefined;
       return { v, a };
     });
-    if (heads.v.shape[1] !== n * patchDim(this.config)) throw new NinodesError('SHAPE_MISMATCH', `video_out gave [${heads.v.shape.join(', ')}]`, { value: heads.v.shape });
+    if (heads.v.shape[1] !== n * patchDim(this.config)) throw new ModelsError('SHAPE_MISMATCH', `video_out gave [${heads.v.shape.join(', ')}]`, { value: heads.v.shape });
     // ComfyUI reads the next sigma from the sampler's fp32 schedule; both streams' heads take their
     // intervals from the video sigmas and their weights from their own shift.
     const nextV = sigmaNext === undefined ? undefined : Math.fround(sigmaNext);
@@ -369,7 +370,7 @@ function concatRows(parts: readonly Tensor<'f32'>[]): Tensor<'f32'> {
 }
 
 function missing(source: CheckpointSource, name: string): NinodesError {
-  return new NinodesError('TENSOR_NOT_FOUND', `${source.path} has no tensor ${name}, which the H3 video model needs`, {
+  return new ModelsError('TENSOR_NOT_FOUND', `${source.path} has no tensor ${name}, which the H3 video model needs`, {
     value: name,
     where: source.path,
     hint: 'the checkpoint is partial, or its config/prefix differ from the ones given',
@@ -377,7 +378,7 @@ function missing(source: CheckpointSource, name: string): NinodesError {
 }
 
 function wrongShape(source: CheckpointSource, name: string, got: readonly number[], want: readonly number[]): NinodesError {
-  return new NinodesError('SHAPE_MISMATCH', `${name} is [${got.join(', ')}], the H3 config needs [${want.join(', ')}]`, {
+  return new ModelsError('SHAPE_MISMATCH', `${name} is [${got.join(', ')}], the H3 config needs [${want.join(', ')}]`, {
     value: got,
     where: `${source.path}: ${name}`,
     hint: 'detect the config from the checkpoint instead of passing one',

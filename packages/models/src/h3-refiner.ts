@@ -1,4 +1,5 @@
-import { NinodesError, type Tensor } from '@ninodes/kernels';
+import { type Tensor } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import { type ParameterReader, checkWidth, headsFirst, mergeHeads, splitHeads } from './h3-block.js';
 import type { H3Config } from './h3-config.js';
 import { h3LinearSpec } from './h3-layout.js';
@@ -30,7 +31,7 @@ export class H3RefinerBlock {
     const { hidden: d, heads, headDim: hd, eps, qkEps } = this.config;
     const s = x.shape[0] as number;
     if (x.rank !== 2 || x.shape[1] !== d) {
-      throw new NinodesError('SHAPE_MISMATCH', `refiner block ${this.index}: x must be [L, ${d}], got [${x.shape.join(', ')}]`, { value: x.shape, where: `token_refiner.blocks.${this.index}` });
+      throw new ModelsError('SHAPE_MISMATCH', `refiner block ${this.index}: x must be [L, ${d}], got [${x.shape.join(', ')}]`, { value: x.shape, where: `token_refiner.blocks.${this.index}` });
     }
     const p = `token_refiner.blocks.${this.index}`;
     const lin = async (op: LinearOp, v: Tensor<'f32'>): Promise<Tensor<'f32'>> => checkWidth(op, await op.forward(v), v.shape[0] as number);

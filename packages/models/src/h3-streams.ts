@@ -1,4 +1,5 @@
-import { NinodesError, Tensor } from '@ninodes/kernels';
+import { Tensor } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import { H3_AUDIO_STEREO } from './h3-config.js';
 
 /**
@@ -15,7 +16,7 @@ export function timeShiftSigma(sigma: number, from: number, to: number): number 
 export function packAudio(audio: Tensor<'f32'>, channels: number): Tensor<'f32'> {
   const [b, c, ch, t] = audio.shape as [number, number, number, number];
   if (audio.rank !== 4 || b !== 1 || c !== channels || ch !== H3_AUDIO_STEREO || !(t >= 1)) {
-    throw new NinodesError('SHAPE_MISMATCH', `audio latent must be [1, ${channels}, ${H3_AUDIO_STEREO}, T], got [${audio.shape.join(', ')}]`, {
+    throw new ModelsError('SHAPE_MISMATCH', `audio latent must be [1, ${channels}, ${H3_AUDIO_STEREO}, T], got [${audio.shape.join(', ')}]`, {
       value: audio.shape,
       where: 'audio',
       hint: 'H3 audio latents are stereo, one row per frame and channel',

@@ -1,4 +1,5 @@
-import { NinodesError, Tensor, numelOf } from '@ninodes/kernels';
+import { Tensor, numelOf } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 
 /** 32-bit mix of a seed and a string (FNV-1a over the string, then a murmur finalizer). */
 export function hashSeed(seed: number, key = ''): number {
@@ -73,7 +74,7 @@ export class GaussianStream {
 /** A standard-normal f32 tensor, deterministic from the seed (the sampler's starting noise). */
 export function gaussianNoise(shape: readonly number[], seed: number): Tensor<'f32'> {
   if (!Number.isSafeInteger(seed) || seed < 0) {
-    throw new NinodesError('INVALID_ARGUMENT', `seed must be a non-negative integer, got ${String(seed)}`, { value: seed, where: 'seed' });
+    throw new ModelsError('INVALID_ARGUMENT', `seed must be a non-negative integer, got ${String(seed)}`, { value: seed, where: 'seed' });
   }
   const out = new Float32Array(numelOf(shape));
   new GaussianStream(hashSeed(seed, 'latent-noise')).fill(out);

@@ -1,4 +1,5 @@
-import { NinodesError, Tensor } from '@ninodes/kernels';
+import { Tensor } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 
 /** Frames, height and width of a video latent [1, C, T, H, W]. */
 export interface LatentDims {
@@ -11,7 +12,7 @@ export interface LatentDims {
 export function latentDims(latent: Tensor, channels?: number): LatentDims {
   const [b, c, t, h, w] = latent.shape;
   if (latent.rank !== 5 || b !== 1 || (channels !== undefined && c !== channels)) {
-    throw new NinodesError('SHAPE_MISMATCH', `a video latent must be [1, ${channels ?? 'C'}, T, H, W], got [${latent.shape.join(', ')}]`, {
+    throw new ModelsError('SHAPE_MISMATCH', `a video latent must be [1, ${channels ?? 'C'}, T, H, W], got [${latent.shape.join(', ')}]`, {
       value: latent.shape,
       where: 'latent',
       hint: 'batch size 1, channels first',
@@ -58,7 +59,7 @@ export function unpatchify(rows: Tensor<'f32'>, dims: LatentDims, negate = false
   const wN = Math.ceil(W / 2);
   const P = C * 4;
   if (rows.rank !== 2 || rows.shape[0] !== T * hN * wN || rows.shape[1] !== P) {
-    throw new NinodesError('SHAPE_MISMATCH', `rows [${rows.shape.join(', ')}] do not unpatchify to [1, ${C}, ${T}, ${H}, ${W}]`, {
+    throw new ModelsError('SHAPE_MISMATCH', `rows [${rows.shape.join(', ')}] do not unpatchify to [1, ${C}, ${T}, ${H}, ${W}]`, {
       value: rows.shape,
       hint: `expected [${T * hN * wN}, ${P}]`,
     });

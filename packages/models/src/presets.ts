@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import { H3_DEFAULTS, type H3Config } from './h3-config.js';
 
 export type H3PresetName = 'h3-tiny' | 'h3-small' | 'h3-full' | 'h3-full-pruned';
@@ -58,7 +58,7 @@ export const H3_PRESETS: Readonly<Record<H3PresetName, H3Preset>> = {
 
 export function h3Preset(name: string): H3Preset {
   if (!Object.hasOwn(H3_PRESETS, name)) {
-    throw new NinodesError('UNKNOWN_PRESET', `unknown model preset '${name}'`, {
+    throw new ModelsError('UNKNOWN_PRESET', `unknown model preset '${name}'`, {
       value: name,
       where: 'preset',
       hint: `presets: ${Object.keys(H3_PRESETS).join(', ')}`,

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { NinodesError, Tensor } from '@ninodes/kernels';
+import { Tensor } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import { H3_SIGMA_SHIFTS } from './h3-config.js';
 import type { VelocityModel } from './h3-model.js';
 import { timeShiftSigma } from './h3-streams.js';
@@ -75,13 +76,13 @@ export async function runSampler(model: VelocityModel, options: SamplerOptions =
   let seed: number | undefined;
   if (options.latent) {
     latentDims(options.latent, model.latentChannels);
-    if (options.latent.dtype !== 'f32') throw new NinodesError('DTYPE_MISMATCH', `the starting latent must be f32, got ${options.latent.dtype}`, { value: options.latent.dtype, where: 'latent' });
+    if (options.latent.dtype !== 'f32') throw new ModelsError('DTYPE_MISMATCH', `the starting latent must be f32, got ${options.latent.dtype}`, { value: options.latent.dtype, where: 'latent' });
     x = Tensor.fromArray('f32', options.latent.shape, Float32Array.from(options.latent.data));
     // NaN or Inf in the starting latent would run every step and write NaN or noise without a word.
     const xs = x.data;
     for (let i = 0; i < xs.length; i++) {
       if (!Number.isFinite(xs[i] as number)) {
-        throw new NinodesError('LATENT_NOT_FINITE', `the starting latent holds ${String(xs[i])} at element ${i}`, {
+        throw new ModelsError('LATENT_NOT_FINITE', `the starting latent holds ${String(xs[i])} at element ${i}`, {
           value: xs[i],
           where: `latent[${i}]`,
           hint: 'the starting noise must be finite numbers',
@@ -94,14 +95,14 @@ export async function runSampler(model: VelocityModel, options: SamplerOptions =
     const height = options.height ?? SAMPLER_DEFAULTS.height;
     const width = options.width ?? SAMPLER_DEFAULTS.width;
     for (const [name, v] of [['frames', frames], ['height', height], ['width', width]] as const) {
-      if (!Number.isSafeInteger(v) || v < 1) throw new NinodesError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${String(v)}`, { value: v, where: name });
+      if (!Number.isSafeInteger(v) || v < 1) throw new ModelsError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${String(v)}`, { value: v, where: name });
     }
     x = gaussianNoise([1, model.latentChannels, frames, height, width], seed);
   }
   const first = options.startStep ?? 0;
   const last = options.endStep ?? steps;
   if (!Number.isSafeInteger(first) || !Number.isSafeInteger(last) || first < 0 || last > steps || first >= last) {
-    throw new NinodesError('INVALID_ARGUMENT', `steps [${first}, ${last}) are not a non-empty range of the ${steps}-step schedule`, {
+    throw new ModelsError('INVALID_ARGUMENT', `steps [${first}, ${last}) are not a non-empty range of the ${steps}-step schedule`, {
       value: { startStep: first, endStep: last, steps },
       where: 'startStep/endStep',
       hint: 'need 0 ≤ start-step < end-step ≤ steps',
@@ -112,15 +113,15 @@ export async function runSampler(model: VelocityModel, options: SamplerOptions =
   if (!options.latent && first > 0) scaleInPlace(x, sigma0);
   const streams = options.audio !== undefined || options.audioFrames !== undefined || options.context !== undefined;
   if (streams && model.forwardStreams === undefined) {
-    throw new NinodesError('INVALID_ARGUMENT', 'this model takes video alone: no audio or context streams', { value: 'forwardStreams', where: 'runSampler', hint: 'drop --audio/--context' });
+    throw new ModelsError('INVALID_ARGUMENT', 'this model takes video alone: no audio or context streams', { value: 'forwardStreams', where: 'runSampler', hint: 'drop --audio/--context' });
   }
   let audio: Tensor<'f32'> | undefined;
   if (options.audio !== undefined) {
     audio = Tensor.fromArray('f32', options.audio.shape, Float32Array.from(options.audio.data));
   } else if (options.audioFrames !== undefined) {
     const channels = model.audioChannels;
-    if (channels === undefined) throw new NinodesError('INVALID_ARGUMENT', 'this checkpoint has no audio stream', { value: options.audioFrames, where: 'audioFrames' });
-    if (!Number.isSafeInteger(options.audioFrames) || options.audioFrames < 1) throw new NinodesError('INVALID_ARGUMENT', `audioFrames must be a positive integer, got ${String(options.audioFrames)}`, { value: options.audioFrames, where: 'audioFrames' });
+    if (channels === undefined) throw new ModelsError('INVALID_ARGUMENT', 'this checkpoint has no audio stream', { value: options.audioFrames, where: 'audioFrames' });
+    if (!Number.isSafeInteger(options.audioFrames) || options.audioFrames < 1) throw new ModelsError('INVALID_ARGUMENT', `audioFrames must be a positive integer, got ${String(options.audioFrames)}`, { value: options.audioFrames, where: 'audioFrames' });
     audio = gaussianNoise([1, channels, 2, options.audioFrames], ((seed ?? options.seed ?? SAMPLER_DEFAULTS.seed) + 1) % 2 ** 32);
     if (first > 0) scaleInPlace(audio, audioSigma(sigma0));
   }
@@ -128,7 +129,7 @@ export async function runSampler(model: VelocityModel, options: SamplerOptions =
   const stepSeconds: number[] = [];
   const xd = x.data;
   for (let i = first; i < last; i++) {
-    if (options.signal?.aborted) throw new NinodesError('ABORTED', `sampling aborted before step ${i + 1} of ${steps}`, { value: i });
+    if (options.signal?.aborted) throw new ModelsError('ABORTED', `sampling aborted before step ${i + 1} of ${steps}`, { value: i });
     const sigma = sigmas[i] as number;
     const sigmaNext = sigmas[i + 1] as number;
     options.onStepStart?.({ step: i, steps, sigma });
@@ -138,7 +139,7 @@ export async function runSampler(model: VelocityModel, options: SamplerOptions =
       ? await model.forwardStreams({ video: x, sigma, sigmaNext, ...(audio ? { audio } : {}), ...(options.context ? { context: options.context } : {}) })
       : { video: await model.forward(x, sigma) };
     const v = out.video;
-    if (v.numel !== x.numel) throw new NinodesError('SHAPE_MISMATCH', `the model returned [${v.shape.join(', ')}] for a [${x.shape.join(', ')}] latent`, { value: v.shape });
+    if (v.numel !== x.numel) throw new ModelsError('SHAPE_MISMATCH', `the model returned [${v.shape.join(', ')}] for a [${x.shape.join(', ')}] latent`, { value: v.shape });
     const vd = v.data;
     const dt = Math.fround(sigmaNext - sigma);
     for (let j = 0; j < xd.length; j++) xd[j] = (xd[j] as number) + dt * (vd[j] as number);

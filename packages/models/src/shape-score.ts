@@ -1,4 +1,5 @@
-import { NinodesError, type Tensor } from '@ninodes/kernels';
+import { type Tensor } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import { latentDims } from './patchify.js';
 
 /**
@@ -25,7 +26,7 @@ export const SHAPE_SCORE_PASS = 0.9;
  */
 export function paletteFraction(latent: Tensor<'f32'>, palette: readonly (readonly [number, number, number])[] = SHAPES_PALETTE): number {
   const { channels, frames, height, width } = latentDims(latent);
-  if (channels < 3) throw new NinodesError('SHAPE_MISMATCH', `the shape score reads RGB from channels 0..2, the latent has ${channels}`, { value: latent.shape, where: 'latent' });
+  if (channels < 3) throw new ModelsError('SHAPE_MISMATCH', `the shape score reads RGB from channels 0..2, the latent has ${channels}`, { value: latent.shape, where: 'latent' });
   const plane = frames * height * width;
   const d = latent.data;
   const r2 = SHAPE_SCORE_RADIUS * SHAPE_SCORE_RADIUS;
@@ -49,7 +50,7 @@ export function paletteFraction(latent: Tensor<'f32'>, palette: readonly (readon
  * within 0.2 of one of the drawings' colours. Drawings score 1.0, noise 0.
  */
 export function shapeScore(latents: readonly Tensor<'f32'>[], palette: readonly (readonly [number, number, number])[] = SHAPES_PALETTE): number {
-  if (latents.length === 0) throw new NinodesError('INVALID_ARGUMENT', 'the shape score needs at least one sample', { value: 0, where: 'latents' });
+  if (latents.length === 0) throw new ModelsError('INVALID_ARGUMENT', 'the shape score needs at least one sample', { value: 0, where: 'latents' });
   let pass = 0;
   for (const l of latents) if (paletteFraction(l, palette) >= SHAPE_SCORE_PASS) pass++;
   return pass / latents.length;

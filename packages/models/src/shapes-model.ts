@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { NinodesError } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import type { CheckpointSource } from '@ninodes/memory';
 
 /** Name of the trained default model (tools/train-demo): a 3-block H3 DiT that draws shapes. */
@@ -13,7 +13,7 @@ export const SHAPES_MODEL_NAME = 'h3-shapes';
 export function shapesModelPath(): string {
   const path = fileURLToPath(new URL('../weights/h3-shapes.safetensors', import.meta.url));
   if (!existsSync(path)) {
-    throw new NinodesError('MODEL_NOT_FOUND', `the trained default model is missing at ${path}`, {
+    throw new ModelsError('FILE_NOT_FOUND', `the trained default model is missing at ${path}`, {
       value: path,
       where: '@ninodes/models',
       hint: 'reinstall @ninodes/models, or pass --model / --preset',
@@ -41,14 +41,14 @@ export function samplerHints(source: Pick<CheckpointSource, 'metadata' | 'path'>
   try {
     json = JSON.parse(raw);
   } catch (error) {
-    throw new NinodesError('INVALID_METADATA', `${source.path}: metadata ninodes.sampler is not JSON`, { value: raw, where: source.path, cause: error });
+    throw new ModelsError('INVALID_METADATA', `${source.path}: metadata ninodes.sampler is not JSON`, { value: raw, where: source.path, cause: error });
   }
   const hints = json as Record<string, unknown>;
   for (const key of HINT_KEYS) {
     const v = typeof json === 'object' && json !== null ? hints[key] : undefined;
     const ok = typeof v === 'number' && v > 0 && (key === 'shift' ? Number.isFinite(v) : Number.isSafeInteger(v));
     if (!ok) {
-      throw new NinodesError('INVALID_METADATA', `${source.path}: metadata ninodes.sampler has no valid ${key}`, {
+      throw new ModelsError('INVALID_METADATA', `${source.path}: metadata ninodes.sampler has no valid ${key}`, {
         value: raw,
         where: source.path,
         hint: 'expected {"steps", "shift", "frames", "height", "width"}: positive numbers, all but shift integers',

@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 
 /**
  * Flow-matching sigmas of H3's sampler: s_i = 1 − i/N for i = 0..N, then the time shift
@@ -6,10 +6,10 @@ import { NinodesError } from '@ninodes/kernels';
  */
 export function flowSigmas(steps: number, shift: number): Float64Array {
   if (!Number.isSafeInteger(steps) || steps < 1) {
-    throw new NinodesError('INVALID_ARGUMENT', `steps must be a positive integer, got ${String(steps)}`, { value: steps, where: 'steps', hint: 'use 1 or more steps (default 8)' });
+    throw new ModelsError('INVALID_ARGUMENT', `steps must be a positive integer, got ${String(steps)}`, { value: steps, where: 'steps', hint: 'use 1 or more steps (default 8)' });
   }
   if (!Number.isFinite(shift) || shift <= 0) {
-    throw new NinodesError('INVALID_ARGUMENT', `shift must be a positive number, got ${String(shift)}`, { value: shift, where: 'shift', hint: 'H3 uses shift 12' });
+    throw new ModelsError('INVALID_ARGUMENT', `shift must be a positive number, got ${String(shift)}`, { value: shift, where: 'shift', hint: 'H3 uses shift 12' });
   }
   // A shift so large (or small) that every step but one sits at sigma ~1 (or ~0) gives pure noise
   // (or one jump) without any error: refuse it. The limit is where the first interior sigma passes
@@ -18,7 +18,7 @@ export function flowSigmas(steps: number, shift: number): Float64Array {
     const max = 999 * (steps - 1);
     const min = 1 / max;
     if (shift > max || shift < min) {
-      throw new NinodesError('SHIFT_OUT_OF_RANGE', `shift ${String(shift)} collapses the ${steps}-step schedule (every step at one noise level)`, {
+      throw new ModelsError('SHIFT_OUT_OF_RANGE', `shift ${String(shift)} collapses the ${steps}-step schedule (every step at one noise level)`, {
         value: shift,
         where: 'shift',
         hint: `for ${steps} steps use a shift between ${min.toPrecision(3)} and ${max}; H3 uses 12`,

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { type LockOwner, NinodesError, createTempFile, fsError, releaseTemp, removeTemp, rethrowFs, sweepStaleTemps, waitLock } from '@ninodes/kernels';
+import { type LockOwner, createTempFile, fsError, releaseTemp, removeTemp, rethrowFs, sweepStaleTemps, waitLock } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import { type H3PresetName, h3Preset } from './presets.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 
@@ -126,7 +127,7 @@ export async function ensureSyntheticCheckpoint(options: {
     const written = await writeSyntheticH3Checkpoint(path, { preset: preset.name, seed, sparse, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
     const sha256 = await digest();
     writeTextAtomic(sidecar, `${sha256} ${written.bytes}\n`);
-    if (statSync(path).size !== written.bytes) throw new NinodesError('WRITE_FAILED', `${path} has the wrong size after writing`, { where: path });
+    if (statSync(path).size !== written.bytes) throw new ModelsError('WRITE_FAILED', `${path} has the wrong size after writing`, { where: path });
     return { path, sha256, reused: false, bytes: written.bytes };
   } finally {
     lock.release();

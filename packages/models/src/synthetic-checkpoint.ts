@@ -1,6 +1,7 @@
 import { closeSync, ftruncateSync, mkdirSync, renameSync, writeSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { NinodesError, createTempFile, fsError, releaseTemp, removeTemp, rethrowFs } from '@ninodes/kernels';
+import { createTempFile, fsError, releaseTemp, removeTemp, rethrowFs } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 import { type TensorSource, buildHeader, writeSafetensors } from '@ninodes/memory';
 import { type H3Config, validateH3Config } from './h3-config.js';
 import { h3TensorSpecs } from './h3-tensors.js';
@@ -122,7 +123,7 @@ function encode(t: PlannedTensor, values: Float32Array): Uint8Array {
 export async function writeSyntheticH3Checkpoint(path: string, options: SyntheticCheckpointOptions = {}): Promise<SyntheticCheckpointResult> {
   const config = validateH3Config(options.config ?? h3Preset(options.preset ?? 'h3-tiny').config);
   const seed = options.seed ?? 145;
-  if (!Number.isSafeInteger(seed) || seed < 0) throw new NinodesError('INVALID_ARGUMENT', `seed must be a non-negative integer, got ${String(seed)}`, { value: seed, where: 'seed' });
+  if (!Number.isSafeInteger(seed) || seed < 0) throw new ModelsError('INVALID_ARGUMENT', `seed must be a non-negative integer, got ${String(seed)}`, { value: seed, where: 'seed' });
   const sparse = options.sparse ?? (options.preset === 'h3-full' || options.preset === 'h3-full-pruned');
   const prefix = options.prefix ?? '';
   const { tensors, total } = plan(config, prefix);

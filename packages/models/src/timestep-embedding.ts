@@ -1,13 +1,14 @@
-import { NinodesError, Tensor } from '@ninodes/kernels';
+import { Tensor } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 
 /**
  * Sinusoidal features of H3's time embedder for timestep t (= 1 − sigma): freqDim/2 frequencies
  * exp(−ln(10000)·j/half), cos before sin, fp32 like ComfyUI's `TimeEmbedder`. Returns [1, freqDim].
  */
 export function timestepFeatures(t: number, freqDim: number): Tensor<'f32'> {
-  if (!Number.isFinite(t)) throw new NinodesError('INVALID_ARGUMENT', `timestep must be finite, got ${String(t)}`, { value: t });
+  if (!Number.isFinite(t)) throw new ModelsError('INVALID_ARGUMENT', `timestep must be finite, got ${String(t)}`, { value: t });
   if (!Number.isSafeInteger(freqDim) || freqDim < 2 || freqDim % 2 !== 0) {
-    throw new NinodesError('INVALID_ARGUMENT', `freqDim must be a positive even integer, got ${String(freqDim)}`, { value: freqDim });
+    throw new ModelsError('INVALID_ARGUMENT', `freqDim must be a positive even integer, got ${String(freqDim)}`, { value: freqDim });
   }
   const half = freqDim / 2;
   const out = new Float32Array(freqDim);

@@ -1,4 +1,5 @@
-import { NinodesError, Tensor } from '@ninodes/kernels';
+import { Tensor } from '@ninodes/kernels';
+import { ModelsError } from './error-codes.js';
 
 /** H3 stretches time: a latent frame stands for 1 pixel frame first, 4 after, in cycles of 5, ×5/3. */
 const FRAME_SPANS = [1, 4, 4, 4, 4] as const;
@@ -23,10 +24,10 @@ function sqrtAreaAxis(dim: number, patch: number, sqrtArea: number): Float64Arra
  */
 export function h3VideoPositions(frames: number, height: number, width: number, origin = 0): Float64Array {
   for (const [name, v] of [['frames', frames], ['height', height], ['width', width]] as const) {
-    if (!Number.isSafeInteger(v) || v < 1) throw new NinodesError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${String(v)}`, { value: v, where: name });
+    if (!Number.isSafeInteger(v) || v < 1) throw new ModelsError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${String(v)}`, { value: v, where: name });
   }
   if (height % 2 !== 0 || width % 2 !== 0) {
-    throw new NinodesError('INVALID_ARGUMENT', `height ${height} and width ${width} must be even (pad the latent first)`, { value: { height, width }, hint: 'pad to the 2×2 patch' });
+    throw new ModelsError('INVALID_ARGUMENT', `height ${height} and width ${width} must be even (pad the latent first)`, { value: { height, width }, hint: 'pad to the 2×2 patch' });
   }
   const sqrtArea = Math.sqrt(height * width);
   const hAxis = sqrtAreaAxis(height, 2, sqrtArea);
@@ -79,7 +80,7 @@ export function h3PackedPositions(textLen: number, audioFrames: number, frames: 
  */
 export function h3RopeAngles(positions: Float64Array, invFreq: Float32Array): Tensor<'f32'> {
   if (positions.length % 3 !== 0) {
-    throw new NinodesError('SHAPE_MISMATCH', `positions must be [S, 3], got ${positions.length} values`, { value: positions.length });
+    throw new ModelsError('SHAPE_MISMATCH', `positions must be [S, 3], got ${positions.length} values`, { value: positions.length });
   }
   const s = positions.length / 3;
   const L = invFreq.length;

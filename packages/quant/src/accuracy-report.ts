@@ -1,4 +1,5 @@
-import { NinodesError, Tensor, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8 } from '@ninodes/kernels';
+import { Tensor, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8 } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 import type { CheckpointSource } from '@ninodes/memory';
 import { type FormatDetection, detectFormats } from './detect-formats.js';
 import { materializeF32, toF32 } from './materialize.js';
@@ -84,12 +85,12 @@ export async function accuracyReport(source: CheckpointSource, options: Accuracy
   const rows: AccuracyRow[] = [];
   for (const [i, name] of names.entries()) {
     const layer = detection.layers.get(name);
-    if (layer === undefined) throw new NinodesError('LAYER_NOT_FOUND', `no layer '${name}' in ${source.path}`, { value: name, where: source.path });
+    if (layer === undefined) throw new QuantError('TENSOR_NOT_FOUND', `no layer '${name}' in ${source.path}`, { value: name, where: source.path });
     const w = await materializeF32(source, layer);
     const [n, k] = w.shape as [number, number];
     const given = options.inputs?.[name];
     if (given !== undefined && (given.shape.length !== 2 || given.shape[1] !== k)) {
-      throw new NinodesError('SHAPE_MISMATCH', `inputs for '${name}' are [${given.shape.join(', ')}], the layer takes [M, ${k}]`, { value: given.shape, where: name });
+      throw new QuantError('SHAPE_MISMATCH', `inputs for '${name}' are [${given.shape.join(', ')}], the layer takes [M, ${k}]`, { value: given.shape, where: name });
     }
     const x = given ?? sampleActivations(options.samples ?? 32, k, { seed: (options.seed ?? 145) + i, ...pick(options) });
     const bias = layer.tensors.bias === undefined ? undefined : toF32(source.tensor(layer.tensors.bias)).reshape([n]);

@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 import { z } from 'zod';
 
 /** The `<layer>.comfy_quant` JSON (and each entry of `_quantization_metadata.layers`). */
@@ -24,11 +24,11 @@ export function parseComfyQuantJson(text: string, where: string): ComfyQuantConf
   try {
     json = JSON.parse(text);
   } catch (cause) {
-    throw new NinodesError('BAD_QUANT_MARKER', `comfy_quant of ${where} is not JSON`, { value: text.slice(0, 200), where, cause, hint: 'a comfy_quant tensor holds UTF-8 JSON like {"format": "int8_tensorwise"}' });
+    throw new QuantError('BAD_QUANT_MARKER', `comfy_quant of ${where} is not JSON`, { value: text.slice(0, 200), where, cause, hint: 'a comfy_quant tensor holds UTF-8 JSON like {"format": "int8_tensorwise"}' });
   }
   const r = comfyQuantConfigSchema.safeParse(json);
   if (!r.success) {
-    throw new NinodesError('BAD_QUANT_MARKER', `comfy_quant of ${where} is not a quant config: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, {
+    throw new QuantError('BAD_QUANT_MARKER', `comfy_quant of ${where} is not a quant config: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, {
       value: json,
       where,
     });
@@ -41,7 +41,7 @@ export function parseComfyQuantBytes(bytes: Uint8Array, where: string): ComfyQua
   try {
     text = utf8.decode(bytes);
   } catch (cause) {
-    throw new NinodesError('BAD_QUANT_MARKER', `comfy_quant of ${where} is not UTF-8`, { where, cause });
+    throw new QuantError('BAD_QUANT_MARKER', `comfy_quant of ${where} is not UTF-8`, { where, cause });
   }
   return parseComfyQuantJson(text, where);
 }

@@ -76,7 +76,7 @@ describe('detectFormats', () => {
 
   it('uses a file-name word only when the header is silent, and reports conflicts (header wins)', () => {
     const silentInt8 = { 'a.weight': zeros('i8', [4, 256]), 'a.weight_scale': zeros('f32', [4, 1]) };
-    expect(codeOf(() => detectFormats(memoryCheckpoint('model.safetensors', silentInt8)))).toBe('UNKNOWN_QUANT_LAYER@a');
+    expect(codeOf(() => detectFormats(memoryCheckpoint('model.safetensors', silentInt8)))).toBe('UNSUPPORTED_QUANT_FORMAT@a');
     expect(detectFormats(memoryCheckpoint('model-int8-convrot.safetensors', silentInt8)).layers.get('a')).toMatchObject({ format: 'int8_convrot', source: 'filename' });
     expect(detectFormats(memoryCheckpoint('model_int8.safetensors', silentInt8)).layers.get('a')?.format).toBe('int8_rowwise');
 
@@ -93,7 +93,7 @@ describe('detectFormats', () => {
 
   it('rejects unknown and contradictory markers naming the layer', () => {
     const base = { 'l.weight': zeros('i8', [4, 256]), 'l.weight_scale': zeros('f32', [4, 1]) };
-    expect(codeOf(() => detectFormats(memoryCheckpoint('m', { ...base, 'l.comfy_quant': marker({ format: 'nvfp9' }) })))).toBe('UNKNOWN_QUANT_FORMAT@l');
+    expect(codeOf(() => detectFormats(memoryCheckpoint('m', { ...base, 'l.comfy_quant': marker({ format: 'nvfp9' }) })))).toBe('UNSUPPORTED_QUANT_FORMAT@l');
     expect(codeOf(() => detectFormats(memoryCheckpoint('m', { ...base, 'l.comfy_quant': marker({ format: 'float8_e4m3fn' }) })))).toBe('CONTRADICTORY_QUANT_MARKERS@l');
     expect(codeOf(() => detectFormats(memoryCheckpoint('m', { ...base, 'l.weight_scale': zeros('f32', [3, 1]), 'l.comfy_quant': marker({ format: 'int8_tensorwise' }) })))).toBe('CONTRADICTORY_QUANT_MARKERS@l');
     expect(codeOf(() => detectFormats(memoryCheckpoint('m', { 'l.weight': zeros('i8', [4, 100]), 'l.weight_scale': zeros('f32', [4, 1]), 'l.comfy_quant': marker({ format: 'int8_tensorwise', convrot: true, convrot_groupsize: 256 }) })))).toBe('CONTRADICTORY_QUANT_MARKERS@l');
@@ -103,7 +103,7 @@ describe('detectFormats', () => {
         detectFormats(memoryCheckpoint('m', { ...base, 'l.comfy_quant': marker({ format: 'int8_tensorwise' }) }, { _quantization_metadata: JSON.stringify({ layers: { l: { format: 'int8_tensorwise', convrot: true } } }) })),
       ),
     ).toBe('CONTRADICTORY_QUANT_MARKERS@l');
-    expect(codeOf(() => detectFormats(memoryCheckpoint('m', base, { _quantization_metadata: JSON.stringify({ layers: { missing: { format: 'int8_tensorwise' } } }) })))).toBe('QUANT_LAYER_NOT_FOUND@missing');
+    expect(codeOf(() => detectFormats(memoryCheckpoint('m', base, { _quantization_metadata: JSON.stringify({ layers: { missing: { format: 'int8_tensorwise' } } }) })))).toBe('TENSOR_NOT_FOUND@missing');
   });
 });
 

@@ -1,5 +1,6 @@
 import { basename } from 'node:path';
 import { type DType, NinodesError, isBlockDType } from '@ninodes/kernels';
+import { QuantError, type QuantThrownCode } from './error-codes.js';
 import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
 import { type ComfyQuantConfig, parseComfyQuantBytes, quantizationMetadataSchema } from './comfy-quant-config.js';
 import { CONVROT_GROUP, type WeightFormat, weightFormatInfo } from './weight-format.js';
@@ -93,8 +94,8 @@ export function formatHintFromFilename(name: string): FilenameHint | undefined {
   return best;
 }
 
-function markerError(code: string, layer: string, message: string, value: unknown, hint: string): NinodesError {
-  return new NinodesError(code, `layer '${layer}': ${message}`, { value, where: layer, hint });
+function markerError(code: QuantThrownCode, layer: string, message: string, value: unknown, hint: string): NinodesError {
+  return new QuantError(code, `layer '${layer}': ${message}`, { value, where: layer, hint });
 }
 
 function numelOfShape(shape: readonly number[]): number {
@@ -107,7 +108,7 @@ function formatFromConfig(layer: string, conf: ComfyQuantConfig, weight: TensorE
   switch (conf.format) {
     case 'int8_tensorwise': {
       if (weight.dtype !== 'i8') throw contradict(`comfy_quant says int8_tensorwise but the weight is ${weight.dtype}`);
-      if (scale === undefined) throw markerError('MISSING_QUANT_TENSOR', layer, 'int8_tensorwise needs a weight_scale tensor', conf, `add ${layer}.weight_scale (F32 [N,1] or scalar)`);
+      if (scale === undefined) throw markerError('TENSOR_NOT_FOUND', layer, 'int8_tensorwise needs a weight_scale tensor', conf, `add ${layer}.weight_scale (F32 [N,1] or scalar)`);
       const n = weight.shape[0] ?? 1;
       const k = weight.shape[weight.shape.length - 1] ?? 1;
       const scaleNumel = numelOfShape(scale.shape);
@@ -133,7 +134,7 @@ function formatFromConfig(layer: string, conf: ComfyQuantConfig, weight: TensorE
       return want;
     }
     default:
-      throw markerError('UNKNOWN_QUANT_FORMAT', layer, `unknown comfy_quant format '${conf.format}'`, conf, 'known: int8_tensorwise, float8_e4m3fn, float8_e5m2');
+      throw markerError('UNSUPPORTED_QUANT_FORMAT', layer, `unknown comfy_quant format '${conf.format}'`, conf, 'known: int8_tensorwise, float8_e4m3fn, float8_e5m2');
   }
 }
 
@@ -169,11 +170,11 @@ export function detectFormats(source: CheckpointSource, options: DetectOptions =
     try {
       json = JSON.parse(qm);
     } catch (cause) {
-      throw new NinodesError('BAD_QUANT_MARKER', '__metadata__._quantization_metadata is not JSON', { value: qm.slice(0, 200), where: source.path, cause });
+      throw new QuantError('BAD_QUANT_MARKER', '__metadata__._quantization_metadata is not JSON', { value: qm.slice(0, 200), where: source.path, cause });
     }
     const r = quantizationMetadataSchema.safeParse(json);
     if (!r.success) {
-      throw new NinodesError('BAD_QUANT_MARKER', `__metadata__._quantization_metadata: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, {
+      throw new QuantError('BAD_QUANT_MARKER', `__metadata__._quantization_metadata: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, {
         value: json,
         where: source.path,
         hint: 'expected {"layers": {"<layer>": {"format": ...}}}',
@@ -185,7 +186,7 @@ export function detectFormats(source: CheckpointSource, options: DetectOptions =
         // Converters sometimes omit the model prefix ("model.diffusion_model."): match a unique suffix.
         const matches = [...entries.keys()].filter((k) => k.endsWith(`.${layer}.weight`));
         if (matches.length !== 1) {
-          throw markerError('QUANT_LAYER_NOT_FOUND', layer, `_quantization_metadata names a layer with ${matches.length === 0 ? 'no' : 'an ambiguous'} weight`, matches, 'the metadata and the tensors must name the same layers');
+          throw markerError('TENSOR_NOT_FOUND', layer, `_quantization_metadata names a layer with ${matches.length === 0 ? 'no' : 'an ambiguous'} weight`, matches, 'the metadata and the tensors must name the same layers');
         }
         name = (matches[0] as string).slice(0, -'.weight'.length);
       }
@@ -261,7 +262,7 @@ export function detectFormats(source: CheckpointSource, options: DetectOptions =
       // The header does not say how to read an int8 weight: only a file-name word may break the tie.
       if (hint?.family !== 'int8' || weightScale === undefined) {
         throw markerError(
-          'UNKNOWN_QUANT_LAYER',
+          'UNSUPPORTED_QUANT_FORMAT',
           name,
           `the weight is I8 but no comfy_quant marker or _quantization_metadata says how to read it${weightScale === undefined ? ' (and there is no weight_scale)' : ''}`,
           { dtype: e.dtype, filename: options.filename ?? source.path },

@@ -3,7 +3,7 @@
 // arrays), where each starts; `at(i)` decodes one item when asked. A header then costs a small
 // multiple of its bytes, where one JS object per element cost 70-150x.
 import { Buffer, isUtf8 } from 'node:buffer';
-import { NinodesError } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 import { Cursor, MAX_ARRAY_DEPTH, MIN_VALUE_BYTES, VALUE_TYPE_NAMES, badValueType } from './gguf-cursor.js';
 import type { GgufArrayItems, GgufValue, GgufValueTypeName } from './gguf-types.js';
 
@@ -30,13 +30,13 @@ function scanString(c: Cursor, what: string, i: number): number {
         }
       }
       if (ascii || isUtf8(bytes.subarray(at + 8, end))) return end;
-      throw new NinodesError('GGUF_BAD_STRING', `${what}[${i}] at byte ${at} is not valid UTF-8`, { where: c.where });
+      throw new QuantError('GGUF_BAD_STRING', `${what}[${i}] at byte ${at} is not valid UTF-8`, { where: c.where });
     }
   }
   const len = c.count(`length of ${what}[${i}]`, 1);
   c.need(len, `${what}[${i}]`);
   // need() throws when the string does not fit, so the fast path above saw an impossible length.
-  throw new NinodesError('GGUF_TRUNCATED', `${what}[${i}] at byte ${at} does not fit in the header`, { where: c.where });
+  throw new QuantError('GGUF_TRUNCATED', `${what}[${i}] at byte ${at} does not fit in the header`, { where: c.where });
 }
 
 export class GgufArrayView implements GgufArrayItems {
@@ -56,7 +56,7 @@ export class GgufArrayView implements GgufArrayItems {
 
   /** Validates the array whose item type id is at `c.pos` (an array value's body) and moves past it. */
   static scan(c: Cursor, what: string, depth: number): GgufArrayView {
-    if (depth >= MAX_ARRAY_DEPTH) throw new NinodesError('GGUF_BAD_VALUE', `${what} nests arrays deeper than ${MAX_ARRAY_DEPTH}`, { where: c.where });
+    if (depth >= MAX_ARRAY_DEPTH) throw new QuantError('GGUF_BAD_VALUE', `${what} nests arrays deeper than ${MAX_ARRAY_DEPTH}`, { where: c.where });
     const itemTypeId = c.u32(`item type of ${what}`);
     const itemType = VALUE_TYPE_NAMES[itemTypeId];
     if (itemType === undefined) throw badValueType(itemTypeId, `item type of ${what}`, c.pos - 4, c.where);
@@ -69,7 +69,7 @@ export class GgufArrayView implements GgufArrayItems {
         for (let i = 0; i < n; i++) {
           const b = c.bytes[start + i] as number;
           if (b > 1) {
-            throw new NinodesError('GGUF_BAD_VALUE', `${what}[${i}] at byte ${start + i} is a bool stored as ${b}`, { value: b, where: c.where, hint: 'GGUF bools are 0 or 1' });
+            throw new QuantError('GGUF_BAD_VALUE', `${what}[${i}] at byte ${start + i} is a bool stored as ${b}`, { value: b, where: c.where, hint: 'GGUF bools are 0 or 1' });
           }
         }
       }

@@ -1,5 +1,6 @@
 import { readSync } from 'node:fs';
 import { type MadviseAdvice, MappedFile, NinodesError, Tensor, byteSizeOf } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 import { type CheckpointSource, type TensorEntry, readColumnRange, rowRangeSpan } from '@ninodes/memory';
 import { type GgufHeader, type GgufTensorInfo, GgufNeedMoreBytes, parseGguf } from './gguf-parser.js';
 import { ggufValueToString } from './gguf-types.js';
@@ -169,13 +170,13 @@ export class GgufCheckpoint implements CheckpointSource {
 
   private checkOpen(name: string): void {
     if (this.file.released) {
-      throw new NinodesError('CHECKPOINT_CLOSED', `${this.path} was closed`, { where: name, hint: 'open the checkpoint again' });
+      throw new QuantError('FILE_CLOSED', `${this.path} was closed`, { where: name, hint: 'open the checkpoint again' });
     }
     if (this.verifyOnUse) this.file.verify();
   }
 
   private notFound(name: string): NinodesError {
-    return new NinodesError('TENSOR_NOT_FOUND', `tensor '${name}' is not in ${this.path}`, {
+    return new QuantError('TENSOR_NOT_FOUND', `tensor '${name}' is not in ${this.path}`, {
       value: name,
       where: this.path,
       hint: `the file has ${this.entryList.length} tensors`,

@@ -1,5 +1,6 @@
 // The GGUF header reader's cursor and the value-type tables the parser and the array views share.
 import { NinodesError } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 import { GGUF_VALUE_TYPE, type GgufValueTypeName } from './gguf-types.js';
 
 /** Arrays of arrays nest at most this deep. */
@@ -38,7 +39,7 @@ export class Cursor {
   need(n: number, what: string): void {
     const end = this.pos + n;
     if (!Number.isSafeInteger(end) || end > this.fileSize) {
-      throw new NinodesError('GGUF_TRUNCATED', `${what} at byte ${this.pos} needs ${n} bytes but the file ends at ${this.fileSize}`, {
+      throw new QuantError('GGUF_TRUNCATED', `${what} at byte ${this.pos} needs ${n} bytes but the file ends at ${this.fileSize}`, {
         value: { offset: this.pos, needed: n, fileSize: this.fileSize },
         where: this.where,
         hint: 'the file is truncated or a count/length field is corrupt',
@@ -110,7 +111,7 @@ export class Cursor {
     const raw = this.u64(what);
     const left = this.fileSize - this.pos;
     if (raw > BigInt(Number.MAX_SAFE_INTEGER) || Number(raw) * minBytesEach > left) {
-      throw new NinodesError('GGUF_TRUNCATED', `${what} ${raw} at byte ${at} cannot fit in the ${left} bytes left in the file`, {
+      throw new QuantError('GGUF_TRUNCATED', `${what} ${raw} at byte ${at} cannot fit in the ${left} bytes left in the file`, {
         value: raw,
         where: this.where,
         hint: 'the file is truncated or the count is corrupt',
@@ -126,7 +127,7 @@ export class Cursor {
     try {
       return utf8.decode(this.bytes.subarray(this.pos, this.pos + len));
     } catch (cause) {
-      throw new NinodesError('GGUF_BAD_STRING', `${what} at byte ${at} is not valid UTF-8`, { where: this.where, cause });
+      throw new QuantError('GGUF_BAD_STRING', `${what} at byte ${at} is not valid UTF-8`, { where: this.where, cause });
     } finally {
       this.pos += len;
     }
@@ -134,7 +135,7 @@ export class Cursor {
 }
 
 export function badValueType(typeId: number, what: string, at: number, where: string): NinodesError {
-  return new NinodesError('GGUF_BAD_VALUE_TYPE', `${what} has value type ${typeId}, which GGUF does not define`, {
+  return new QuantError('GGUF_BAD_VALUE_TYPE', `${what} has value type ${typeId}, which GGUF does not define`, {
     value: typeId,
     where: `${where} @${at}`,
     hint: `GGUF value types are 0..12 (${Object.keys(GGUF_VALUE_TYPE).join(', ')})`,

@@ -85,7 +85,7 @@ describe('parseGguf on malformed files', () => {
     ['huge kv count', { kvCount: 0xffffffffffffffffn }, 'GGUF_TRUNCATED'],
     ['misaligned data', { tensors: [f32Tensor('a', [8, 2]), { ...f32Tensor('b', [4]), offset: 68n }] }, 'GGUF_MISALIGNED_TENSOR'],
     ['overlapping data', { tensors: [f32Tensor('a', [8, 2]), { ...f32Tensor('b', [4]), offset: 32n }] }, 'GGUF_OVERLAPPING_TENSORS'],
-    ['unknown type id', { tensors: [{ ...f32Tensor('a', [8]), ggmlType: 77 }] }, 'GGUF_UNKNOWN_TENSOR_TYPE'],
+    ['unknown type id', { tensors: [{ ...f32Tensor('a', [8]), ggmlType: 77 }] }, 'GGUF_UNSUPPORTED_TENSOR_TYPE'],
     ['unsupported type id', { tensors: [{ ...f32Tensor('a', [256]), ggmlType: 16 }] }, 'GGUF_UNSUPPORTED_TENSOR_TYPE'],
     ['partial block', { tensors: [{ name: 'q', ne: [16], ggmlType: 8, data: new Uint8Array(34) }] }, 'GGUF_BAD_DIMS'],
     ['5 dims', { tensors: [f32Tensor('a', [1, 1, 1, 1, 1])] }, 'GGUF_BAD_DIMS'],

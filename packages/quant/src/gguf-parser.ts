@@ -1,4 +1,5 @@
 import { type DType, NinodesError, byteSizeOf, numelOf } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 import { GgufArrayView } from './gguf-array.js';
 import { Cursor, GgufNeedMoreBytes, VALUE_TYPE_NAMES, badValueType } from './gguf-cursor.js';
 import { GGML_TYPE_NAMES, GGML_TYPE_TO_DTYPE, type GgufValue } from './gguf-types.js';
@@ -65,7 +66,7 @@ function readValue(c: Cursor, typeId: number, what: string, where: string): Gguf
     case 'bool': {
       const at = c.pos;
       const b = c.u8(what);
-      if (b > 1) throw new NinodesError('GGUF_BAD_VALUE', `${what} at byte ${at} is a bool stored as ${b}`, { value: b, where, hint: 'GGUF bools are 0 or 1' });
+      if (b > 1) throw new QuantError('GGUF_BAD_VALUE', `${what} at byte ${at} is a bool stored as ${b}`, { value: b, where, hint: 'GGUF bools are 0 or 1' });
       return { type, value: b === 1 };
     }
     case 'string':
@@ -97,7 +98,7 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
 
   const magic = c.u32('magic');
   if (magic !== MAGIC) {
-    throw new NinodesError('GGUF_BAD_MAGIC', `not a GGUF file: magic is 0x${magic.toString(16).padStart(8, '0')}`, {
+    throw new QuantError('GGUF_BAD_MAGIC', `not a GGUF file: magic is 0x${magic.toString(16).padStart(8, '0')}`, {
       value: magic,
       where,
       hint: "a GGUF file starts with the bytes 'GGUF'",
@@ -106,7 +107,7 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
   const version = c.u32('version');
   if (version !== 2 && version !== 3) {
     const bigEndian = version === 0x02000000 || version === 0x03000000;
-    throw new NinodesError('GGUF_UNSUPPORTED_VERSION', `GGUF version ${version} is not supported`, {
+    throw new QuantError('GGUF_UNSUPPORTED_VERSION', `GGUF version ${version} is not supported`, {
       value: version,
       where,
       hint: bigEndian ? 'this is a big-endian GGUF; convert it to little-endian' : 'only GGUF v2 and v3 (little-endian) are read; re-convert older files',
@@ -119,7 +120,7 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
   for (let i = 0; i < kvCount; i++) {
     const key = c.string(`key of metadata entry ${i}`);
     if (metadata.has(key)) {
-      throw new NinodesError('GGUF_DUPLICATE_KEY', `metadata key '${key}' appears twice`, { value: key, where, hint: 'the file is corrupt' });
+      throw new QuantError('GGUF_DUPLICATE_KEY', `metadata key '${key}' appears twice`, { value: key, where, hint: 'the file is corrupt' });
     }
     const typeId = c.u32(`type of '${key}'`);
     metadata.set(key, readValue(c, typeId, `value of '${key}'`, where));
@@ -130,7 +131,7 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
   if (alignValue !== undefined) {
     const a = integerOf(alignValue);
     if (a === undefined || a <= 0 || (a & (a - 1)) !== 0) {
-      throw new NinodesError('GGUF_BAD_ALIGNMENT', `general.alignment ${String(alignValue.value)} is not a positive power of two`, {
+      throw new QuantError('GGUF_BAD_ALIGNMENT', `general.alignment ${String(alignValue.value)} is not a positive power of two`, {
         value: alignValue.value,
         where,
         hint: 'GGUF alignment is a power of two (default 32)',
@@ -150,18 +151,18 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
   for (let i = 0; i < tensorCount; i++) {
     const name = c.string(`name of tensor ${i}`);
     if (names.has(name)) {
-      throw new NinodesError('GGUF_DUPLICATE_TENSOR', `tensor '${name}' is described twice`, { value: name, where, hint: 'the file is corrupt' });
+      throw new QuantError('GGUF_DUPLICATE_TENSOR', `tensor '${name}' is described twice`, { value: name, where, hint: 'the file is corrupt' });
     }
     names.add(name);
     const nDims = c.u32(`dimension count of '${name}'`);
     if (nDims < 1 || nDims > MAX_DIMS) {
-      throw new NinodesError('GGUF_BAD_DIMS', `tensor '${name}' has ${nDims} dimensions`, { value: nDims, where, hint: `ggml tensors have 1..${MAX_DIMS} dimensions` });
+      throw new QuantError('GGUF_BAD_DIMS', `tensor '${name}' has ${nDims} dimensions`, { value: nDims, where, hint: `ggml tensors have 1..${MAX_DIMS} dimensions` });
     }
     const ne: number[] = [];
     for (let d = 0; d < nDims; d++) {
       const v = c.u64(`dimension ${d} of '${name}'`);
       if (v > BigInt(Number.MAX_SAFE_INTEGER)) {
-        throw new NinodesError('GGUF_BAD_DIMS', `dimension ${d} of tensor '${name}' is ${v}`, { value: v, where, hint: 'the file is corrupt' });
+        throw new QuantError('GGUF_BAD_DIMS', `dimension ${d} of tensor '${name}' is ${v}`, { value: v, where, hint: 'the file is corrupt' });
       }
       ne.push(Number(v));
     }
@@ -173,15 +174,15 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
   const headerEnd = c.pos;
   const dataOffset = Math.ceil(headerEnd / alignment) * alignment;
   if (dataOffset > fileSize && tensorCount > 0) {
-    throw new NinodesError('GGUF_TRUNCATED', `the data section would start at byte ${dataOffset}, past the end of the ${fileSize}-byte file`, { where });
+    throw new QuantError('GGUF_TRUNCATED', `the data section would start at byte ${dataOffset}, past the end of the ${fileSize}-byte file`, { where });
   }
 
   const tensors: GgufTensorInfo[] = raw.map((r) => {
     const typeName = GGML_TYPE_NAMES[r.ggmlType];
     const dtype = GGML_TYPE_TO_DTYPE[r.ggmlType];
     if (dtype === undefined) {
-      throw new NinodesError(
-        typeName === undefined ? 'GGUF_UNKNOWN_TENSOR_TYPE' : 'GGUF_UNSUPPORTED_TENSOR_TYPE',
+      throw new QuantError(
+        'GGUF_UNSUPPORTED_TENSOR_TYPE',
         typeName === undefined ? `tensor '${r.name}' has ggml type id ${r.ggmlType}, which is unknown` : `tensor '${r.name}' is ${typeName}, which the kernels cannot decode`,
         {
           value: r.ggmlType,
@@ -195,7 +196,7 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
     try {
       byteLength = byteSizeOf(dtype, storedShape, `${where}: ${r.name}`);
     } catch (cause) {
-      throw new NinodesError('GGUF_BAD_DIMS', `tensor '${r.name}' ${typeName} [${storedShape.join(', ')}] does not fill whole blocks or is too large`, {
+      throw new QuantError('GGUF_BAD_DIMS', `tensor '${r.name}' ${typeName} [${storedShape.join(', ')}] does not fill whole blocks or is too large`, {
         value: storedShape,
         where: `${where}: ${r.name}`,
         hint: 'the innermost dimension (ne0) of a block type must be a multiple of its block size',
@@ -203,7 +204,7 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
       });
     }
     if (r.offset % BigInt(alignment) !== 0n) {
-      throw new NinodesError('GGUF_MISALIGNED_TENSOR', `tensor '${r.name}' data offset ${r.offset} is not a multiple of the alignment ${alignment}`, {
+      throw new QuantError('GGUF_MISALIGNED_TENSOR', `tensor '${r.name}' data offset ${r.offset} is not a multiple of the alignment ${alignment}`, {
         value: r.offset,
         where: `${where}: ${r.name}`,
         hint: 'the file is corrupt or was written with another general.alignment',
@@ -211,7 +212,7 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
     }
     const end = BigInt(dataOffset) + r.offset + BigInt(byteLength);
     if (end > BigInt(fileSize)) {
-      throw new NinodesError('GGUF_TENSOR_PAST_EOF', `tensor '${r.name}' needs bytes up to ${end} but the file has ${fileSize}`, {
+      throw new QuantError('GGUF_TENSOR_PAST_EOF', `tensor '${r.name}' needs bytes up to ${end} but the file has ${fileSize}`, {
         value: { offset: r.offset, byteLength, fileSize },
         where: `${where}: ${r.name}`,
         hint: 'the file is truncated',
@@ -240,7 +241,7 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
     const prev = byOffset[i - 1] as GgufTensorInfo;
     const next = byOffset[i] as GgufTensorInfo;
     if (prev.byteOffset + prev.byteLength > next.byteOffset && prev.byteLength > 0 && next.byteLength > 0) {
-      throw new NinodesError('GGUF_OVERLAPPING_TENSORS', `tensors '${prev.name}' and '${next.name}' share bytes ${next.byteOffset}..${prev.byteOffset + prev.byteLength}`, {
+      throw new QuantError('GGUF_OVERLAPPING_TENSORS', `tensors '${prev.name}' and '${next.name}' share bytes ${next.byteOffset}..${prev.byteOffset + prev.byteLength}`, {
         value: { [prev.name]: [prev.byteOffset, prev.byteLength], [next.name]: [next.byteOffset, next.byteLength] },
         where,
         hint: 'the file is corrupt',
@@ -253,7 +254,7 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
 
 function origShapeOf(v: GgufValue, name: string, storedShape: readonly number[], where: string): readonly number[] {
   const bad = (why: string) =>
-    new NinodesError('GGUF_BAD_ORIG_SHAPE', `${ORIG_SHAPE_PREFIX}${name} ${why}`, {
+    new QuantError('GGUF_BAD_ORIG_SHAPE', `${ORIG_SHAPE_PREFIX}${name} ${why}`, {
       value: v.value,
       where: `${where}: ${name}`,
       hint: 'the original shape must be an array of non-negative integers with as many elements as the stored tensor',

@@ -2,9 +2,10 @@
 // infos, then each tensor's bytes at a multiple of the alignment, requested one at a time. The same
 // layout gguf-py's GGUFWriter and ggml's gguf_write produce (zero padding after the header and after
 // every tensor, the last one included), written through memory's writeFileAtomically.
-import { type DType, NinodesError, Tensor, byteSizeOf } from '@ninodes/kernels';
+import { type DType, Tensor, byteSizeOf } from '@ninodes/kernels';
 import { type TensorSource, writeFileAtomically } from '@ninodes/memory';
 import { GGML_TYPE_TO_DTYPE, GGUF_VALUE_TYPE, type GgufValue, type GgufValueTypeName } from './gguf-types.js';
+import { QuantError, type QuantThrownCode } from './error-codes.js';
 
 export interface WriteGgufOptions {
   /** general.alignment; default 32 (GGUF's default, written only when another value is asked for). */
@@ -82,8 +83,8 @@ class ByteSink {
   }
 }
 
-function invalid(code: string, path: string, message: string, value?: unknown, hint?: string): never {
-  throw new NinodesError(code, `${path}: ${message}`, { where: path, value, ...(hint === undefined ? {} : { hint }) });
+function invalid(code: QuantThrownCode, path: string, message: string, value?: unknown, hint?: string): never {
+  throw new QuantError(code, `${path}: ${message}`, { where: path, value, ...(hint === undefined ? {} : { hint }) });
 }
 
 /** Writes one value's payload (its type id is written by the caller). */

@@ -1,3 +1,4 @@
+export { QUANT_ERROR_CODES, type QuantErrorCode } from './error-codes.js';
 export {
   GGML_TYPE_NAMES,
   GGML_TYPE_TO_DTYPE,

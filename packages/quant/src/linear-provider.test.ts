@@ -73,7 +73,7 @@ describe('int8 convrot layers of the ComfyUI checkpoint', () => {
     };
     expect(code(() => provider.linear({ name: 'model.lin_a', outFeatures: 96, inFeatures: 256, bias: true }))).toBe('SHAPE_MISMATCH');
     expect(code(() => provider.linear({ name: 'model.lin_a', outFeatures: 96, inFeatures: 512, bias: false }))).toBe('BIAS_MISMATCH');
-    expect(code(() => provider.linear({ name: 'model.nope', outFeatures: 1, inFeatures: 1, bias: false }))).toBe('LAYER_NOT_FOUND');
+    expect(code(() => provider.linear({ name: 'model.nope', outFeatures: 1, inFeatures: 1, bias: false }))).toBe('TENSOR_NOT_FOUND');
   });
 });
 

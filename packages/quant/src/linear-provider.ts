@@ -1,4 +1,5 @@
-import { type LinearPrecision, NinodesError, Tensor, buildInfo, cast, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8 } from '@ninodes/kernels';
+import { type LinearPrecision, Tensor, buildInfo, cast, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8 } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 import { type CheckpointSource, WeightCache, type WeightDescriptor, copyColumnRange } from '@ninodes/memory';
 import { type DetectedLayer, type FormatDetection, detectFormats } from './detect-formats.js';
 import type { LinearOp, LinearProvider, LinearSpec } from './linear-op.js';
@@ -145,7 +146,7 @@ class QuantLinear implements QuantLinearOp {
     this.transientBytes = transientBytes(layer.format, compute, local, requantizeGguf);
     const group = weightFormatInfo(this.runFormat).convrot;
     if (this.slice?.columns !== undefined && group !== false && geometry.k % group !== 0) {
-      throw new NinodesError('SHARD_NOT_GROUP_ALIGNED', `layer '${spec.name}': a row-parallel slice of ${geometry.k} input columns splits the ${group}-column convrot groups`, {
+      throw new QuantError('SHARD_NOT_GROUP_ALIGNED', `layer '${spec.name}': a row-parallel slice of ${geometry.k} input columns splits the ${group}-column convrot groups`, {
         value: { columns: this.slice.columns, group },
         where: spec.name,
         hint: `each rank's input slice (K / tensor-parallel size) must be a multiple of ${group}`,
@@ -160,7 +161,7 @@ class QuantLinear implements QuantLinearOp {
   async forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>> {
     const k = this.spec.inFeatures;
     if (x.dtype !== 'f32' || x.shape.length !== 2 || x.shape[1] !== k) {
-      throw new NinodesError('SHAPE_MISMATCH', `linear '${this.spec.name}' takes f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
+      throw new QuantError('SHAPE_MISMATCH', `linear '${this.spec.name}' takes f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
         value: x.shape,
         where: this.spec.name,
       });
@@ -232,7 +233,7 @@ class QuantLinear implements QuantLinearOp {
   async replaceWeight(w: Tensor<'f32'>): Promise<void> {
     const { outFeatures: n, inFeatures: k } = this.spec;
     if (w.dtype !== 'f32' || w.shape.length !== 2 || w.shape[0] !== n || w.shape[1] !== k) {
-      throw new NinodesError('SHAPE_MISMATCH', `replacement weight for '${this.spec.name}' must be f32 [${n}, ${k}]`, { value: w.shape, where: this.spec.name });
+      throw new QuantError('SHAPE_MISMATCH', `replacement weight for '${this.spec.name}' must be f32 [${n}, ${k}]`, { value: w.shape, where: this.spec.name });
     }
     // The patch becomes the op's source: a cached weight is dropped and rebuilt from it (still
     // counted and evictable); an eviction later rebuilds it from the patch again, not from the file.
@@ -345,7 +346,7 @@ class QuantLinear implements QuantLinearOp {
       // Row-parallel int8: every rank must hold the whole row's weight scale (their int32
       // accumulators are summed), so the whole layer is quantized once and the columns kept.
       const whole = this.convert(await this.sourceF32(undefined), false);
-      if (whole.kind !== 'int8') throw new NinodesError('INTERNAL', `layer '${this.spec.name}' did not quantize to int8`, { where: this.spec.name });
+      if (whole.kind !== 'int8') throw new QuantError('INTERNAL', `layer '${this.spec.name}' did not quantize to int8`, { where: this.spec.name });
       const [a, b] = slice.columns;
       const q = copyColumnRange(whole.q, `${this.spec.name}.weight`, a, b) as Tensor<'i8'>;
       const scale = whole.scale;
@@ -380,7 +381,7 @@ class QuantLinear implements QuantLinearOp {
           // Run as stored: keep whatever materialized form the stored format uses (GGUF: f32).
           const info = weightFormatInfo(this.format);
           if (info.family === 'gguf' || info.family === 'float') return { kind: 'f32', w };
-          throw new NinodesError('UNSUPPORTED_COMPUTE', `layer '${this.spec.name}' cannot run as ${this.format}`, { value: this.format, where: this.spec.name });
+          throw new QuantError('UNSUPPORTED_COMPUTE', `layer '${this.spec.name}' cannot run as ${this.format}`, { value: this.format, where: this.spec.name });
         }
       }
     })();
@@ -412,20 +413,20 @@ export function createLinearProvider(source: CheckpointSource, options: LinearPr
     linear(spec: LinearSpec): QuantLinearOp {
       const layer = detection.layers.get(spec.name);
       if (layer === undefined) {
-        throw new NinodesError('LAYER_NOT_FOUND', `no weight '${spec.name}.weight' in ${source.path}`, { value: spec.name, where: source.path, hint: 'check the model\'s key names against the checkpoint' });
+        throw new QuantError('TENSOR_NOT_FOUND', `no weight '${spec.name}.weight' in ${source.path}`, { value: spec.name, where: source.path, hint: 'check the model\'s key names against the checkpoint' });
       }
       const n = layer.shape[0] as number;
       const k = layer.shape.slice(1).reduce((a, b) => a * b, 1);
       const geometry = shardGeometry(spec.name, n, k, spec.shard);
       if (geometry.n !== spec.outFeatures || geometry.k !== spec.inFeatures) {
         const part = geometry.slice === undefined ? '' : ` (rank ${spec.shard?.rank} of ${spec.shard?.size}, ${spec.shard?.role}: [${geometry.n}, ${geometry.k}])`;
-        throw new NinodesError('SHAPE_MISMATCH', `layer '${spec.name}' is [${layer.shape.join(', ')}] in the file${part}, the model expects [${spec.outFeatures}, ${spec.inFeatures}]`, {
+        throw new QuantError('SHAPE_MISMATCH', `layer '${spec.name}' is [${layer.shape.join(', ')}] in the file${part}, the model expects [${spec.outFeatures}, ${spec.inFeatures}]`, {
           value: layer.shape,
           where: spec.name,
         });
       }
       if (spec.bias !== (layer.tensors.bias !== undefined)) {
-        throw new NinodesError('BIAS_MISMATCH', `layer '${spec.name}' ${spec.bias ? 'needs a bias the file lacks' : 'has a bias the model does not use'}`, { where: spec.name });
+        throw new QuantError('BIAS_MISMATCH', `layer '${spec.name}' ${spec.bias ? 'needs a bias the file lacks' : 'has a bias the model does not use'}`, { where: spec.name });
       }
       const op = new QuantLinear(spec, source, layer, options, geometry, k);
       built.set(spec.name, [...(built.get(spec.name) ?? []), op]);

@@ -1,4 +1,5 @@
 import { NinodesError } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 import type { LinearShard } from './linear-op.js';
 
 /**
@@ -18,7 +19,7 @@ export interface ShardGeometry {
 }
 
 function notDivisible(name: string, what: string, value: unknown, size: number): NinodesError {
-  return new NinodesError('SHARD_NOT_DIVISIBLE', `layer '${name}': ${what} does not split evenly over ${size} ranks`, { value, where: name, hint: 'choose a tensor-parallel size that divides the heads and widths' });
+  return new QuantError('SHARD_NOT_DIVISIBLE', `layer '${name}': ${what} does not split evenly over ${size} ranks`, { value, where: name, hint: 'choose a tensor-parallel size that divides the heads and widths' });
 }
 
 /** The slice a shard of layer `name` ([N, K] in the file) reads, with coded errors for shards that do not fit it. */
@@ -26,7 +27,7 @@ export function shardGeometry(name: string, n: number, k: number, shard: LinearS
   if (shard === undefined || shard.role === 'replicated') return { slice: undefined, n, k };
   const { rank, size } = shard;
   if (!Number.isSafeInteger(size) || size < 1 || !Number.isSafeInteger(rank) || rank < 0 || rank >= size) {
-    throw new NinodesError('INVALID_SHARD', `layer '${name}': shard rank ${rank} of ${size} is not a rank of the world`, { value: { rank, size }, where: name, hint: 'rank must be an integer in [0, size)' });
+    throw new QuantError('INVALID_SHARD', `layer '${name}': shard rank ${rank} of ${size} is not a rank of the world`, { value: { rank, size }, where: name, hint: 'rank must be an integer in [0, size)' });
   }
   if (shard.role === 'row') {
     if (k % size !== 0) throw notDivisible(name, `K = ${k}`, k, size);
@@ -38,7 +39,7 @@ export function shardGeometry(name: string, n: number, k: number, shard: LinearS
     case 'qkv': {
       const inner = fused.heads * fused.headDim;
       if (n !== 3 * inner) {
-        throw new NinodesError('SHAPE_MISMATCH', `layer '${name}' has ${n} rows, a qkv layer of ${fused.heads}×${fused.headDim} heads has ${3 * inner}`, { value: n, where: name });
+        throw new QuantError('SHAPE_MISMATCH', `layer '${name}' has ${n} rows, a qkv layer of ${fused.heads}×${fused.headDim} heads has ${3 * inner}`, { value: n, where: name });
       }
       if (fused.heads % size !== 0) throw notDivisible(name, `${fused.heads} heads`, fused.heads, size);
       const len = (fused.heads / size) * fused.headDim;

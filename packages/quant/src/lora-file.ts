@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { NinodesError, type Tensor, fsError } from '@ninodes/kernels';
+import { type Tensor, fsError } from '@ninodes/kernels';
 import { toF32 } from './materialize.js';
 import { openCheckpoint } from './open-checkpoint.js';
+import { QuantError } from './error-codes.js';
 
 /** Which naming convention a LoRA module's tensors follow. */
 export type LoraKeyStyle =
@@ -61,13 +62,13 @@ function adapterConfigAlpha(path: string): number | undefined {
   try {
     parsed = JSON.parse(readFileSync(config, 'utf8'));
   } catch (error) {
-    if (error instanceof SyntaxError) throw new NinodesError('LORA_INVALID', `${config} is not valid JSON: ${error.message}`, { value: config, where: config, hint: 'fix or remove adapter_config.json, or pass the alpha explicitly' });
+    if (error instanceof SyntaxError) throw new QuantError('LORA_INVALID', `${config} is not valid JSON: ${error.message}`, { value: config, where: config, hint: 'fix or remove adapter_config.json, or pass the alpha explicitly' });
     throw fsError(error, config, 'cannot read');
   }
   const alpha = (parsed as { lora_alpha?: unknown }).lora_alpha;
   if (alpha === undefined) return undefined;
   if (typeof alpha !== 'number' || !Number.isFinite(alpha) || alpha <= 0) {
-    throw new NinodesError('LORA_INVALID', `${config}: lora_alpha must be a positive number`, { value: alpha, where: config });
+    throw new QuantError('LORA_INVALID', `${config}: lora_alpha must be a positive number`, { value: alpha, where: config });
   }
   return alpha;
 }
@@ -76,7 +77,7 @@ function metadataAlpha(path: string, metadata: Readonly<Record<string, string>>)
   const raw = metadata.lora_alpha;
   if (raw === undefined) return undefined;
   const alpha = Number(raw);
-  if (!Number.isFinite(alpha) || alpha <= 0) throw new NinodesError('LORA_INVALID', `${path}: metadata lora_alpha '${raw}' is not a positive number`, { value: raw, where: path });
+  if (!Number.isFinite(alpha) || alpha <= 0) throw new QuantError('LORA_INVALID', `${path}: metadata lora_alpha '${raw}' is not a positive number`, { value: raw, where: path });
   return alpha;
 }
 
@@ -97,7 +98,7 @@ export function readLoraFile(path: string, options: ReadLoraOptions = {}): LoraF
   const source = openCheckpoint(path);
   try {
     if (source.format !== 'safetensors') {
-      throw new NinodesError('LORA_INVALID', `${path} is a ${source.format} file; LoRAs are read from safetensors`, { value: path, where: path, hint: 'convert the LoRA to .safetensors' });
+      throw new QuantError('LORA_INVALID', `${path} is a ${source.format} file; LoRAs are read from safetensors`, { value: path, where: path, hint: 'convert the LoRA to .safetensors' });
     }
     const pairs = new Map<string, { up?: string; down?: string; alpha?: string; style?: LoraKeyStyle }>();
     const unsupported: string[] = [];
@@ -127,7 +128,7 @@ export function readLoraFile(path: string, options: ReadLoraOptions = {}): LoraF
           unsupported.push(p.alpha as string);
           continue;
         }
-        throw new NinodesError('LORA_INVALID', `${path}: LoRA module '${key}' has ${p.up === undefined ? 'a down factor but no up factor' : 'an up factor but no down factor'}`, {
+        throw new QuantError('LORA_INVALID', `${path}: LoRA module '${key}' has ${p.up === undefined ? 'a down factor but no up factor' : 'an up factor but no down factor'}`, {
           value: key,
           where: path,
           hint: 'the file is incomplete or not a LoRA',
@@ -136,12 +137,12 @@ export function readLoraFile(path: string, options: ReadLoraOptions = {}): LoraF
       const up = owned(source.tensor(p.up));
       const downRaw = owned(source.tensor(p.down));
       if (up.shape.length !== 2 && !(up.shape.length === 4 && up.shape[2] === 1 && up.shape[3] === 1)) {
-        throw new NinodesError('LORA_SHAPE_MISMATCH', `${path}: up factor of '${key}' is [${up.shape.join(', ')}], expected [N, rank]`, { value: up.shape, where: p.up });
+        throw new QuantError('LORA_SHAPE_MISMATCH', `${path}: up factor of '${key}' is [${up.shape.join(', ')}], expected [N, rank]`, { value: up.shape, where: p.up });
       }
       const rank = up.shape[1] as number;
       const up2 = up.reshape([up.shape[0] as number, rank]);
       if (downRaw.shape[0] !== rank || downRaw.shape.length < 2) {
-        throw new NinodesError('LORA_SHAPE_MISMATCH', `${path}: '${key}' has up [${up.shape.join(', ')}] and down [${downRaw.shape.join(', ')}]: the ranks differ`, {
+        throw new QuantError('LORA_SHAPE_MISMATCH', `${path}: '${key}' has up [${up.shape.join(', ')}] and down [${downRaw.shape.join(', ')}]: the ranks differ`, {
           value: { up: up.shape, down: downRaw.shape },
           where: p.down,
         });
@@ -151,7 +152,7 @@ export function readLoraFile(path: string, options: ReadLoraOptions = {}): LoraF
       let alphaFrom: LoraModule['alphaFrom'];
       if (p.alpha !== undefined) {
         const a = owned(source.tensor(p.alpha));
-        if (a.numel !== 1) throw new NinodesError('LORA_INVALID', `${path}: alpha of '${key}' holds ${a.numel} values`, { value: a.shape, where: p.alpha });
+        if (a.numel !== 1) throw new QuantError('LORA_INVALID', `${path}: alpha of '${key}' holds ${a.numel} values`, { value: a.shape, where: p.alpha });
         alpha = (a.data as Float32Array)[0] as number;
         alphaFrom = 'tensor';
       } else if (fileAlpha !== undefined) {
@@ -170,7 +171,7 @@ export function readLoraFile(path: string, options: ReadLoraOptions = {}): LoraF
       modules.push({ key, style: styleOf(key, p.style), up: up2, down, rank, alpha, alphaFrom });
     }
     if (modules.length === 0) {
-      throw new NinodesError('LORA_INVALID', `${path} holds no LoRA modules (no lora_up/lora_down or lora_A/lora_B pairs)`, {
+      throw new QuantError('LORA_INVALID', `${path} holds no LoRA modules (no lora_up/lora_down or lora_A/lora_B pairs)`, {
         value: path,
         where: path,
         hint: 'supported: kohya/ComfyUI (lora_up, lora_down, alpha) and diffusers/peft (lora_A, lora_B) LoRAs',

@@ -1,7 +1,8 @@
-import { NinodesError, type Tensor } from '@ninodes/kernels';
+import { type Tensor } from '@ninodes/kernels';
 import type { LoraFile, LoraModule } from './lora-file.js';
 import type { ModelLayout } from './model-layout.js';
 import type { FusedLayout } from './parallel-shard.js';
+import { QuantError } from './error-codes.js';
 
 /** A linear a LoRA may patch: its checkpoint name (prefix included) and shape; ModelLayout's linears fit. */
 export interface LoraTarget {
@@ -102,7 +103,7 @@ function checkShape(file: string, m: LoraModule, slot: Slot): void {
   const down = m.down.shape[1] as number;
   if (up !== n || down !== k) {
     const part = slot.rows === undefined ? '' : ` (rows ${slot.rows[0]}..${slot.rows[1]} of the fused layer)`;
-    throw new NinodesError('LORA_SHAPE_MISMATCH', `${file}: LoRA module '${m.key}' gives a [${up}, ${down}] delta, layer '${slot.target.name}'${part} is [${n}, ${k}]`, {
+    throw new QuantError('LORA_SHAPE_MISMATCH', `${file}: LoRA module '${m.key}' gives a [${up}, ${down}] delta, layer '${slot.target.name}'${part} is [${n}, ${k}]`, {
       value: { key: m.key, delta: [up, down], layer: [n, k] },
       where: m.key,
       hint: 'the LoRA was trained for a different model (or model size)',

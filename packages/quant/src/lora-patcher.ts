@@ -1,9 +1,10 @@
-import { NinodesError, Tensor, linear } from '@ninodes/kernels';
+import { Tensor, linear } from '@ninodes/kernels';
 import type { LoraFile } from './lora-file.js';
 import { type LoraDelta, type LoraMapping, type LoraTarget, loraTargets, mapLora } from './lora-map.js';
 import type { LayerSlice } from './linear-shard.js';
 import type { ModelLayout } from './model-layout.js';
 import type { WeightPatcher } from './weight-patcher.js';
+import { QuantError } from './error-codes.js';
 
 /** What adding one LoRA did. */
 export interface LoraApplied {
@@ -21,7 +22,7 @@ export interface LoraApplied {
 
 function checkStrength(strength: number, where: string): void {
   if (!Number.isFinite(strength)) {
-    throw new NinodesError('INVALID_ARGUMENT', `LoRA strength must be a finite number, got ${strength}`, { value: strength, where, hint: 'e.g. 1, 0.8 or -0.5' });
+    throw new QuantError('INVALID_ARGUMENT', `LoRA strength must be a finite number, got ${strength}`, { value: strength, where, hint: 'e.g. 1, 0.8 or -0.5' });
   }
 }
 
@@ -47,7 +48,7 @@ function downColumnsT(down: Tensor<'f32'>, c0: number, c1: number): Tensor<'f32'
 async function addDelta(w: Tensor<'f32'>, d: LoraDelta, s: number, slice: LayerSlice | undefined): Promise<void> {
   const [n, k] = w.shape as [number, number];
   const [c0, c1] = slice?.columns ?? [0, d.down.shape[1] as number];
-  if (c1 - c0 !== k) throw new NinodesError('INTERNAL', `LoRA delta '${d.key}' covers ${c1 - c0} columns, the weight has ${k}`, { where: d.key });
+  if (c1 - c0 !== k) throw new QuantError('INTERNAL', `LoRA delta '${d.key}' covers ${c1 - c0} columns, the weight has ${k}`, { where: d.key });
   const r0 = d.rows?.[0] ?? 0;
   const r1 = r0 + (d.up.shape[0] as number);
   const segments = slice?.rows ?? [[0, n] as const];
@@ -64,7 +65,7 @@ async function addDelta(w: Tensor<'f32'>, d: LoraDelta, s: number, slice: LayerS
     }
     local += b - a;
   }
-  if (local !== n) throw new NinodesError('INTERNAL', `LoRA patch of '${d.key}': the slice covers ${local} rows, the weight has ${n}`, { where: d.key });
+  if (local !== n) throw new QuantError('INTERNAL', `LoRA patch of '${d.key}': the slice covers ${local} rows, the weight has ${n}`, { where: d.key });
 }
 
 /**
@@ -91,7 +92,7 @@ export class LoraPatcher implements WeightPatcher {
     checkStrength(strength, file.path);
     const mapping = mapLora(file, this.targets, this.prefix);
     if (mapping.deltas.size === 0) {
-      throw new NinodesError('LORA_NO_MATCH', `${file.path}: none of its ${file.modules.length} modules names a linear of this model (e.g. '${file.modules[0]?.key}')`, {
+      throw new QuantError('LORA_NO_MATCH', `${file.path}: none of its ${file.modules.length} modules names a linear of this model (e.g. '${file.modules[0]?.key}')`, {
         value: file.modules.slice(0, 5).map((m) => m.key),
         where: file.path,
         hint: `the model's linears are named like '${this.targets[0]?.name ?? '?'}'; is the LoRA for this model?`,
@@ -105,7 +106,7 @@ export class LoraPatcher implements WeightPatcher {
   /** Changes one LoRA's strength; returns the layers whose prepared weights are now stale (none if unchanged). */
   setStrength(index: number, strength: number): readonly string[] {
     const lora = this.loras[index];
-    if (lora === undefined) throw new NinodesError('INDEX_OUT_OF_RANGE', `no LoRA ${index} (${this.loras.length} added)`, { value: index, where: 'LoraPatcher.setStrength' });
+    if (lora === undefined) throw new QuantError('INDEX_OUT_OF_RANGE', `no LoRA ${index} (${this.loras.length} added)`, { value: index, where: 'LoraPatcher.setStrength' });
     checkStrength(strength, lora.file.path);
     if (lora.strength === strength) return [];
     lora.strength = strength;

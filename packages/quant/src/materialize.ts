@@ -1,4 +1,5 @@
-import { NinodesError, Tensor, cast, decodeFp8, dequantize, hadamard, isBlockDType } from '@ninodes/kernels';
+import { Tensor, cast, decodeFp8, dequantize, hadamard, isBlockDType } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 import type { CheckpointSource } from '@ninodes/memory';
 import type { DetectedLayer } from './detect-formats.js';
 import type { LayerSlice } from './linear-shard.js';
@@ -14,7 +15,7 @@ export function toF32(t: Tensor): Tensor<'f32'> {
 export function readScalar(source: CheckpointSource, name: string): number {
   const t = toF32(source.tensor(name));
   if (t.numel !== 1) {
-    throw new NinodesError('SHAPE_MISMATCH', `${name} should hold one value, it holds ${t.numel}`, { value: t.shape, where: name });
+    throw new QuantError('SHAPE_MISMATCH', `${name} should hold one value, it holds ${t.numel}`, { value: t.shape, where: name });
   }
   return (t.copy().data as Float32Array)[0] as number;
 }
@@ -48,14 +49,14 @@ function joinRows(parts: readonly Tensor[]): Tensor {
 export function rowScales(source: CheckpointSource, layer: DetectedLayer, slice?: LayerSlice): Tensor<'f32'> {
   const n = layer.shape[0] as number;
   const name = layer.tensors.weightScale;
-  if (name === undefined) throw new NinodesError('MISSING_QUANT_TENSOR', `layer '${layer.name}' has no weight_scale`, { where: layer.name });
+  if (name === undefined) throw new QuantError('TENSOR_NOT_FOUND', `layer '${layer.name}' has no weight_scale`, { where: layer.name });
   const s = toF32(source.tensor(name));
   let full: Tensor<'f32'>;
   if (s.numel === n && n !== 1) full = s.reshape([n, 1]);
   else if (s.numel === 1) {
     const v = (s.copy().data as Float32Array)[0] as number;
     full = Tensor.fromArray('f32', [n, 1], new Float32Array(n).fill(v));
-  } else throw new NinodesError('SHAPE_MISMATCH', `weight_scale of '${layer.name}' has ${s.numel} values for ${n} rows`, { value: s.shape, where: name });
+  } else throw new QuantError('SHAPE_MISMATCH', `weight_scale of '${layer.name}' has ${s.numel} values for ${n} rows`, { value: s.shape, where: name });
   return slice?.rows === undefined ? full : (concatRows(full, slice.rows) as Tensor<'f32'>);
 }
 
@@ -79,7 +80,7 @@ export function weight2d(source: CheckpointSource, layer: DetectedLayer, slice?:
   const k = layer.shape.slice(1).reduce((a, b) => a * b, 1);
   if (slice?.columns !== undefined) {
     if (layer.shape.length !== 2) {
-      throw new NinodesError('UNSUPPORTED_SHARD', `layer '${layer.name}' is [${layer.shape.join(', ')}]; column ranges need a 2-D weight`, { value: layer.shape, where: layer.name });
+      throw new QuantError('UNSUPPORTED_SHARD', `layer '${layer.name}' is [${layer.shape.join(', ')}]; column ranges need a 2-D weight`, { value: layer.shape, where: layer.name });
     }
     const [a, b] = slice.columns;
     return source.tensorColumns(name, a, b).reshape([n, b - a]);

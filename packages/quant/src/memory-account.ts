@@ -1,4 +1,5 @@
-import { NinodesError, type Tensor } from '@ninodes/kernels';
+import { type Tensor } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 import { CONVROT_GROUP, type WeightFormat, scaleBytes, weightFormatInfo } from './weight-format.js';
 
 /**
@@ -44,7 +45,7 @@ export function preparedKindOf(run: WeightFormat): PreparedKind {
 function checkShape(shape: readonly number[], where: string): [number, number] {
   const [n, k] = shape;
   if (shape.length !== 2 || !Number.isSafeInteger(n) || !Number.isSafeInteger(k) || (n as number) < 0 || (k as number) < 0) {
-    throw new NinodesError('INVALID_ARGUMENT', `${where}: shape must be [N, K] of non-negative integers, got [${shape.join(', ')}]`, { value: shape, where });
+    throw new QuantError('INVALID_ARGUMENT', `${where}: shape must be [N, K] of non-negative integers, got [${shape.join(', ')}]`, { value: shape, where });
   }
   return [n as number, k as number];
 }

@@ -1,4 +1,4 @@
-import { type DType, NinodesError, Tensor, cast, dequantize, encodeFp8, isBlockDType, quantizeWeightInt8 } from '@ninodes/kernels';
+import { type DType, Tensor, cast, dequantize, encodeFp8, isBlockDType, quantizeWeightInt8 } from '@ninodes/kernels';
 import { type CheckpointSource, type TensorEntry, type TensorSource, writeSafetensors } from '@ninodes/memory';
 import { type DetectedLayer, detectFormats } from './detect-formats.js';
 import { materializeF32, toF32 } from './materialize.js';
@@ -6,6 +6,7 @@ import { fp8Scale } from './quant-math.js';
 import { type QuantizeTarget, quantize } from './quantize.js';
 import type { WeightPatcher } from './weight-patcher.js';
 import { weightFormatInfo } from './weight-format.js';
+import { QuantError } from './error-codes.js';
 
 /**
  * What `mergeLora` writes. 'keep': every layer in its stored format (a patched quantized layer is
@@ -142,7 +143,7 @@ class MergedView implements CheckpointSource {
 
   entry(name: string): TensorEntry {
     const v = this.byName.get(name);
-    if (v === undefined) throw new NinodesError('TENSOR_NOT_FOUND', `${name} not in ${this.path}`, { value: name, where: this.path });
+    if (v === undefined) throw new QuantError('TENSOR_NOT_FOUND', `${name} not in ${this.path}`, { value: name, where: this.path });
     return v.entry;
   }
 
@@ -154,10 +155,10 @@ class MergedView implements CheckpointSource {
 
   tensor(name: string): Tensor {
     const v = this.byName.get(name);
-    if (v === undefined) throw new NinodesError('TENSOR_NOT_FOUND', `${name} not in ${this.path}`, { value: name, where: this.path });
+    if (v === undefined) throw new QuantError('TENSOR_NOT_FOUND', `${name} not in ${this.path}`, { value: name, where: this.path });
     if (v.layer === undefined || !this.computed(v.layer, name)) return this.source.tensor(name);
     const p = this.pending.get(v.layer.name);
-    if (p === undefined) throw new NinodesError('INTERNAL', `merge: '${name}' was requested before its layer was computed`, { where: name });
+    if (p === undefined) throw new QuantError('INTERNAL', `merge: '${name}' was requested before its layer was computed`, { where: name });
     return this.take(v.layer.name, p, name);
   }
 
@@ -202,7 +203,7 @@ class MergedView implements CheckpointSource {
 
   private take(layer: string, p: { out: LayerOutput; left: Set<string> }, name: string): Tensor {
     const t = p.out.get(name);
-    if (t === undefined) throw new NinodesError('INTERNAL', `merge: '${name}' was computed without its tensor`, { where: name });
+    if (t === undefined) throw new QuantError('INTERNAL', `merge: '${name}' was computed without its tensor`, { where: name });
     p.left.delete(name);
     if (p.left.size === 0) {
       // Every tensor of the layer was handed out: nothing of it is held past its write.
@@ -213,11 +214,11 @@ class MergedView implements CheckpointSource {
   }
 
   tensorRows(): Tensor {
-    throw new NinodesError('INTERNAL', 'a merge view is read whole, tensor by tensor', { where: this.path });
+    throw new QuantError('INTERNAL', 'a merge view is read whole, tensor by tensor', { where: this.path });
   }
 
   tensorColumns(): Tensor {
-    throw new NinodesError('INTERNAL', 'a merge view is read whole, tensor by tensor', { where: this.path });
+    throw new QuantError('INTERNAL', 'a merge view is read whole, tensor by tensor', { where: this.path });
   }
 
   close(): void {}
@@ -252,7 +253,7 @@ export async function mergeLora(source: CheckpointSource, target: string, option
   const started = performance.now();
   const format = options.format ?? 'keep';
   if (!MERGE_FORMATS.includes(format)) {
-    throw new NinodesError('UNSUPPORTED_QUANTIZE_TARGET', `cannot merge into '${format}'`, { value: format, hint: `formats: ${MERGE_FORMATS.join(', ')}` });
+    throw new QuantError('UNSUPPORTED_QUANTIZE_TARGET', `cannot merge into '${format}'`, { value: format, hint: `formats: ${MERGE_FORMATS.join(', ')}` });
   }
   const quantizeTo = format === 'keep' || format === 'f32' || format === 'bf16' ? undefined : format;
   const view = new MergedView(source, options.patcher, quantizeTo === undefined ? (format as ViewMode) : 'float');

@@ -25,6 +25,6 @@ describe('openCheckpoint', () => {
   });
 
   it('names a missing file with a typed error', () => {
-    expect(() => openCheckpoint(join(dir, 'missing.safetensors'))).toThrow(expect.objectContaining({ code: 'CHECKPOINT_NOT_FOUND' }));
+    expect(() => openCheckpoint(join(dir, 'missing.safetensors'))).toThrow(expect.objectContaining({ code: 'FILE_NOT_FOUND' }));
   });
 });

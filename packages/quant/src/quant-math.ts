@@ -1,4 +1,5 @@
-import { NinodesError, type Tensor } from '@ninodes/kernels';
+import { type Tensor } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 
 export const FP8_MAX = { f8_e4m3fn: 448, f8_e5m2: 57344 } as const;
 
@@ -23,7 +24,7 @@ export function absMax(t: Tensor<'f32'>): number {
 export function fp8Scale(w: Tensor<'f32'>, format: 'f8_e4m3fn' | 'f8_e5m2'): number {
   const m = absMax(w);
   if (!Number.isFinite(m)) {
-    throw new NinodesError('NON_FINITE_WEIGHT', `weight holds ${m}; it cannot be scaled to ${format}`, { value: m, hint: 'the source checkpoint is corrupt' });
+    throw new QuantError('NON_FINITE_WEIGHT', `weight holds ${m}; it cannot be scaled to ${format}`, { value: m, hint: 'the source checkpoint is corrupt' });
   }
   return m === 0 ? 1 : Math.fround(Math.fround(m) / FP8_MAX[format]);
 }
@@ -32,7 +33,7 @@ export function fp8Scale(w: Tensor<'f32'>, format: 'f8_e4m3fn' | 'f8_e5m2'): num
 export function relativeError(a: Tensor<'f32'>, b: Tensor<'f32'>): number {
   const x = a.data;
   const y = b.data;
-  if (x.length !== y.length) throw new NinodesError('SHAPE_MISMATCH', `relativeError of ${x.length} vs ${y.length} values`, { value: [a.shape, b.shape] });
+  if (x.length !== y.length) throw new QuantError('SHAPE_MISMATCH', `relativeError of ${x.length} vs ${y.length} values`, { value: [a.shape, b.shape] });
   let num = 0;
   let den = 0;
   for (let i = 0; i < x.length; i++) {

@@ -1,11 +1,12 @@
 // Converts a checkpoint to a GGUF file with Q8_0 or Q4_K linears, the tensor choices of city96's
 // ComfyUI-GGUF converter where it has one, streamed one tensor at a time.
-import { BLOCK_DTYPES, type DType, NinodesError, Tensor, byteSizeOf, isBlockDType, numelOf, quantizeGguf } from '@ninodes/kernels';
+import { BLOCK_DTYPES, type DType, Tensor, byteSizeOf, isBlockDType, numelOf, quantizeGguf } from '@ninodes/kernels';
 import type { CheckpointSource, TensorSource } from '@ninodes/memory';
 import { GgufCheckpoint } from './gguf-checkpoint.js';
 import { type GgufEntry, ggmlTypeIdOf, writeGguf } from './gguf-writer.js';
 import type { QuantizeOptions, QuantizeProgress, QuantizeReport, QuantizedLayerReport } from './quantize-types.js';
 import { FLOAT_SOURCE, dropPages, keepReason, sourceF32 } from './quantize-rules.js';
+import { QuantError } from './error-codes.js';
 
 /** city96's QUANTIZATION_THRESHOLD: tensors of at most this many elements stay F32. */
 export const GGUF_SMALL_TENSOR = 1024;
@@ -68,7 +69,7 @@ export async function quantizeToGguf(
     const isFloat = FLOAT_SOURCE.has(e.dtype) || isBlockDType(e.dtype);
     if (!isFloat && ggmlTypeIdOf(e.dtype) === undefined) {
       const layer = e.name.replace(/\.(?:weight|comfy_quant|weight_scale|scale_weight|input_scale)$/, '');
-      throw new NinodesError('GGUF_UNSUPPORTED_TENSOR_TYPE', `${e.name} is ${e.dtype}, which a GGUF file cannot hold`, {
+      throw new QuantError('GGUF_UNSUPPORTED_TENSOR_TYPE', `${e.name} is ${e.dtype}, which a GGUF file cannot hold`, {
         value: e.dtype,
         where: e.name,
         hint: names.has(`${layer}.comfy_quant`) ? 'the source is already quantized (int8 / fp8): convert the float checkpoint instead' : 'GGUF stores f32, f16, bf16, the GGUF block types and integers',

@@ -1,4 +1,4 @@
-import { type DType, NinodesError, Tensor, encodeFp8, isBlockDType, quantizeWeightInt8 } from '@ninodes/kernels';
+import { type DType, Tensor, encodeFp8, isBlockDType, quantizeWeightInt8 } from '@ninodes/kernels';
 import { type CheckpointSource, type TensorSource, writeSafetensors } from '@ninodes/memory';
 import { encodeComfyQuant } from './comfy-quant-config.js';
 import { fp8Scale } from './quant-math.js';
@@ -6,6 +6,7 @@ import { quantizeToGguf } from './quantize-gguf.js';
 import { FLOAT_SOURCE, LOW_RANK_COLUMNS, dropPages, keepReason, sourceF32 } from './quantize-rules.js';
 import { QUANTIZE_TARGETS, type QuantizeOptions, type QuantizeProgress, type QuantizeReport, type QuantizedLayerReport } from './quantize-types.js';
 import { CONVROT_GROUP, type WeightFormat } from './weight-format.js';
+import { QuantError } from './error-codes.js';
 
 export { QUANTIZE_TARGETS, type QuantizeOptions, type QuantizeProgress, type QuantizeReport, type QuantizeTarget, type QuantizedLayerReport } from './quantize-types.js';
 
@@ -21,7 +22,7 @@ export async function quantize(source: CheckpointSource, target: string, options
   const started = performance.now();
   const { format } = options;
   if (!QUANTIZE_TARGETS.includes(format)) {
-    throw new NinodesError('UNSUPPORTED_QUANTIZE_TARGET', `cannot quantize to '${format}'`, { value: format, hint: `targets: ${QUANTIZE_TARGETS.join(', ')}` });
+    throw new QuantError('UNSUPPORTED_QUANTIZE_TARGET', `cannot quantize to '${format}'`, { value: format, hint: `targets: ${QUANTIZE_TARGETS.join(', ')}` });
   }
   const read = options.read ?? ((name: string) => source.tensor(name));
   if (format === 'q8_0' || format === 'q4_k') return quantizeToGguf(source, target, { ...options, format }, started);
@@ -128,7 +129,7 @@ export async function quantize(source: CheckpointSource, target: string, options
       shape: int8 ? [n, 1] : [],
       data: () => {
         const s = scale;
-        if (s === undefined) throw new NinodesError('INTERNAL', `scale of '${layer}' requested before its weight`, { where: layer });
+        if (s === undefined) throw new QuantError('INTERNAL', `scale of '${layer}' requested before its weight`, { where: layer });
         scale = undefined;
         held = 0;
         return s;

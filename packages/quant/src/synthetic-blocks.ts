@@ -1,4 +1,5 @@
-import { BLOCK_DTYPES, type BlockDType, NinodesError, Tensor, byteSizeOf } from '@ninodes/kernels';
+import { BLOCK_DTYPES, type BlockDType, Tensor, byteSizeOf } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 
 /** Byte offsets of the fp16 scale fields (d, dmin) inside one ggml block of each type. */
 const HALF_FIELDS: Readonly<Record<BlockDType, readonly number[]>> = {
@@ -22,7 +23,7 @@ const HALF_FIELDS: Readonly<Record<BlockDType, readonly number[]>> = {
  */
 export function randomBlockTensor(dtype: BlockDType, shape: readonly number[], seed = 145): Tensor {
   if (!Object.hasOwn(BLOCK_DTYPES, dtype)) {
-    throw new NinodesError('UNKNOWN_DTYPE', `'${dtype}' is not a GGUF block dtype`, { value: dtype, hint: `one of ${Object.keys(BLOCK_DTYPES).join(', ')}` });
+    throw new QuantError('UNKNOWN_DTYPE', `'${dtype}' is not a GGUF block dtype`, { value: dtype, hint: `one of ${Object.keys(BLOCK_DTYPES).join(', ')}` });
   }
   const bytes = new Uint8Array(byteSizeOf(dtype, shape));
   let a = seed >>> 0;

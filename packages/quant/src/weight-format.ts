@@ -1,4 +1,5 @@
-import { BLOCK_DTYPES, type BlockDType, type DType, NinodesError } from '@ninodes/kernels';
+import { BLOCK_DTYPES, type BlockDType, type DType } from '@ninodes/kernels';
+import { QuantError } from './error-codes.js';
 
 /** The GGUF block formats the kernels decode (one weight format each). */
 export const GGUF_FORMATS = Object.keys(BLOCK_DTYPES) as BlockDType[];
@@ -103,7 +104,7 @@ export function isWeightFormat(s: string): s is WeightFormat {
 
 export function weightFormatInfo(format: string): WeightFormatInfo {
   if (!isWeightFormat(format)) {
-    throw new NinodesError('UNKNOWN_WEIGHT_FORMAT', `unknown weight format '${format}'`, { value: format, hint: `known: ${WEIGHT_FORMATS.join(', ')}` });
+    throw new QuantError('UNKNOWN_WEIGHT_FORMAT', `unknown weight format '${format}'`, { value: format, hint: `known: ${WEIGHT_FORMATS.join(', ')}` });
   }
   return WEIGHT_FORMAT_INFO[format];
 }

@@ -6,12 +6,12 @@
 // the output has the unsplit layer's bits.
 import {
   type Communicator,
-  NinodesError,
   type Tensor,
   dequantizeInt8Accumulators,
   int8Matmul,
   quantizeRowsInt8,
 } from '@ninodes/kernels';
+import { TpError } from './error-codes.js';
 import type { LinearOp, LinearProvider, LinearSpec } from '@ninodes/quant';
 import type { ShardPlan } from './shard-plan.js';
 
@@ -34,7 +34,7 @@ class RowParallelLinear implements LinearOp {
   async forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>> {
     const k = this.spec.inFeatures;
     if (x.dtype !== 'f32' || x.shape.length !== 2 || x.shape[1] !== k) {
-      throw new NinodesError('SHAPE_MISMATCH', `row-parallel linear '${this.spec.name}' takes this rank's input slice f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
+      throw new TpError('SHAPE_MISMATCH', `row-parallel linear '${this.spec.name}' takes this rank's input slice f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
         value: x.shape,
         where: this.spec.name,
       });
@@ -80,7 +80,7 @@ export function parallelLinear(local: LinearOp, comm: Communicator): LinearOp {
   const shard = local.spec.shard;
   if (shard === undefined || shard.role !== 'row') return local;
   if (shard.size !== comm.size || shard.rank !== comm.rank) {
-    throw new NinodesError('SHARD_COMM_MISMATCH', `linear '${local.spec.name}' is rank ${shard.rank} of ${shard.size}, the communicator rank ${comm.rank} of ${comm.size}`, {
+    throw new TpError('SHARD_COMM_MISMATCH', `linear '${local.spec.name}' is rank ${shard.rank} of ${shard.size}, the communicator rank ${comm.rank} of ${comm.size}`, {
       value: { shard: [shard.rank, shard.size], comm: [comm.rank, comm.size] },
       where: local.spec.name,
     });
@@ -103,7 +103,7 @@ export interface ParallelProviderOptions {
 export function parallelLinearProvider(options: ParallelProviderOptions): LinearProvider {
   const { provider, plan, comm } = options;
   if (plan.world !== comm.size) {
-    throw new NinodesError('SHARD_COMM_MISMATCH', `the plan splits over ${plan.world} ranks, the communicator has ${comm.size}`, {
+    throw new TpError('SHARD_COMM_MISMATCH', `the plan splits over ${plan.world} ranks, the communicator has ${comm.size}`, {
       value: { plan: plan.world, comm: comm.size },
       hint: 'make the plan with the world size the ranks were started with',
     });
@@ -112,7 +112,7 @@ export function parallelLinearProvider(options: ParallelProviderOptions): Linear
     linear(spec: LinearSpec): LinearOp {
       const planned = plan.linear(spec.name);
       if (planned === undefined) {
-        throw new NinodesError('LAYER_NOT_IN_PLAN', `the model asked for linear '${spec.name}', which the ${plan.architecture} layout of this plan does not have`, { value: spec.name, where: spec.name });
+        throw new TpError('LAYER_NOT_IN_PLAN', `the model asked for linear '${spec.name}', which the ${plan.architecture} layout of this plan does not have`, { value: spec.name, where: spec.name });
       }
       const shard = plan.shardOf(spec.name, comm.rank);
       const whole = spec.shard === undefined && spec.inFeatures === planned.inFeatures && spec.outFeatures === planned.outFeatures;
@@ -124,7 +124,7 @@ export function parallelLinearProvider(options: ParallelProviderOptions): Linear
         spec.inFeatures === planned.localIn &&
         spec.outFeatures === planned.localOut;
       if (!whole && !local) {
-        throw new NinodesError(
+        throw new TpError(
           'SHAPE_MISMATCH',
           `linear '${spec.name}' [${spec.outFeatures}, ${spec.inFeatures}] is neither the whole layer [${planned.outFeatures}, ${planned.inFeatures}] nor rank ${comm.rank}'s ${shard.role} part [${planned.localOut}, ${planned.localIn}]`,
           { value: { out: spec.outFeatures, in: spec.inFeatures, shard: spec.shard }, where: spec.name },

@@ -102,7 +102,7 @@ describe('shardPlan', () => {
     // The same split of fp32 weights is fine, unless the run converts them to int8 convrot.
     expect(shardPlan(h3LikeLayout(DIMS, 'f32'), 4).linear('blocks.0.attn.out_proj')!.localIn).toBe(128);
     expect(() => shardPlan(h3LikeLayout(DIMS, 'f32'), 4, { compute: 'int8_convrot' })).toThrow(expect.objectContaining({ code: 'SHARD_NOT_GROUP_ALIGNED' }));
-    expect(() => shardPlan(h3LikeLayout(DIMS, 'q4_k'), 4)).toThrow(expect.objectContaining({ code: 'SHARD_NOT_BLOCK_ALIGNED', where: 'blocks.0.attn.out_proj' }));
+    expect(() => shardPlan(h3LikeLayout(DIMS, 'q4_k'), 4)).toThrow(expect.objectContaining({ code: 'RANGE_NOT_BLOCK_ALIGNED', where: 'blocks.0.attn.out_proj' }));
     // 6 heads over 4 ranks.
     expect(() => shardPlan(h3LikeLayout({ ...DIMS, heads: 6, headDim: 64, hidden: 384 }, 'f32'), 4)).toThrow(
       expect.objectContaining({ code: 'SHARD_NOT_DIVISIBLE', where: 'blocks.0.attn.qkv_proj' }),

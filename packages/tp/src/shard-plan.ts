@@ -2,6 +2,7 @@
 // rank holds, validated for the whole model before anything is read (a run that cannot split fails
 // at once, naming the layer), and what each rank holds in bytes by the memory account the ops use.
 import { BLOCK_DTYPES, NinodesError, isBlockDType } from '@ninodes/kernels';
+import { TpError } from './error-codes.js';
 import {
   type ComputeMode,
   type LayerSlice,
@@ -70,7 +71,7 @@ function checkRowSlice(l: LayoutLinear, world: number, compute: ComputeMode, req
   const run = runFormatOf(l.storedFormat, compute, l.inFeatures, { requantizeGguf });
   const group = weightFormatInfo(run).convrot;
   if (group !== false && localIn % group !== 0) {
-    throw new NinodesError(
+    throw new TpError(
       'SHARD_NOT_GROUP_ALIGNED',
       `layer '${l.name}' (${run}, K = ${l.inFeatures}): over ${world} ranks each rank's input slice is ${localIn} columns, which splits the ${group}-column convrot groups`,
       { value: { inFeatures: l.inFeatures, world, group }, where: l.name, hint: `use a tensor-parallel size N with K / N a multiple of ${group} (K = ${l.inFeatures})` },
@@ -80,8 +81,8 @@ function checkRowSlice(l: LayoutLinear, world: number, compute: ComputeMode, req
   if (isBlockDType(l.storedFormat)) {
     const block = BLOCK_DTYPES[l.storedFormat].blockElements;
     if (localIn % block !== 0) {
-      throw new NinodesError(
-        'SHARD_NOT_BLOCK_ALIGNED',
+      throw new TpError(
+        'RANGE_NOT_BLOCK_ALIGNED',
         `layer '${l.name}' (${l.storedFormat}, K = ${l.inFeatures}): each rank's input slice of ${localIn} columns splits the ${block}-element quant blocks`,
         { value: { inFeatures: l.inFeatures, world, block }, where: l.name, hint: `use a tensor-parallel size N with K / N a multiple of ${block}` },
       );
@@ -94,11 +95,11 @@ function checkRowSlice(l: LayoutLinear, world: number, compute: ComputeMode, req
  * rows (qkv by heads in each of q, k, v; fc1 by its slice of each half), row-parallel ones by input
  * columns, the rest replicated. Throws SHARD_NOT_DIVISIBLE (heads, ffn or a width that does not
  * divide), SHARD_NOT_GROUP_ALIGNED (a row-parallel int8 convrot slice that is not a multiple of the
- * 256-column group) or SHARD_NOT_BLOCK_ALIGNED (GGUF), naming the first layer that fails.
+ * 256-column group) or RANGE_NOT_BLOCK_ALIGNED (GGUF), naming the first layer that fails.
  */
 export function shardPlan(layout: ModelLayout, world: number, options: ShardPlanOptions = {}): ShardPlan {
   if (!Number.isSafeInteger(world) || world < 1) {
-    throw new NinodesError('INVALID_ARGUMENT', `tensor-parallel size must be a positive integer, got ${world}`, { value: world, where: 'world', hint: 'e.g. --tp 2' });
+    throw new TpError('INVALID_ARGUMENT', `tensor-parallel size must be a positive integer, got ${world}`, { value: world, where: 'world', hint: 'e.g. --tp 2' });
   }
   const compute = options.compute ?? 'auto';
   const requantizeGguf = options.requantizeGguf ?? false;
@@ -147,10 +148,10 @@ export function shardPlan(layout: ModelLayout, world: number, options: ShardPlan
   }
   const ranks: RankBytes[] = Array.from({ length: world }, (_, rank) => ({ rank, shardedBytes: sharded, replicatedBytes: replicated, totalBytes: sharded + replicated }));
   const unplanned = (name: string): NinodesError =>
-    new NinodesError('LAYER_NOT_IN_PLAN', `layer '${name}' is not a linear of the ${layout.architecture} layout this plan was made from`, { value: name, where: name });
+    new TpError('LAYER_NOT_IN_PLAN', `layer '${name}' is not a linear of the ${layout.architecture} layout this plan was made from`, { value: name, where: name });
   const checkRank = (rank: number): void => {
     if (!Number.isSafeInteger(rank) || rank < 0 || rank >= world) {
-      throw new NinodesError('INVALID_ARGUMENT', `rank ${rank} is not a rank of a world of ${world}`, { value: rank, where: 'rank' });
+      throw new TpError('INVALID_ARGUMENT', `rank ${rank} is not a rank of a world of ${world}`, { value: rank, where: 'rank' });
     }
   };
   return {

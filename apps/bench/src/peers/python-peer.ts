@@ -6,7 +6,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { NinodesError } from '@ninodes/kernels';
+import { BenchError } from '../error-codes.js';
 import { z } from 'zod';
 import { benchRoot } from '../package-root.js';
 import type { Contender } from '../suite.js';
@@ -108,14 +108,14 @@ export class PythonPeer {
     } catch (e) {
       // No python at all is a missing peer; a python that starts and then dies is a broken one.
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { missing: `${this.python} not found` };
-      throw new NinodesError('BENCH_PEER_FAILED', `python peer failed: ${e instanceof Error ? e.message : String(e)}`, { value: kind, where: 'peers/python_peer.py', cause: e });
+      throw new BenchError('BENCH_PEER_FAILED', `python peer failed: ${e instanceof Error ? e.message : String(e)}`, { value: kind, where: 'peers/python_peer.py', cause: e });
     }
     if (r.missing !== undefined) return { missing: r.missing };
-    if (!r.ok) throw new NinodesError('BENCH_PEER_FAILED', `python peer could not set up ${kind}: ${r.error ?? '?'}`, { value: params, where: kind });
+    if (!r.ok) throw new BenchError('BENCH_PEER_FAILED', `python peer could not set up ${kind}: ${r.error ?? '?'}`, { value: params, where: kind });
     return {
       time: async (runs) => {
         const run = await this.request({ op: 'run', id, reps: runs });
-        if (!run.ok || run.seconds === undefined) throw new NinodesError('BENCH_PEER_FAILED', `python peer run of ${kind} failed: ${run.error ?? '?'}`, { value: params, where: kind });
+        if (!run.ok || run.seconds === undefined) throw new BenchError('BENCH_PEER_FAILED', `python peer run of ${kind} failed: ${run.error ?? '?'}`, { value: params, where: kind });
         return run.seconds;
       },
       dispose: async () => {

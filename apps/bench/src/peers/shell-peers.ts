@@ -4,7 +4,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { open } from 'node:fs/promises';
-import { NinodesError } from '@ninodes/kernels';
+import { BenchError } from '../error-codes.js';
 import type { Contender } from '../suite.js';
 
 /** Path of an executable on PATH, or undefined. */
@@ -24,7 +24,7 @@ function timedSpawn(command: string, args: readonly string[]): Promise<number> {
     child.on('close', (code) => {
       const s = Number(process.hrtime.bigint() - t0) / 1e9;
       if (code === 0) resolve(s);
-      else reject(new NinodesError('BENCH_PEER_FAILED', `${command} exited with ${String(code)}`, { value: args, where: command, hint: stderr.trim() }));
+      else reject(new BenchError('BENCH_PEER_FAILED', `${command} exited with ${String(code)}`, { value: args, where: command, hint: stderr.trim() }));
     });
   });
 }
@@ -57,7 +57,7 @@ export function ddContender(file: string, blockSize = '16M'): Contender {
  */
 export async function dropFileCache(file: string): Promise<void> {
   const dd = which('dd');
-  if (!dd) throw new NinodesError('BENCH_CACHE_DROP_FAILED', 'dd is not on PATH', { value: file, where: 'dropFileCache', hint: 'install coreutils' });
+  if (!dd) throw new BenchError('BENCH_CACHE_DROP_FAILED', 'dd is not on PATH', { value: file, where: 'dropFileCache', hint: 'install coreutils' });
   try {
     // Dirty pages cannot be dropped: write them back first (fdatasync works on a read-only fd).
     const fh = await open(file, 'r');
@@ -68,6 +68,6 @@ export async function dropFileCache(file: string): Promise<void> {
     }
     await timedSpawn(dd, [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
   } catch (e) {
-    throw new NinodesError('BENCH_CACHE_DROP_FAILED', `could not drop ${file} from the page cache`, { value: file, where: 'dropFileCache', cause: e });
+    throw new BenchError('BENCH_CACHE_DROP_FAILED', `could not drop ${file} from the page cache`, { value: file, where: 'dropFileCache', cause: e });
   }
 }

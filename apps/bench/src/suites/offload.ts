@@ -14,13 +14,14 @@
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StagedSource, StreamingExecutor, type StepStats, computeAccount, computeDeviceBytes, estimateActivationBytes, formatAllocationBytes, latentTokens, machineDevices, opGroupLoader, planPlacement, type PreparableOp } from '@ninodes/distorch';
-import { NinodesError, type Tensor } from '@ninodes/kernels';
+import { type Tensor } from '@ninodes/kernels';
 import { type H3PresetName, type H3VideoModel, type LinearOp, ensureSyntheticCheckpoint, flowSigmas, gaussianNoise, layoutOf, openH3Model, writeSyntheticH3Checkpoint } from '@ninodes/models';
 import { openCheckpoint } from '@ninodes/quant';
 import type { BenchCase, Metric, Suite } from '../suite.js';
 import { benchRoot } from '../package-root.js';
 import { median } from '../stats.js';
 import { benchCacheDir } from './quant.js';
+import { BenchError } from '../error-codes.js';
 
 const SIGMA = flowSigmas(8, 12)[1] as number;
 const SEED = 145;
@@ -43,7 +44,7 @@ function preparable(op: LinearOp): op is LinearOp & PreparableOp {
 function streamedModel(path: string, allocation: string, dims: Dims, budgetBytes?: number): { model: H3VideoModel; executor: StreamingExecutor<void>; budget: number; activationBytes: number; close: () => Promise<void> } {
   let staged: StagedSource | undefined;
   const opened = openH3Model(path, { compute: 'bf16', capture: false, wrapSource: (s) => (staged = new StagedSource(s)) });
-  if (staged === undefined) throw new NinodesError('INTERNAL', 'openH3Model did not wrap the source', { where: 'offload bench' });
+  if (staged === undefined) throw new BenchError('INTERNAL', 'openH3Model did not wrap the source', { where: 'offload bench' });
   const layout = layoutOf(opened.source);
   const activationBytes = estimateActivationBytes(layout, latentTokens(dims));
   const plan = (a: string) => planPlacement({ layout, allocation: a, devices: [{ id: 'cpu', totalBytes: null }], compute: 'cpu', account: computeAccount('bf16'), activationBytes, prefetch: 1 });

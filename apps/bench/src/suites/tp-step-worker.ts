@@ -11,6 +11,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { NinodesError } from '@ninodes/kernels';
+import { BenchError } from '../error-codes.js';
 import { benchRoot } from '../package-root.js';
 
 export interface WorkerConfig {
@@ -100,7 +101,7 @@ export function startStepWorker(cfg: WorkerConfig, readyTimeoutMs = 600_000): Pr
   let buffered = '';
   const waiting: Array<{ resolve: (o: Record<string, number>) => void; reject: (e: Error) => void }> = [];
   const failed = (why: string): NinodesError =>
-    new NinodesError('BENCH_CHILD_FAILED', `tp step worker, ${where}: ${why}: ${stderr.slice(-2000)}`, { value: child.pid, where: 'startStepWorker', hint: 'run the same split with `ninodes run --tp 2` to see the error' });
+    new BenchError('BENCH_CHILD_FAILED', `tp step worker, ${where}: ${why}: ${stderr.slice(-2000)}`, { value: child.pid, where: 'startStepWorker', hint: 'run the same split with `ninodes run --tp 2` to see the error' });
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   child.stdout!.on('data', (d: Buffer) => {
     buffered += d.toString();

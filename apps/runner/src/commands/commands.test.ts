@@ -51,7 +51,7 @@ describe('ninodes inspect', () => {
   it('names a missing file with a typed error', async () => {
     const r = await cli('inspect', join(dir, 'nope.safetensors'));
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain('CHECKPOINT_NOT_FOUND');
+    expect(r.stderr).toContain('FILE_NOT_FOUND');
   });
 });
 
@@ -96,7 +96,7 @@ describe('ninodes run', () => {
     const out = join(dir, 'run-bad');
     const r = await cli('run', '--model', ckpt, '--latent', bad, '--out', out);
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain('LATENT_SHAPE');
+    expect(r.stderr).toContain('SHAPE_MISMATCH');
     expect(existsSync(out)).toBe(false);
     // No staging directory, temporary or lock of ours is left beside it.
     expect(readdirSync(dir).filter((f) => f.includes('.ninodes-'))).toEqual([]);

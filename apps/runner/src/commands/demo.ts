@@ -16,6 +16,7 @@ import { psnr } from '../psnr.js';
 import { type RgbImage, sampleGrid, sideBySide } from '../sample-grid.js';
 import { formatTable } from '../table.js';
 import { QUANT_TO_COMPUTE } from './run.js';
+import { RunnerError } from '../error-codes.js';
 
 const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 
@@ -66,7 +67,7 @@ function runChild(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
     child.on('error', reject);
     child.on('exit', (code, signal) => {
       if (code === 0) resolvePromise();
-      else reject(new NinodesError('DEMO_RUN_FAILED', `ninodes ${args.join(' ')} exited with ${signal ?? code}`, { value: args, hint: 'its error is printed above' }));
+      else reject(new RunnerError('DEMO_RUN_FAILED', `ninodes ${args.join(' ')} exited with ${signal ?? code}`, { value: args, hint: 'its error is printed above' }));
     });
   });
 }
@@ -134,7 +135,7 @@ async function sampleFormat(format: DemoFormat, args: DemoArgs, context: { stder
     }
     opened = openH3Model(modelPath, { compute: computeOf(format) });
     const hints = samplerHints(opened.source);
-    if (hints === undefined) throw new NinodesError('INVALID_METADATA', `${path} has no ninodes.sampler metadata`, { value: path, where: path, hint: 'rewrite it with tools/train-demo/evaluate.py' });
+    if (hints === undefined) throw new RunnerError('INVALID_METADATA', `${path} has no ninodes.sampler metadata`, { value: path, where: path, hint: 'rewrite it with tools/train-demo/evaluate.py' });
     const steps = args.steps ?? hints.steps;
     const loadSeconds = (performance.now() - started) / 1000;
     const seeds = Array.from({ length: args.seeds }, (_, i) => i);

@@ -169,7 +169,7 @@ describe('ninodes merge', () => {
     expect(again.stderr).toContain('OUTPUT_EXISTS');
     expect((await cli('merge', ckpt, '--lora', kohya, '--out', out, '--force')).status).toBe(0);
     const same = await cli('merge', ckpt, '--lora', kohya, '--out', kohya, '--force');
-    expect(same.stderr).toContain('MERGE_SAME_FILE');
+    expect(same.stderr).toContain('OUTPUT_IS_INPUT');
     expect(readdirSync(dir).filter((f) => f.includes('.tmp') || f.startsWith('.'))).toEqual([]);
   });
 });

@@ -46,7 +46,7 @@ export const merge = defineCommand({
   async run(args, context) {
     const [input] = args.positionals;
     const loraOptions = args.lora.map(parseLoraOption);
-    checkNewOutputFile(args.out, [input, ...loraOptions.map((l) => l.path)], { force: args.force, sameFileCode: 'MERGE_SAME_FILE' });
+    checkNewOutputFile(args.out, [input, ...loraOptions.map((l) => l.path)], { force: args.force });
     const source = openCheckpoint(input);
     try {
       const { patcher, applied } = loadLoras(source, loraOptions);

@@ -46,7 +46,7 @@ export const quantize = defineCommand({
   }),
   async run(args, context) {
     const [input, output] = args.positionals;
-    checkNewOutputFile(output, [input], { force: args.force, sameFileCode: 'QUANTIZE_SAME_FILE' });
+    checkNewOutputFile(output, [input], { force: args.force });
     const source = openCheckpoint(input);
     try {
       const task = context.progress.task('quantizing', source.entries().length);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
 import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
-import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
+import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
 import { type ComputeMode, floatPrecision, openCheckpoint } from '@ninodes/quant';
@@ -22,6 +22,7 @@ import { type RunReport, runReportSchema, steadyStepMean } from '../run-report.j
 import { DEFAULT_TP_TIMEOUT_MS, tpRankEnv } from '../tp-env.js';
 import { launchTensorParallel } from '../tp-launch.js';
 import { type TpRankModel, openTpRank } from '../tp-rank.js';
+import { RunnerError } from '../error-codes.js';
 
 export const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode> = {
   fp32: 'f32',
@@ -112,7 +113,7 @@ function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: Ru
   const allocation = placement.allocation;
   const elsewhere = placement.groups.find((g) => g.device !== 'cpu' && g.device !== 'disk');
   if (elsewhere !== undefined) {
-    throw new NinodesError('RUN_DEVICE_UNSUPPORTED', `the allocation places '${elsewhere.name}' on ${elsewhere.device}, but ninodes run computes on the CPU only`, {
+    throw new RunnerError('RUN_DEVICE_UNSUPPORTED', `the allocation places '${elsewhere.name}' on ${elsewhere.device}, but ninodes run computes on the CPU only`, {
       value: allocation,
       where: '--alloc',
       hint: 'use cpu and disk: --alloc "cpu,2gb;disk,*" (or --budget 2gb)',
@@ -120,7 +121,7 @@ function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: Ru
   }
   const all = opened.model.allLinears();
   const ops = all.filter(preparable);
-  if (ops.length !== all.length) throw new NinodesError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
+  if (ops.length !== all.length) throw new RunnerError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
   // The executor counts it on the process's measured resident bytes over what it held before:
   // --budget B, or what the plan puts on the cpu (weights within its quota, plus the reserve).
   const budgetBytes = budget ?? computeDeviceBytes(placement);
@@ -184,7 +185,7 @@ export const run = defineCommand({
     const rank = tpRankEnv(context.env);
     if (rank === undefined && args.tp > 1) return launch(args, context);
     if (rank !== undefined && args.tp !== 1 && args.tp !== rank.size) {
-      throw new NinodesError('CLI_TP_MISMATCH', `--tp ${args.tp} but this process is rank ${rank.rank} of ${rank.size} (NINODES_TP_SIZE)`, {
+      throw new RunnerError('CLI_TP_MISMATCH', `--tp ${args.tp} but this process is rank ${rank.rank} of ${rank.size} (NINODES_TP_SIZE)`, {
         value: args.tp,
         where: '--tp',
         hint: 'a rank started by hand takes its world from the environment: drop --tp',
@@ -262,11 +263,11 @@ export const run = defineCommand({
       // The schedule is checked before the first step (a collapsing --shift is refused up front).
       flowSigmas(sampler.steps, sampler.shift);
       if ((args['end-step'] ?? 0) > sampler.steps || (args['start-step'] ?? 0) >= (args['end-step'] ?? sampler.steps)) {
-        throw new NinodesError('CLI_OUT_OF_RANGE', `need 0 ≤ --start-step < --end-step ≤ --steps (${sampler.steps})`, { value: { start: args['start-step'], end: args['end-step'] }, where: '--start-step', hint: `the schedule has ${sampler.steps} steps` });
+        throw new RunnerError('CLI_OUT_OF_RANGE', `need 0 ≤ --start-step < --end-step ≤ --steps (${sampler.steps})`, { value: { start: args['start-step'], end: args['end-step'] }, where: '--start-step', hint: `the schedule has ${sampler.steps} steps` });
       }
       const { audioChannels, textDim, hidden } = model.config;
       if ((args.audio !== undefined || args['audio-frames'] !== undefined) && audioChannels === undefined) {
-        throw new NinodesError('INVALID_ARGUMENT', `${modelPath} has no audio stream (no audio_patch_proj / final_layer.audio_out)`, { value: args.audio ?? args['audio-frames'], where: '--audio', hint: 'run it without --audio / --audio-frames' });
+        throw new RunnerError('INVALID_ARGUMENT', `${modelPath} has no audio stream (no audio_patch_proj / final_layer.audio_out)`, { value: args.audio ?? args['audio-frames'], where: '--audio', hint: 'run it without --audio / --audio-frames' });
       }
       const audioIn = args.audio === undefined ? undefined : readAudioFile(args.audio, audioChannels as number);
       const contextIn = args.context === undefined ? undefined : readContextFile(args.context, textDim === undefined ? [hidden] : [textDim, hidden]);

@@ -39,10 +39,10 @@ describe('file-system mistakes are coded errors', () => {
     expectCoded(await cli('inspect', dir), 'PATH_IS_DIRECTORY');
   });
 
-  it('run --out naming an existing file: OUT_NOT_DIRECTORY, the file untouched', async () => {
+  it('run --out naming an existing file: PATH_NOT_DIRECTORY, the file untouched', async () => {
     const file = join(dir, 'a-file');
     writeFileSync(file, 'keep');
-    expectCoded(await cli('run', '--model', ckpt, ...tiny, '--out', file), 'OUT_NOT_DIRECTORY');
+    expectCoded(await cli('run', '--model', ckpt, ...tiny, '--out', file), 'PATH_NOT_DIRECTORY');
     expect(readFileSync(file, 'utf8')).toBe('keep');
     expect(leftovers(dir)).toEqual([]);
   });

@@ -1,4 +1,4 @@
-import { NinodesError } from '../errors.js';
+import { KernelsError } from '../error-codes.js';
 import { Tensor } from '../tensor.js';
 import { callNative } from '../native-addon.js';
 import { lastDim, requireF32, requireRank } from '../arg-checks.js';
@@ -24,7 +24,7 @@ export function planSwiglu(x: unknown): { x: Tensor<'f32'>; rows: number; featur
   requireRank(t, 'atLeast1', 'swiglu', 'x');
   const last = lastDim(t);
   if (last % 2 !== 0) {
-    throw new NinodesError('SHAPE_MISMATCH', `swiglu: last dimension ${last} is odd`, {
+    throw new KernelsError('SHAPE_MISMATCH', `swiglu: last dimension ${last} is odd`, {
       value: t.shape,
       where: 'swiglu(x)',
       hint: 'the last dimension holds [gate | up] halves of equal size',

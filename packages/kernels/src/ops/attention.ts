@@ -1,4 +1,4 @@
-import { NinodesError } from '../errors.js';
+import { KernelsError } from '../error-codes.js';
 import { Tensor } from '../tensor.js';
 import { callNativeAsync } from '../native-addon.js';
 import { requireF32, requireRank } from '../arg-checks.js';
@@ -30,7 +30,7 @@ export function planAttention(q: unknown, k: unknown, v: unknown, opts: Attentio
   const [heads, seqQ, headDim] = tq.shape as [number, number, number];
   const [kh, seqK, kd] = tk.shape as [number, number, number];
   if (kh !== heads || kd !== headDim || tv.shape[0] !== heads || tv.shape[1] !== seqK || tv.shape[2] !== headDim) {
-    throw new NinodesError('SHAPE_MISMATCH', `${op}: q [${tq.shape.join(', ')}], k [${tk.shape.join(', ')}], v [${tv.shape.join(', ')}] do not agree`, {
+    throw new KernelsError('SHAPE_MISMATCH', `${op}: q [${tq.shape.join(', ')}], k [${tk.shape.join(', ')}], v [${tv.shape.join(', ')}] do not agree`, {
       value: { q: tq.shape, k: tk.shape, v: tv.shape },
       where: op,
       hint: 'q [H, S, D], k and v [H, T, D]',
@@ -38,7 +38,7 @@ export function planAttention(q: unknown, k: unknown, v: unknown, opts: Attentio
   }
   const scale = opts?.scale ?? (headDim === 0 ? 1 : 1 / Math.sqrt(headDim));
   if (typeof scale !== 'number' || !Number.isFinite(scale)) {
-    throw new NinodesError('INVALID_ARGUMENT', `${op}: scale must be a finite number`, { value: scale, where: `${op}(opts.scale)` });
+    throw new KernelsError('INVALID_ARGUMENT', `${op}: scale must be a finite number`, { value: scale, where: `${op}(opts.scale)` });
   }
   return { q: tq, k: tk, v: tv, heads, seqQ, seqK, headDim, scale };
 }

@@ -1,4 +1,4 @@
-import { NinodesError } from '../errors.js';
+import { KernelsError } from '../error-codes.js';
 import { Tensor } from '../tensor.js';
 import { callNative } from '../native-addon.js';
 import { requireF32, requireFiniteNumber, requireRank, requireSuffixBroadcast } from '../arg-checks.js';
@@ -17,7 +17,7 @@ export function planTernary(op: string, names: [string, string, string], x: unkn
   requireSuffixBroadcast(tx, ta, op, names[1]);
   requireSuffixBroadcast(tx, tb, op, names[2]);
   if (ta.numel !== tb.numel) {
-    throw new NinodesError('SHAPE_MISMATCH', `${op}: '${names[1]}' [${ta.shape.join(', ')}] and '${names[2]}' [${tb.shape.join(', ')}] must have the same size`, {
+    throw new KernelsError('SHAPE_MISMATCH', `${op}: '${names[1]}' [${ta.shape.join(', ')}] and '${names[2]}' [${tb.shape.join(', ')}] must have the same size`, {
       value: { [names[1]]: ta.shape, [names[2]]: tb.shape },
       where: op,
     });

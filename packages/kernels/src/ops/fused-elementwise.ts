@@ -1,7 +1,7 @@
 // Fused passes a DiT block does in a row, bit-identical to the ops they replace (the native side
 // rounds every intermediate as the separate ops do and reuses their row kernels): one pass over the
 // activations instead of two, and no intermediate tensor.
-import { NinodesError } from '../errors.js';
+import { KernelsError } from '../error-codes.js';
 import { Tensor } from '../tensor.js';
 import { callNative } from '../native-addon.js';
 import { planNorm } from './norms.js';
@@ -16,7 +16,7 @@ export function gatedResidual(x: Tensor<'f32'>, out: Tensor<'f32'>, gate: Tensor
   requireShape(to, tx.shape, `${op}(out)`);
   requireSuffixBroadcast(to, tg, op, 'gate');
   if (tg.numel === 0 && to.numel !== 0) {
-    throw new NinodesError('SHAPE_MISMATCH', `${op}: 'gate' is empty`, { value: tg.shape, where: `${op}(gate)` });
+    throw new KernelsError('SHAPE_MISMATCH', `${op}: 'gate' is empty`, { value: tg.shape, where: `${op}(gate)` });
   }
   const y = Tensor.zeros('f32', tx.shape);
   callNative(op, (n) => n.gatedResidualF32(tx.data, to.data, tg.data, y.data));

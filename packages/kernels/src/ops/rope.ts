@@ -1,4 +1,4 @@
-import { NinodesError } from '../errors.js';
+import { KernelsError } from '../error-codes.js';
 import { Tensor } from '../tensor.js';
 import { callNative } from '../native-addon.js';
 import { requireF32, requireRank } from '../arg-checks.js';
@@ -21,14 +21,14 @@ export function planRope(x: unknown, angles: unknown, rotDim: unknown): RopePlan
   requireRank(ta, 2, op, 'angles');
   const [seq, heads, headDim] = tx.shape as [number, number, number];
   if (typeof rotDim !== 'number' || !Number.isInteger(rotDim) || rotDim < 0 || rotDim % 2 !== 0 || rotDim > headDim) {
-    throw new NinodesError('INVALID_ARGUMENT', `${op}: rotDim must be an even integer in [0, ${headDim}], got ${String(rotDim)}`, {
+    throw new KernelsError('INVALID_ARGUMENT', `${op}: rotDim must be an even integer in [0, ${headDim}], got ${String(rotDim)}`, {
       value: rotDim,
       where: `${op}(rotDim)`,
     });
   }
   const [aSeq, aCols] = ta.shape as [number, number];
   if (aSeq !== seq || (aCols !== rotDim && aCols !== rotDim / 2)) {
-    throw new NinodesError('SHAPE_MISMATCH', `${op}: angles [${ta.shape.join(', ')}] must be [${seq}, ${rotDim}] (or [${seq}, ${rotDim / 2}])`, {
+    throw new KernelsError('SHAPE_MISMATCH', `${op}: angles [${ta.shape.join(', ')}] must be [${seq}, ${rotDim}] (or [${seq}, ${rotDim / 2}])`, {
       value: ta.shape,
       where: `${op}(angles)`,
       hint: 'one row of angles per position; column i is the angle of pair (i, i + rotDim/2)',

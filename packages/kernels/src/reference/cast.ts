@@ -1,6 +1,6 @@
 import { requireDType, show } from '../arg-checks.js';
 import type { ElementDType } from '../dtype.js';
-import { NinodesError } from '../errors.js';
+import { KernelsError } from '../error-codes.js';
 import { Tensor } from '../tensor.js';
 import {
   bf16ToF32Bits,
@@ -19,7 +19,7 @@ export const CAST_TARGETS = ['f32', 'f16', 'bf16'] as const satisfies readonly C
 
 export function requireCastTarget(to: unknown): asserts to is CastTarget {
   if (!(CAST_TARGETS as readonly unknown[]).includes(to)) {
-    throw new NinodesError('DTYPE_MISMATCH', `cast: target dtype ${show(to)} is not one of ${CAST_TARGETS.join(', ')}`, {
+    throw new KernelsError('DTYPE_MISMATCH', `cast: target dtype ${show(to)} is not one of ${CAST_TARGETS.join(', ')}`, {
       value: to,
       where: 'cast target',
       hint: 'fp8 targets go through encodeFp8, integer targets through quantizeRowsInt8',

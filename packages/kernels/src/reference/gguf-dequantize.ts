@@ -2,6 +2,7 @@
 // by Math.fround, so it gives the same bits as ggml, gguf-py and the native decoder.
 import { BLOCK_DTYPES, type BlockDType, byteSizeOf, isBlockDType } from '../dtype.js';
 import { NinodesError } from '../errors.js';
+import { KernelsError } from '../error-codes.js';
 import { requireDType } from '../arg-checks.js';
 import { Tensor } from '../tensor.js';
 import { bf16BitsFromF32, DEQUANTIZE_SOURCES, type DequantizeSource } from '../gguf-dtypes.js';
@@ -238,7 +239,7 @@ export function dequantizeBytesRef(dtype: DequantizeSource, bytes: Uint8Array, n
 }
 
 function lengthError(dtype: string, bytes: number, numel: number): NinodesError {
-  return new NinodesError('BLOCK_LENGTH_MISMATCH', `dequantize: ${bytes} bytes of ${dtype} do not encode ${numel} values`, {
+  return new KernelsError('BLOCK_LENGTH_MISMATCH', `dequantize: ${bytes} bytes of ${dtype} do not encode ${numel} values`, {
     value: { dtype, bytes, numel },
     where: 'dequantize',
     hint: 'the byte range must hold exactly the whole blocks of the tensor shape',
@@ -250,7 +251,7 @@ export function dequantize(x: Tensor, to: 'f32' | 'bf16' = 'f32'): Tensor<'f32'>
   requireDType(x, DEQUANTIZE_SOURCES, 'dequantize(x)');
   const src = x;
   if (to !== 'f32' && to !== 'bf16') {
-    throw new NinodesError('INVALID_ARGUMENT', `dequantize: target dtype must be 'f32' or 'bf16', got '${String(to)}'`, { value: to, where: 'dequantize(to)' });
+    throw new KernelsError('INVALID_ARGUMENT', `dequantize: target dtype must be 'f32' or 'bf16', got '${String(to)}'`, { value: to, where: 'dequantize(to)' });
   }
   if (isBlockDType(src.dtype)) byteSizeOf(src.dtype, src.shape, 'dequantize(x)');
   const values = dequantizeBytesRef(src.dtype, src.bytes(), src.numel);

@@ -1,5 +1,5 @@
 import { matrixDims, optionsOf, requireDType } from '../arg-checks.js';
-import { NinodesError } from '../errors.js';
+import { KernelsError } from '../error-codes.js';
 import {
   type Int8LinearOptions,
   type QuantizeRowsOptions,
@@ -83,7 +83,7 @@ export function int8Matmul(qx: Tensor, qw: Tensor): Tensor<'i32'> {
   requireDType(qw, ['i8'], 'int8Matmul qw');
   const [m, k] = matrixDims(qx, 'int8Matmul qx');
   const [n, wk] = matrixDims(qw, 'int8Matmul qw');
-  if (wk !== k) throw new NinodesError('SHAPE_MISMATCH', `int8Matmul: qx has K = ${k} but qw has K = ${wk}`, { value: { qx: qx.shape, qw: qw.shape }, where: 'int8Matmul' });
+  if (wk !== k) throw new KernelsError('SHAPE_MISMATCH', `int8Matmul: qx has K = ${k} but qw has K = ${wk}`, { value: { qx: qx.shape, qw: qw.shape }, where: 'int8Matmul' });
   checkInt8K(k, 'int8Matmul');
   const a = qx.data, b = qw.data;
   const acc = Tensor.zeros('i32', [m, n]);

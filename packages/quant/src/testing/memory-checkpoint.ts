@@ -1,5 +1,6 @@
 // Test-only CheckpointSource over tensors in memory (stand-in for safetensors files in unit tests).
-import { NinodesError, type Tensor } from '@ninodes/kernels';
+import { type Tensor } from '@ninodes/kernels';
+import { QuantError } from '../error-codes.js';
 import { type CheckpointSource, type TensorEntry, copyColumnRange, viewRowRange } from '@ninodes/memory';
 import { readSafetensorsFixture } from './fixtures.js';
 
@@ -19,12 +20,12 @@ export function memoryCheckpoint(path: string, tensors: Record<string, Tensor>, 
     has: (name) => byName.has(name),
     entry(name) {
       const e = byName.get(name);
-      if (!e) throw new NinodesError('TENSOR_NOT_FOUND', `${name} not in ${path}`, { value: name, where: path });
+      if (!e) throw new QuantError('TENSOR_NOT_FOUND', `${name} not in ${path}`, { value: name, where: path });
       return e;
     },
     tensor(name) {
       const t = tensors[name];
-      if (!t) throw new NinodesError('TENSOR_NOT_FOUND', `${name} not in ${path}`, { value: name, where: path });
+      if (!t) throw new QuantError('TENSOR_NOT_FOUND', `${name} not in ${path}`, { value: name, where: path });
       return t;
     },
     tensorRows(name, start, end) {
