@@ -31,7 +31,7 @@ export {
   tempOwner,
 } from './temp-files.js';
 export { isFileLock, tryLock, waitLock, type FileLock, type LockOwner } from './file-lock.js';
-export { Tensor, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
+export { Tensor, tensorAllocations, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
 export {
   hipProbe,
   nvmlProbe,
