@@ -143,7 +143,7 @@ class QuantLinear implements QuantLinearOp {
     return this.slice?.columns !== undefined;
   }
 
-  async forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+  async forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
     const k = this.spec.inFeatures;
     if (x.dtype !== 'f32' || x.shape.length !== 2 || x.shape[1] !== k) {
       throw new NinodesError('SHAPE_MISMATCH', `linear '${this.spec.name}' takes f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
@@ -156,18 +156,28 @@ class QuantLinear implements QuantLinearOp {
     return this.withPrepared(async (p) => {
       switch (p.kind) {
         case 'f32':
-          return linear(x, p.w, bias);
+          return linear(x, p.w, bias, out ? { out } : {});
         case 'bf16':
-          return linear(x, p.w, bias, { precision: this.precision });
+          return linear(x, p.w, bias, { precision: this.precision, ...(out ? { out } : {}) });
         case 'int8': {
-          const r = await int8Linear(x, p.q, p.scale, { convrot: p.convrot, ...(bias ? { bias } : {}) });
+          // The row scales int8Linear returns are not needed here: with `out`, they go to a scratch
+          // kept for this row count, so a steady-state call allocates nothing.
+          const scratch = out ? this.rowScaleScratch(x.shape[0] as number) : undefined;
+          const r = await int8Linear(x, p.q, p.scale, { convrot: p.convrot, ...(bias ? { bias } : {}), ...(out ? { out } : {}), ...(scratch ? { xScaleOut: scratch } : {}) });
           return r.y;
         }
         case 'fp8':
           // No fp8 gemm on the CPU: decode per call so only the fp8 bytes stay resident (transientBytes).
-          return linear(x, decodeFp8(p.w, { scale: p.scale }), bias);
+          return linear(x, decodeFp8(p.w, { scale: p.scale }), bias, out ? { out } : {});
       }
     });
+  }
+
+  private rowScales: Tensor<'f32'> | undefined;
+
+  private rowScaleScratch(rows: number): Tensor<'f32'> {
+    if (this.rowScales?.shape[0] !== rows) this.rowScales = Tensor.zeros('f32', [rows, 1]);
+    return this.rowScales;
   }
 
   deferredBias(): Tensor<'f32'> | undefined {
