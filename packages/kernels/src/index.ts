@@ -48,7 +48,7 @@ export { gelu, silu, swiglu } from './ops/activations.js';
 export { attention, attentionNaive, type AttentionOptions } from './ops/attention.js';
 export { add, addcmul, modulate, mul, scale } from './ops/elementwise.js';
 export { layerNorm, rmsNorm, softmax } from './ops/norms.js';
-export { gatedResidual, rmsNormModulate } from './ops/fused-elementwise.js';
+export { gatedResidual, qkNormRope, rmsNormModulate, type QkNormRopeOptions } from './ops/fused-elementwise.js';
 export { ropeSplitHalf } from './ops/rope.js';
 // kernels-A: threads, native memory, conversions, matmul, int8, Hadamard, reference backend
 export { getThreads, setThreads } from './threads.js';

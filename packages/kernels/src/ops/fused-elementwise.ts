@@ -5,7 +5,8 @@ import { NinodesError } from '../errors.js';
 import { Tensor } from '../tensor.js';
 import { callNative } from '../native-addon.js';
 import { planNorm } from './norms.js';
-import { outputF32, requireF32, requireShape, requireSuffixBroadcast } from '../arg-checks.js';
+import { planRope } from './rope.js';
+import { matrixDims, optionalF32, outputF32, requireF32, requireFiniteNumber, requireShape, requireSuffixBroadcast } from '../arg-checks.js';
 
 /**
  * x + branch·gate, gate broadcast over the rows of branch (a trailing part of its shape); =
@@ -37,4 +38,49 @@ export function rmsNormModulate(x: Tensor<'f32'>, weight: Tensor<'f32'> | null |
   const y = outputF32(out, p.x.shape, op, [p.x, p.weight, tsh, tsc]);
   callNative(op, (n) => n.rmsNormModulateF32(p.x.data, p.weight?.data ?? null, tsh.data, tsc.data, y.data, p.rows, p.dim, p.eps));
   return y;
+}
+
+export interface QkNormRopeOptions {
+  heads: number;
+  /** Leading dims of each head that rotate (even, ≤ headDim). */
+  rotDim: number;
+  eps?: number;
+  /** Where q, k and v go (each f32 [heads, S, headDim], see outputF32); default fresh tensors. */
+  out?: { q: Tensor<'f32'>; k: Tensor<'f32'>; v: Tensor<'f32'> };
+}
+
+/**
+ * The attention inputs of a DiT block from its fused qkv projection [S, 3·heads·D] in one pass:
+ * q = ropeSplitHalf(rmsNorm(q_h, qWeight, eps)), k likewise with kWeight, v copied, each heads-first
+ * [heads, S, D]. Bit for bit what splitting the heads, rmsNorm, ropeSplitHalf and the transpose give
+ * one after another (the same compiled row kernels). angles [S, rotDim] or [S, rotDim / 2].
+ */
+export function qkNormRope(
+  qkv: Tensor<'f32'>,
+  qWeight: Tensor<'f32'> | null | undefined,
+  kWeight: Tensor<'f32'> | null | undefined,
+  angles: Tensor<'f32'>,
+  options: QkNormRopeOptions,
+): { q: Tensor<'f32'>; k: Tensor<'f32'>; v: Tensor<'f32'> } {
+  const op = 'qkNormRope';
+  const t = requireF32(qkv, op, 'qkv');
+  const heads = options?.heads;
+  const [s, width] = matrixDims(t, `${op}(qkv)`);
+  if (typeof heads !== 'number' || !Number.isSafeInteger(heads) || heads < 1 || width % (3 * heads) !== 0) {
+    throw new NinodesError('INVALID_ARGUMENT', `${op}: heads must be a positive integer dividing qkv's ${width} columns into 3·heads heads`, { value: heads, where: `${op}(heads)` });
+  }
+  const headDim = width / (3 * heads);
+  // The rope checks (rotDim even and ≤ headDim, angles [S, rotDim or rotDim/2]) on the [S, heads, D] view of q.
+  const rope = planRope(t.view('f32', [s, heads, headDim]), angles, options.rotDim, op);
+  const qw = optionalF32(qWeight, op, 'qWeight');
+  const kw = optionalF32(kWeight, op, 'kWeight');
+  if (qw) requireShape(qw, [headDim], `${op}(qWeight)`);
+  if (kw) requireShape(kw, [headDim], `${op}(kWeight)`);
+  const eps = requireFiniteNumber(options.eps ?? 1e-6, op, 'eps');
+  const shape = [heads, s, headDim];
+  const q = outputF32(options.out?.q, shape, `${op} q`, [t, rope.angles, qw, kw]);
+  const k = outputF32(options.out?.k, shape, `${op} k`, [t, rope.angles, qw, kw, q]);
+  const v = outputF32(options.out?.v, shape, `${op} v`, [t, rope.angles, qw, kw, q, k]);
+  callNative(op, (n) => n.qkNormRopeF32(t.data, qw?.data ?? null, kw?.data ?? null, rope.angles.data, q.data, k.data, v.data, s, heads, headDim, rope.rotDim, rope.angleColumns, eps));
+  return { q, k, v };
 }

@@ -13,8 +13,7 @@ export interface RopePlan {
   angleColumns: number;
 }
 
-export function planRope(x: unknown, angles: unknown, rotDim: unknown): RopePlan {
-  const op = 'ropeSplitHalf';
+export function planRope(x: unknown, angles: unknown, rotDim: unknown, op = 'ropeSplitHalf'): RopePlan {
   const tx = requireF32(x, op, 'x');
   const ta = requireF32(angles, op, 'angles');
   requireRank(tx, 3, op, 'x');
