@@ -7,7 +7,7 @@ import type { ModSegment } from './h3-streams.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { type OpProfiler, timed, timedAsync } from './op-profile.js';
 import type { Workspace } from './workspace.js';
-import { attention, gatedResidual, modulate, ropeSplitHalf, rmsNorm, rmsNormModulate, silu, swiglu } from './ops.js';
+import { attention, gatedResidual, modulate, qkNormRope, rmsNorm, rmsNormModulate, silu, swiglu } from './ops.js';
 
 /** Reads a non-linear parameter (norm weight, buffer) as f32, by its name without the file prefix. */
 export type ParameterReader = (name: string) => Tensor<'f32'>;
@@ -83,7 +83,7 @@ export interface BlockTrace {
 
 /**
  * One MiniMax-H3 `DiTBlock` on video tokens (adaLN modality row 0): RMSNorm → modulate → qkv →
- * per-head q/k RMSNorm → split-half RoPE on the first rot dims → attention → out_proj → gated
+ * per-head q/k RMSNorm → split-half RoPE (one fused pass) on the first rot dims → attention → out_proj → gated
  * residual; then RMSNorm → modulate → fc1 [gate | up] → silu(gate)·up → fc2 → gated residual.
  */
 export class H3Block {
@@ -169,21 +169,22 @@ export class H3Block {
         ? timed(prof, 'norm', () => rmsNormModulate(v, this.params(weight), chunk(mod, 6 * (segs[0] as ModSegment).row + c, d), chunk(mod, 6 * (segs[0] as ModSegment).row + c + 1, d), eps, buf('h', v.shape)))
         : timed(prof, 'elementwise', () => modulateRows(timed(prof, 'norm', () => rmsNorm(v, this.params(weight), eps)), c));
     const h1 = normModulate(x, `${p}.norm1.weight`, 0);
-    const qkv = (await lin(this.linears.qkv, h1, 'qkv')).data;
+    const qkv = await lin(this.linears.qkv, h1, 'qkv');
     const rot = rotDim(this.config);
-    const perHead = [s, heads, hd];
     const headsMajor = [heads, s, hd];
-    const [qs, ks, v] = timed(prof, 'layout', () => [
-      splitHeads(qkv, s, 3 * inner, 0, heads, hd, false, buf('q_split', perHead)),
-      splitHeads(qkv, s, 3 * inner, inner, heads, hd, false, buf('k_split', perHead)),
-      splitHeads(qkv, s, 3 * inner, 2 * inner, heads, hd, true, buf('v', headsMajor)),
-    ]) as [Tensor<'f32'>, Tensor<'f32'>, Tensor<'f32'>];
-    const qn = timed(prof, 'norm', () => rmsNorm(qs, this.params(`${p}.attn.q_norm.weight`), qkEps, buf('q_norm', perHead)));
-    const kn = timed(prof, 'norm', () => rmsNorm(ks, this.params(`${p}.attn.k_norm.weight`), qkEps, buf('k_norm', perHead)));
-    // RoPE writes back into the split buffers, which the norms have finished reading.
-    const qr = timed(prof, 'rope', () => ropeSplitHalf(qn, angles, rot, ws ? qs : undefined));
-    const kr = timed(prof, 'rope', () => ropeSplitHalf(kn, angles, rot, ws ? ks : undefined));
-    const [q, k] = timed(prof, 'layout', () => [headsFirst(qr, buf('q', headsMajor)), headsFirst(kr, buf('k', headsMajor))]) as [Tensor<'f32'>, Tensor<'f32'>];
+    // One pass from the qkv projection to heads-first q, k, v: per-head q/k RMSNorm, RoPE and the
+    // transpose, bit for bit the separate ops (kernels' qkNormRope).
+    const qOut = buf('q', headsMajor);
+    const kOut = buf('k', headsMajor);
+    const vOut = buf('v', headsMajor);
+    const { q, k, v } = timed(prof, 'rope', () =>
+      qkNormRope(qkv, this.params(`${p}.attn.q_norm.weight`), this.params(`${p}.attn.k_norm.weight`), angles, {
+        heads,
+        rotDim: rot,
+        eps: qkEps,
+        ...(qOut && kOut && vOut ? { out: { q: qOut, k: kOut, v: vOut } } : {}),
+      }),
+    );
     const attOut = buf('att', headsMajor);
     const att = await timedAsync(prof, 'attention', () => attention(q, k, v, { scale: 1 / Math.sqrt(hd), ...(attOut ? { out: attOut } : {}) }));
     const attnOut = await lin(this.linears.out, timed(prof, 'layout', () => mergeHeads(att, buf('merged', [s, inner]))), 'attn_out');
