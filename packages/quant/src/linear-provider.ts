@@ -161,10 +161,16 @@ class QuantLinear implements QuantLinearOp {
           return linear(x, p.w, bias, { precision: this.precision, ...(out ? { out } : {}) });
         case 'int8': {
           // The row scales int8Linear returns are not needed here: with `out`, they go to a scratch
-          // kept for this row count, so a steady-state call allocates nothing.
-          const scratch = out ? this.rowScaleScratch(x.shape[0] as number) : undefined;
-          const r = await int8Linear(x, p.q, p.scale, { convrot: p.convrot, ...(bias ? { bias } : {}), ...(out ? { out } : {}), ...(scratch ? { xScaleOut: scratch } : {}) });
-          return r.y;
+          // kept for this row count, so a steady-state call allocates nothing. A call that overlaps
+          // another one of this op (the native side writes the scales) gets fresh ones.
+          const scratch = out && !this.rowScalesBusy ? this.rowScaleScratch(x.shape[0] as number) : undefined;
+          if (scratch) this.rowScalesBusy = true;
+          try {
+            const r = await int8Linear(x, p.q, p.scale, { convrot: p.convrot, ...(bias ? { bias } : {}), ...(out ? { out } : {}), ...(scratch ? { xScaleOut: scratch } : {}) });
+            return r.y;
+          } finally {
+            if (scratch) this.rowScalesBusy = false;
+          }
         }
         case 'fp8':
           // No fp8 gemm on the CPU: decode per call so only the fp8 bytes stay resident (transientBytes).
@@ -174,6 +180,7 @@ class QuantLinear implements QuantLinearOp {
   }
 
   private rowScales: Tensor<'f32'> | undefined;
+  private rowScalesBusy = false;
 
   private rowScaleScratch(rows: number): Tensor<'f32'> {
     if (this.rowScales?.shape[0] !== rows) this.rowScales = Tensor.zeros('f32', [rows, 1]);
