@@ -168,6 +168,7 @@ export interface NativeAddon {
   modulateF32(x: F32, shift: F32, scale: F32, out: F32): void;
   gatedResidualF32(x: F32, out: F32, gate: F32, y: F32): void;
   rmsNormModulateF32(x: F32, weight: F32 | null, shift: F32, scale: F32, y: F32, rows: number, dim: number, eps: number): void;
+  qkNormRopeF32(qkv: F32, qWeight: F32 | null, kWeight: F32 | null, angles: F32, q: F32, k: F32, v: F32, seq: number, heads: number, headDim: number, rotDim: number, angleColumns: number, eps: number): void;
   scaleF32(x: F32, s: number, out: F32): void;
 
   // ops/rope.cc, ops/attention.cc

@@ -5,10 +5,15 @@
 //     compiler from contracting it into an FMA.
 //   rmsNormModulate(x, w, shift, scale) = modulate(rmsNorm(x, w), shift, scale), per row through a
 //     row buffer that stays in L1, calling the standalone ops' own compiled row kernels.
-// One pass instead of two, and no intermediate tensor.
+//   qkNormRope(qkv, qw, kw, angles) = per head: ropeSplitHalf(rmsNorm(q_h, qw)), ropeSplitHalf(
+//     rmsNorm(k_h, kw)), v_h copied, each written heads-first [H, S, D] (the layout attention takes),
+//     reading q, k and v straight out of the fused qkv projection [S, 3·H·D], through the norm's and
+//     RoPE's own row kernels; cos/sin are computed once per token for q and k.
+// One pass instead of two (five for q/k), and no intermediate tensor.
 #include <napi.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -108,9 +113,63 @@ Napi::Value rms_norm_modulate(const Napi::CallbackInfo& info) {
   });
 }
 
+// qkNormRopeF32(qkv, qWeight | null, kWeight | null, angles, q, k, v, seq, heads, headDim, rotDim,
+// angleColumns, eps): qkv [seq, 3·heads·headDim]; q, k, v [heads, seq, headDim]; angles [seq, angleColumns].
+Napi::Value qk_norm_rope(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const char* op = "qkNormRope";
+    const F32Arg qkv = f32_arg(info, 0, op, "qkv");
+    const F32Arg qw = f32_arg(info, 1, op, "qWeight", true);
+    const F32Arg kw = f32_arg(info, 2, op, "kWeight", true);
+    const F32Arg angles = f32_arg(info, 3, op, "angles");
+    const F32Arg q = f32_arg(info, 4, op, "q");
+    const F32Arg k = f32_arg(info, 5, op, "k");
+    const F32Arg v = f32_arg(info, 6, op, "v");
+    const size_t s = ninodes::args::dim(info, 7, "seq");
+    const size_t h = ninodes::args::dim(info, 8, "heads");
+    const size_t d = ninodes::args::dim(info, 9, "headDim");
+    const size_t r = ninodes::args::dim(info, 10, "rotDim");
+    const size_t a = ninodes::args::dim(info, 11, "angleColumns");
+    const float eps = static_cast<float>(ninodes::args::number(info, 12, "eps"));
+    if (r % 2 != 0 || r > d) ninodes::fail("INVALID_ARGUMENT", "qkNormRope: rotDim must be even and at most headDim");
+    if (a != r && a != r / 2) ninodes::fail("SHAPE_MISMATCH", "qkNormRope: angles must have rotDim or rotDim/2 columns");
+    const size_t inner = ninodes::args::mul(h, d, op);
+    const size_t n = ninodes::args::mul(s, inner, op);
+    expect_length(qkv, ninodes::args::mul(n, 3, op), op, "qkv");
+    expect_length(q, n, op, "q");
+    expect_length(k, n, op, "k");
+    expect_length(v, n, op, "v");
+    expect_length(angles, ninodes::args::mul(s, a, op), op, "angles");
+    if (qw.present) expect_length(qw, d, op, "qWeight");
+    if (kw.present) expect_length(kw, d, op, "kWeight");
+    if (n == 0) return info.Env().Undefined();
+    const float* qwp = qw.present ? qw.data : nullptr;
+    const float* kwp = kw.present ? kw.data : nullptr;
+    const size_t half = r / 2;
+    const bool avx2 = use_avx2();
+    ninodes::parallel_for(s, std::max<size_t>(1, 8192 / (3 * inner)), [&](size_t s0, size_t s1) {
+      std::vector<float> cs(half), sn(half), row(d);
+      for (size_t t = s0; t < s1; ++t) {
+        rope_cos_sin(angles.data + t * a, half, cs.data(), sn.data());
+        const float* src = qkv.data + t * 3 * inner;
+        for (size_t hh = 0; hh < h; ++hh) {
+          const size_t dst = (hh * s + t) * d;
+          rms_norm_row(src + hh * d, qwp, row.data(), d, eps, avx2);
+          rope_row(row.data(), cs.data(), sn.data(), q.data + dst, d, r);
+          rms_norm_row(src + inner + hh * d, kwp, row.data(), d, eps, avx2);
+          rope_row(row.data(), cs.data(), sn.data(), k.data + dst, d, r);
+          std::memcpy(v.data + dst, src + 2 * inner + hh * d, d * sizeof(float));
+        }
+      }
+    });
+    return info.Env().Undefined();
+  });
+}
+
 }  // namespace
 
 NINODES_MODULE(fused_elementwise) {
+  exports.Set("qkNormRopeF32", Napi::Function::New(env, qk_norm_rope, "qkNormRopeF32"));
   exports.Set("gatedResidualF32", Napi::Function::New(env, gated_residual, "gatedResidualF32"));
   exports.Set("rmsNormModulateF32", Napi::Function::New(env, rms_norm_modulate, "rmsNormModulateF32"));
 }

@@ -11,6 +11,38 @@
 #include "core/registry.h"
 #include "core/thread_pool.h"
 #include "ops/op_args.h"
+#include "ops/row_kernels.h"
+
+namespace ninodes {
+namespace ops {
+
+// Compiled here, once, and shared with the fused q/k pass (row_kernels.h), so both give these bits.
+void rope_cos_sin(const float* angles, size_t half, float* cs, float* sn) {
+  // cos/sin rounded once from double: the correctly rounded float32 value in practice.
+  for (size_t i = 0; i < half; ++i) {
+    const double ang = angles[i];
+    cs[i] = static_cast<float>(std::cos(ang));
+    sn[i] = static_cast<float>(std::sin(ang));
+  }
+}
+
+void rope_row(const float* xi, const float* cs, const float* sn, float* yo, size_t d, size_t r) {
+  const size_t half = r / 2;
+  for (size_t i = 0; i < half; ++i) {
+    const float x1 = xi[i];
+    const float x2 = xi[i + half];
+    const float a1 = x1 * cs[i];
+    const float b1 = -x2 * sn[i];
+    const float a2 = x2 * cs[i];
+    const float b2 = x1 * sn[i];
+    yo[i] = a1 + b1;
+    yo[i + half] = a2 + b2;
+  }
+  if (d > r) std::memcpy(yo + r, xi + r, (d - r) * sizeof(float));
+}
+
+}  // namespace ops
+}  // namespace ninodes
 
 namespace {
 
@@ -39,27 +71,8 @@ Napi::Value rope_split_half(const Napi::CallbackInfo& info) {
     ninodes::parallel_for(s, std::max<size_t>(1, 8192 / std::max<size_t>(h * d, 1)), [&](size_t s0, size_t s1) {
       std::vector<float> cs(half), sn(half);
       for (size_t t = s0; t < s1; ++t) {
-        // cos/sin rounded once from double: the correctly rounded float32 value in practice.
-        for (size_t i = 0; i < half; ++i) {
-          const double ang = angles.data[t * a + i];
-          cs[i] = static_cast<float>(std::cos(ang));
-          sn[i] = static_cast<float>(std::sin(ang));
-        }
-        for (size_t hh = 0; hh < h; ++hh) {
-          const float* xi = x.data + (t * h + hh) * d;
-          float* yo = y.data + (t * h + hh) * d;
-          for (size_t i = 0; i < half; ++i) {
-            const float x1 = xi[i];
-            const float x2 = xi[i + half];
-            const float a1 = x1 * cs[i];
-            const float b1 = -x2 * sn[i];
-            const float a2 = x2 * cs[i];
-            const float b2 = x1 * sn[i];
-            yo[i] = a1 + b1;
-            yo[i + half] = a2 + b2;
-          }
-          if (d > r) std::memcpy(yo + r, xi + r, (d - r) * sizeof(float));
-        }
+        rope_cos_sin(angles.data + t * a, half, cs.data(), sn.data());
+        for (size_t hh = 0; hh < h; ++hh) rope_row(x.data + (t * h + hh) * d, cs.data(), sn.data(), y.data + (t * h + hh) * d, d, r);
       }
     });
     return info.Env().Undefined();

@@ -160,3 +160,22 @@ export function requireFiniteNumber(v: unknown, op: string, name: string): numbe
   }
   return v;
 }
+
+/**
+ * The f32 output of an op: `out` when given (checked: f32, exactly `shape`, live, not overlapping
+ * any input, since the native passes read inputs while they write), else a fresh zeroed tensor.
+ * Callers that run the same shapes every step pass `out` to allocate nothing in the steady state.
+ */
+export function outputF32(out: unknown, shape: readonly number[], op: string, inputs: readonly (Tensor | null | undefined)[]): Tensor<'f32'> {
+  if (out === undefined) return Tensor.zeros('f32', shape);
+  const where = `${op}(out)`;
+  requireDType(out, ['f32'], where);
+  requireShape(out, shape, where);
+  if (out.disposed) throw new KernelsError('TENSOR_DISPOSED', `${where}: ${out.toString()} was disposed`, { where, hint: 'pass a live tensor' });
+  for (const t of inputs) {
+    if (t && t.buffer === out.buffer && out.byteOffset < t.byteOffset + t.byteLength && t.byteOffset < out.byteOffset + out.byteLength) {
+      throw new KernelsError('INVALID_ARGUMENT', `${where} overlaps an input`, { where, hint: 'pass memory disjoint from the inputs' });
+    }
+  }
+  return out;
+}

@@ -33,7 +33,7 @@ export {
 } from './temp-files.js';
 export { removeTempsOnSignals } from './temp-signals.js';
 export { isFileLock, tryLock, waitLock, type FileLock, type LockOwner } from './file-lock.js';
-export { Tensor, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
+export { Tensor, tensorAllocations, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
 export {
   hipProbe,
   nvmlProbe,
@@ -51,7 +51,7 @@ export { gelu, silu, swiglu } from './ops/activations.js';
 export { attention, attentionNaive, type AttentionOptions } from './ops/attention.js';
 export { add, addcmul, modulate, mul, scale } from './ops/elementwise.js';
 export { layerNorm, rmsNorm, softmax } from './ops/norms.js';
-export { gatedResidual, rmsNormModulate } from './ops/fused-elementwise.js';
+export { gatedResidual, qkNormRope, rmsNormModulate, type QkNormRopeOptions } from './ops/fused-elementwise.js';
 export { ropeSplitHalf } from './ops/rope.js';
 // kernels-A: threads, native memory, conversions, matmul, int8, Hadamard, reference backend
 export { getThreads, setThreads } from './threads.js';

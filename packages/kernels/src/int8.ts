@@ -1,4 +1,4 @@
-import { matrixDims, optionsOf, requireDType } from './arg-checks.js';
+import { matrixDims, optionsOf, outputF32, requireDType } from './arg-checks.js';
 import {
   type Int8BackendName,
   type Int8LinearOptions,
@@ -87,8 +87,8 @@ export async function int8Linear(
   const { group, order } = resolveConvrot(opts.convrot, d.k, 'int8Linear');
   const external = checkExternalScale(opts.xScale, d.m, 'int8Linear opts.xScale');
   const backend = checkBackend(opts.backend, 'int8Linear options.backend');
-  const y = Tensor.zeros('f32', d.outShape);
-  const xScale = Tensor.zeros('f32', [d.m, 1]);
+  const y = outputF32(opts.out, d.outShape, 'int8Linear', [x, qw, wScale, opts.bias, opts.xScale]);
+  const xScale = outputF32(opts.xScaleOut, [d.m, 1], 'int8Linear xScaleOut', [x, qw, wScale, opts.bias, y]);
   if (external !== undefined) xScale.data.set(external);
   const acc = opts.returnAccumulators === true ? Tensor.zeros('i32', [d.m, d.n]) : undefined;
   await callNativeAsync('int8Linear', (addon) =>

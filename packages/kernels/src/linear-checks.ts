@@ -60,6 +60,10 @@ export interface Int8LinearOptions {
   returnAccumulators?: boolean;
   /** Which exact int8 GEMM runs (default `'auto'`); every backend gives the same bits. */
   backend?: Int8BackendChoice;
+  /** Where y goes ([..., N] f32, see outputF32); default a fresh tensor. */
+  out?: Tensor;
+  /** Where the returned row scales go ([M, 1] f32, see outputF32); default a fresh tensor. */
+  xScaleOut?: Tensor;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { checkBias, linearDims } from './linear-checks.js';
 import { callNativeAsync } from './native-addon.js';
-import { Tensor } from './tensor.js';
+import type { Tensor } from './tensor.js';
+import { outputF32 } from './arg-checks.js';
 
 /**
  * Multiply precision. 'f32': bf16 weights are widened exactly and multiplied in f32 (any CPU).
@@ -12,6 +13,8 @@ export type LinearPrecision = 'f32' | 'bf16';
 
 export interface LinearOptions {
   precision?: LinearPrecision;
+  /** Where y goes ([..., N] f32, see outputF32); default a fresh tensor. */
+  out?: Tensor<'f32'>;
 }
 
 /**
@@ -22,7 +25,7 @@ export async function linear(x: Tensor, w: Tensor, bias?: Tensor, options: Linea
   const d = linearDims(x, w, 'linear', ['f32', 'bf16']);
   checkBias(bias, d.n, 'linear');
   const precision = options.precision ?? 'f32';
-  const y = Tensor.zeros('f32', d.outShape);
+  const y = outputF32(options.out, d.outShape, 'linear', [x, w, bias]);
   await callNativeAsync('linear', (n) => n.linear(x.bytes(), w.bytes(), w.dtype === 'bf16', bias?.bytes() ?? null, y.bytes(), d.m, d.k, d.n, precision));
   return y;
 }

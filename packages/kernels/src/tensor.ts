@@ -56,6 +56,21 @@ export interface TensorOptions {
   owner?: StorageOwner;
 }
 
+// Storages a Tensor has wrapped (each ArrayBuffer once): tensorAllocations() counts them, so a test
+// can show that a steady-state step creates no new tensor memory (issue 16). A WeakSet keeps no
+// storage alive.
+const wrapped = new WeakSet<ArrayBufferLike>();
+let allocations = 0;
+
+/**
+ * How many distinct storages (ArrayBuffers: fresh zeros, copies, native allocations, mapped files,
+ * wrapped typed arrays) Tensors have been created over in this module build so far; views of a storage
+ * already seen do not count.
+ */
+export function tensorAllocations(): number {
+  return allocations;
+}
+
 /**
  * A dtype, a shape (torch order, outermost first) and contiguous storage. Views (reshape, rows,
  * narrow) share storage and owner; nothing here copies unless its name says so.
@@ -89,6 +104,10 @@ export class Tensor<D extends DType = DType> {
       );
     }
     this.buffer = buffer;
+    if (!wrapped.has(buffer)) {
+      wrapped.add(buffer);
+      allocations++;
+    }
   }
 
   /** A zero-filled tensor in ordinary JS memory. */

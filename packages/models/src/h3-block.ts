@@ -7,42 +7,51 @@ import { h3BlockLinears } from './h3-tensors.js';
 import type { ModSegment } from './h3-streams.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { type OpProfiler, timed, timedAsync } from './op-profile.js';
-import { attention, gatedResidual, modulate, ropeSplitHalf, rmsNorm, rmsNormModulate, silu, swiglu } from './ops.js';
+import type { Workspace } from './workspace.js';
+import { attention, gatedResidual, modulate, qkNormRope, rmsNorm, rmsNormModulate, silu, swiglu } from './ops.js';
 
 /** Reads a non-linear parameter (norm weight, buffer) as f32, by its name without the file prefix. */
 export type ParameterReader = (name: string) => Tensor<'f32'>;
 
-/** [S, H, D] columns [offset, offset + H·D) of a [S, W] matrix, or its transpose [H, S, D]. */
-export function splitHeads(x: Float32Array, s: number, width: number, offset: number, heads: number, hd: number, headsFirst: boolean): Tensor<'f32'> {
-  const out = new Float32Array(s * heads * hd);
+/** The layout helpers' output: `out` (reused buffer, its size checked) or fresh memory. */
+function layoutOut(out: Tensor<'f32'> | undefined, n: number, where: string): Float32Array {
+  if (out === undefined) return new Float32Array(n);
+  if (out.numel !== n) throw new ModelsError('SHAPE_MISMATCH', `${where}: out holds ${out.numel} values, needs ${n}`, { value: out.shape, where });
+  return out.data;
+}
+
+/** [S, H, D] columns [offset, offset + H·D) of a [S, W] matrix, or its transpose [H, S, D]; into `out` when given. */
+export function splitHeads(x: Float32Array, s: number, width: number, offset: number, heads: number, hd: number, headsFirst: boolean, out?: Tensor<'f32'>): Tensor<'f32'> {
+  const dst = layoutOut(out, s * heads * hd, 'splitHeads');
   // One memcpy per head row (TypedArray.set), not a JS loop per element.
   for (let t = 0; t < s; t++) {
     for (let h = 0; h < heads; h++) {
       const src = t * width + offset + h * hd;
-      out.set(x.subarray(src, src + hd), headsFirst ? (h * s + t) * hd : (t * heads + h) * hd);
+      dst.set(x.subarray(src, src + hd), headsFirst ? (h * s + t) * hd : (t * heads + h) * hd);
     }
   }
-  return Tensor.fromArray('f32', headsFirst ? [heads, s, hd] : [s, heads, hd], out);
+  const shape = headsFirst ? [heads, s, hd] : [s, heads, hd];
+  return out === undefined ? Tensor.fromArray('f32', shape, dst) : out.reshape(shape);
 }
 
-/** [S, H, D] -> [H, S, D] */
-export function headsFirst(x: Tensor<'f32'>): Tensor<'f32'> {
+/** [S, H, D] -> [H, S, D]; into `out` when given. */
+export function headsFirst(x: Tensor<'f32'>, out?: Tensor<'f32'>): Tensor<'f32'> {
   const [s, h, d] = x.shape as [number, number, number];
-  return splitHeads(x.data, s, h * d, 0, h, d, true);
+  return splitHeads(x.data, s, h * d, 0, h, d, true, out);
 }
 
-/** [H, S, D] -> [S, H·D] */
-export function mergeHeads(x: Tensor<'f32'>): Tensor<'f32'> {
+/** [H, S, D] -> [S, H·D]; into `out` when given. */
+export function mergeHeads(x: Tensor<'f32'>, out?: Tensor<'f32'>): Tensor<'f32'> {
   const [h, s, d] = x.shape as [number, number, number];
   const src = x.data;
-  const out = new Float32Array(s * h * d);
+  const dst = layoutOut(out, s * h * d, 'mergeHeads');
   for (let hh = 0; hh < h; hh++) {
     for (let t = 0; t < s; t++) {
       const from = (hh * s + t) * d;
-      out.set(src.subarray(from, from + d), (t * h + hh) * d);
+      dst.set(src.subarray(from, from + d), (t * h + hh) * d);
     }
   }
-  return Tensor.fromArray('f32', [s, h * d], out);
+  return out === undefined ? Tensor.fromArray('f32', [s, h * d], dst) : out.reshape([s, h * d]);
 }
 
 /**
@@ -75,7 +84,7 @@ export interface BlockTrace {
 
 /**
  * One MiniMax-H3 `DiTBlock` on video tokens (adaLN modality row 0): RMSNorm → modulate → qkv →
- * per-head q/k RMSNorm → split-half RoPE on the first rot dims → attention → out_proj → gated
+ * per-head q/k RMSNorm → split-half RoPE (one fused pass) on the first rot dims → attention → out_proj → gated
  * residual; then RMSNorm → modulate → fc1 [gate | up] → silu(gate)·up → fc2 → gated residual.
  */
 export class H3Block {
@@ -108,9 +117,19 @@ export class H3Block {
   /**
    * x [S, hidden], tEmb [M, tDim] (before SiLU; the curve form takes it as is), angles [S, ≥ rot]
    * -> new x [S, hidden]. Without `segments` every row reads adaLN row 0 (video, first timestep);
-   * with them each run of rows reads its own row (timestep row · 3 + modality).
+   * with them each run of rows reads its own row (timestep row · 3 + modality). With a `workspace`
+   * (buffers reused across blocks and steps, one forward at a time) the activations and the returned
+   * x live in its buffers, valid until the next block of the same parity; it is not used with a
+   * trace (which keeps the block's outputs).
    */
-  async forward(x: Tensor<'f32'>, tEmb: Tensor<'f32'>, angles: Tensor<'f32'>, trace?: (t: BlockTrace) => void, segments?: readonly ModSegment[]): Promise<Tensor<'f32'>> {
+  async forward(
+    x: Tensor<'f32'>,
+    tEmb: Tensor<'f32'>,
+    angles: Tensor<'f32'>,
+    trace?: (t: BlockTrace) => void,
+    segments?: readonly ModSegment[],
+    workspace?: Workspace,
+  ): Promise<Tensor<'f32'>> {
     const { hidden: d, headDim: hd, eps, qkEps } = this.config;
     const heads = this.localHeads;
     const s = x.shape[0] as number;
@@ -120,9 +139,17 @@ export class H3Block {
     const p = `blocks.${this.index}`;
     const inner = heads * hd;
     const prof = this.profiler;
-    const lin = async (op: LinearOp, v: Tensor<'f32'>): Promise<Tensor<'f32'>> => checkWidth(op, await timedAsync(prof, 'linear', () => op.forward(v)), v.shape[0] as number);
+    // Buffers shared by every block (they run one after another): the block's output alternates
+    // between two, so a block never writes the tensor it was given.
+    const ws = trace === undefined ? workspace : undefined;
+    const buf = (key: string, shape: readonly number[]): Tensor<'f32'> | undefined => ws?.f32(`block.${key}`, shape);
+    const lin = async (op: LinearOp, v: Tensor<'f32'>, key: string): Promise<Tensor<'f32'>> => {
+      const rows = v.shape[0] as number;
+      const out = buf(key, [rows, op.spec.outFeatures]);
+      return checkWidth(op, await timedAsync(prof, 'linear', () => op.forward(v, out)), rows);
+    };
     const t2 = tEmb.reshape([-1, tEmb.shape[tEmb.rank - 1] as number]);
-    const mod = await lin(this.linears.adaln, this.config.curveGrid === undefined ? timed(prof, 'elementwise', () => silu(t2)) : t2);
+    const mod = await lin(this.linears.adaln, this.config.curveGrid === undefined ? timed(prof, 'elementwise', () => silu(t2, buf('silu_t', t2.shape))) : t2, 'adaln');
     const segs = segments ?? [{ start: 0, stop: s, row: 0 }];
     const whole = segs.length === 1 && segs[0]?.start === 0 && segs[0].stop === s;
     // Row r of the [M·3, 6·hidden] view of the adaLN output: chunk c sits at (6r + c)·hidden.
@@ -134,35 +161,41 @@ export class H3Block {
       return Tensor.fromArray('f32', [s, w], out);
     };
     const modulateRows = (v: Tensor<'f32'>, c: number): Tensor<'f32'> => perRows(v, (r, seg) => modulate(r, chunk(mod, 6 * seg.row + c, d), chunk(mod, 6 * seg.row + c + 1, d)));
-    const gateRows = (base: Tensor<'f32'>, out: Tensor<'f32'>, c: number): Tensor<'f32'> =>
-      whole ? gatedResidual(base, out, chunk(mod, 6 * (segs[0] as ModSegment).row + c, d)) : perRows(base, (r, seg) => gatedResidual(r, out.rows(seg.start, seg.stop), chunk(mod, 6 * seg.row + c, d)));
+    const gateRows = (base: Tensor<'f32'>, out: Tensor<'f32'>, c: number, dst?: Tensor<'f32'>): Tensor<'f32'> =>
+      whole ? gatedResidual(base, out, chunk(mod, 6 * (segs[0] as ModSegment).row + c, d), dst) : perRows(base, (r, seg) => gatedResidual(r, out.rows(seg.start, seg.stop), chunk(mod, 6 * seg.row + c, d)));
 
     // One fused pass (RMSNorm then modulate, same bits) when one modality row covers every token.
     const normModulate = (v: Tensor<'f32'>, weight: string, c: number): Tensor<'f32'> =>
       whole
-        ? timed(prof, 'norm', () => rmsNormModulate(v, this.params(weight), chunk(mod, 6 * (segs[0] as ModSegment).row + c, d), chunk(mod, 6 * (segs[0] as ModSegment).row + c + 1, d), eps))
+        ? timed(prof, 'norm', () => rmsNormModulate(v, this.params(weight), chunk(mod, 6 * (segs[0] as ModSegment).row + c, d), chunk(mod, 6 * (segs[0] as ModSegment).row + c + 1, d), eps, buf('h', v.shape)))
         : timed(prof, 'elementwise', () => modulateRows(timed(prof, 'norm', () => rmsNorm(v, this.params(weight), eps)), c));
     const h1 = normModulate(x, `${p}.norm1.weight`, 0);
-    const qkv = (await lin(this.linears.qkv, h1)).data;
+    const qkv = await lin(this.linears.qkv, h1, 'qkv');
     const rot = rotDim(this.config);
-    const [qs, ks, v] = timed(prof, 'layout', () => [
-      splitHeads(qkv, s, 3 * inner, 0, heads, hd, false),
-      splitHeads(qkv, s, 3 * inner, inner, heads, hd, false),
-      splitHeads(qkv, s, 3 * inner, 2 * inner, heads, hd, true),
-    ]) as [Tensor<'f32'>, Tensor<'f32'>, Tensor<'f32'>];
-    const qn = timed(prof, 'norm', () => rmsNorm(qs, this.params(`${p}.attn.q_norm.weight`), qkEps));
-    const kn = timed(prof, 'norm', () => rmsNorm(ks, this.params(`${p}.attn.k_norm.weight`), qkEps));
-    const qr = timed(prof, 'rope', () => ropeSplitHalf(qn, angles, rot));
-    const kr = timed(prof, 'rope', () => ropeSplitHalf(kn, angles, rot));
-    const [q, k] = timed(prof, 'layout', () => [headsFirst(qr), headsFirst(kr)]) as [Tensor<'f32'>, Tensor<'f32'>];
-    const att = await timedAsync(prof, 'attention', () => attention(q, k, v, { scale: 1 / Math.sqrt(hd) }));
-    const attnOut = await lin(this.linears.out, timed(prof, 'layout', () => mergeHeads(att)));
-    const x1 = timed(prof, 'elementwise', () => gateRows(x, attnOut, 2));
+    const headsMajor = [heads, s, hd];
+    // One pass from the qkv projection to heads-first q, k, v: per-head q/k RMSNorm, RoPE and the
+    // transpose, bit for bit the separate ops (kernels' qkNormRope).
+    const qOut = buf('q', headsMajor);
+    const kOut = buf('k', headsMajor);
+    const vOut = buf('v', headsMajor);
+    const { q, k, v } = timed(prof, 'rope', () =>
+      qkNormRope(qkv, this.params(`${p}.attn.q_norm.weight`), this.params(`${p}.attn.k_norm.weight`), angles, {
+        heads,
+        rotDim: rot,
+        eps: qkEps,
+        ...(qOut && kOut && vOut ? { out: { q: qOut, k: kOut, v: vOut } } : {}),
+      }),
+    );
+    const attOut = buf('att', headsMajor);
+    const att = await timedAsync(prof, 'attention', () => attention(q, k, v, { scale: 1 / Math.sqrt(hd), ...(attOut ? { out: attOut } : {}) }));
+    const attnOut = await lin(this.linears.out, timed(prof, 'layout', () => mergeHeads(att, buf('merged', [s, inner]))), 'attn_out');
+    const x1 = timed(prof, 'elementwise', () => gateRows(x, attnOut, 2, buf('x1', x.shape)));
 
     const h2 = normModulate(x1, `${p}.norm2.weight`, 3);
-    const f1 = await lin(this.linears.fc1, h2);
-    const mlpOut = await lin(this.linears.fc2, timed(prof, 'elementwise', () => swiglu(f1)));
-    const x2 = timed(prof, 'elementwise', () => gateRows(x1, mlpOut, 5));
+    const f1 = await lin(this.linears.fc1, h2, 'fc1');
+    const mlpOut = await lin(this.linears.fc2, timed(prof, 'elementwise', () => swiglu(f1, buf('swiglu', [s, (f1.shape[1] as number) / 2]))), 'fc2');
+    // Blocks alternate between two output buffers: the input x (the previous block's output) stays intact.
+    const x2 = timed(prof, 'elementwise', () => gateRows(x1, mlpOut, 5, buf(`x.${this.index % 2}`, x.shape)));
     trace?.({ attnOut, mlpOut, afterAttn: x1 });
     return x2;
   }

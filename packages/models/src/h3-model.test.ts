@@ -125,7 +125,9 @@ describe('H3 video model, whole forward and sampler', () => {
     // time embedder, patch projection, 5 per block, final adaLN and head
     expect(profiler.calls.linear).toBe(4 + 5 * config.layers);
     expect(profiler.calls.attention).toBe(config.layers);
-    expect(profiler.calls.norm).toBe(4 * config.layers + 1);
+    // two RMSNorm+modulate passes per block and the final layer's; the q/k norm + RoPE pass counts as rope
+    expect(profiler.calls.norm).toBe(2 * config.layers + 1);
+    expect(profiler.calls.rope).toBe(config.layers + 1);
     for (const f of OP_FAMILIES) expect(profiler.seconds[f]).toBeGreaterThanOrEqual(0);
     model.setProfiler(undefined);
     profiler.reset();

@@ -15,6 +15,7 @@ import { type OpProfiler, timed, timedAsync } from './op-profile.js';
 import { castF32, rmsNorm, rmsNormModulate, silu } from './ops.js';
 import { latentDims, patchify, unpatchify } from './patchify.js';
 import { timestepFeatures } from './timestep-embedding.js';
+import { Workspace } from './workspace.js';
 import { h3PackedPositions, h3RopeAngles } from './video-grid.js';
 
 export interface H3ModelOptions {
@@ -48,6 +49,11 @@ export interface H3StreamsInput {
   readonly audio?: Tensor<'f32'>;
   /** Text states [1, L, textDim] (run through condition_proj and the refiner) or [1, L, hidden] (used as is). */
   readonly context?: Tensor<'f32'>;
+  /**
+   * Where the video velocity goes (f32 [1, C, T, H, W], e.g. the previous step's velocity): a sampler
+   * that hands it back each step allocates nothing in the steady state. Default: a fresh tensor.
+   */
+  readonly videoOut?: Tensor<'f32'>;
 }
 
 /** Velocities of the streams given: video [1, C, T, H, W] and, with audio in, audio [1, C, 2, T]. */
@@ -84,6 +90,9 @@ export class H3VideoModel implements VelocityModel {
   private readonly capture: CaptureSink | undefined;
   private readonly paramCache = new Map<string, Tensor<'f32'>>();
   private anglesCache: { key: string; angles: Tensor<'f32'> } | undefined;
+  /** Activation buffers the forward in flight reuses step to step (issue 16); a concurrent forward allocates. */
+  private readonly workspace = new Workspace();
+  private workspaceBusy = false;
   private profiler: OpProfiler | undefined;
   /** Settable later with `setHooks` (an executor attaches after the model is built). */
   private hooks: GroupHooks | undefined;
@@ -210,21 +219,26 @@ export class H3VideoModel implements VelocityModel {
 
   /**
    * Time embeddings [M, tDim] of timesteps t (= 1 − sigma): the time embedder's MLP in the full
-   * form, the interpolated `adaln_t_table` rows in the curve form.
+   * form, the interpolated `adaln_t_table` rows in the curve form. With a workspace, one timestep's
+   * MLP runs in its buffers.
    */
-  async timeEmbeddings(ts: readonly number[]): Promise<Tensor<'f32'>> {
+  async timeEmbeddings(ts: readonly number[], workspace?: Workspace): Promise<Tensor<'f32'>> {
     if (this.config.curveGrid !== undefined) return curveTimeEmbedding(this.param('adaln_t_table'), ts);
+    const ws = ts.length === 1 ? workspace : undefined;
     const rows: Tensor<'f32'>[] = [];
+    const projIn = this.linear('time_embedder.proj_in');
+    const projOut = this.linear('time_embedder.proj_out');
     for (const t of ts) {
-      const feats = timestepFeatures(t, this.config.freqDim);
-      rows.push(await this.linear('time_embedder.proj_out').forward(silu(await this.linear('time_embedder.proj_in').forward(feats))));
+      const feats = timestepFeatures(t, this.config.freqDim, ws?.f32('time.features', [1, this.config.freqDim]));
+      const h = await projIn.forward(feats, ws?.f32('time.hidden', [1, projIn.spec.outFeatures]));
+      rows.push(await projOut.forward(silu(h, ws?.f32('time.silu', h.shape)), ws?.f32('time.emb', [1, projOut.spec.outFeatures])));
     }
     return rows.length === 1 ? (rows[0] as Tensor<'f32'>) : concatRows(rows);
   }
 
   /** What every adaLN linear takes: SiLU(t_emb) in the full form, t_emb itself in the curve form. */
-  private adalnInput(tEmb: Tensor<'f32'>): Tensor<'f32'> {
-    return this.config.curveGrid === undefined ? silu(tEmb) : tEmb;
+  private adalnInput(tEmb: Tensor<'f32'>, ws?: Workspace): Tensor<'f32'> {
+    return this.config.curveGrid === undefined ? silu(tEmb, ws?.f32('final.silu_t', tEmb.shape)) : tEmb;
   }
 
   /** Text states [1, L, W] -> rows [L, hidden]: condition_proj and the refiner unless W is already hidden. */
@@ -278,6 +292,17 @@ export class H3VideoModel implements VelocityModel {
    * audio this is the video-only forward, op for op.
    */
   async forwardStreams(input: H3StreamsInput): Promise<H3StreamsOutput> {
+    // Capture keeps block inputs and outputs, so it runs on fresh memory.
+    const ws = this.workspaceBusy || this.capture !== undefined ? undefined : this.workspace;
+    if (ws) this.workspaceBusy = true;
+    try {
+      return await this.runStreams(input, ws);
+    } finally {
+      if (ws) this.workspaceBusy = false;
+    }
+  }
+
+  private async runStreams(input: H3StreamsInput, ws: Workspace | undefined): Promise<H3StreamsOutput> {
     const { video: latent, sigma, audio, context, sigmaNext } = input;
     if (!Number.isFinite(sigma)) throw new ModelsError('INVALID_ARGUMENT', `sigma must be finite, got ${String(sigma)}`, { value: sigma, where: 'sigma' });
     if (sigmaNext !== undefined && !Number.isFinite(sigmaNext)) throw new ModelsError('INVALID_ARGUMENT', `sigmaNext must be finite, got ${String(sigmaNext)}`, { value: sigmaNext, where: 'sigmaNext' });
@@ -303,11 +328,13 @@ export class H3VideoModel implements VelocityModel {
     const tA = 1 - sA;
     const ts = audioRows === undefined || tA === tV ? [tV] : [tV, tA].sort((p, q) => p - q);
     const rowOf = (t: number): number => ts.indexOf(t);
-    const rows = timed(prof, 'layout', () => patchify(latent));
+    const tokens = dims.frames * Math.ceil(dims.height / 2) * Math.ceil(dims.width / 2);
+    const rows = timed(prof, 'layout', () => patchify(latent, ws?.f32('patches', [tokens, 4 * dims.channels])));
     const timeGroup = this.config.curveGrid === undefined ? 'time_embedder' : 'adaln_t_table';
-    const tEmb = await this.group(timeGroup, () => timedAsync(prof, 'linear', () => this.timeEmbeddings(ts)));
+    const tEmb = await this.group(timeGroup, () => timedAsync(prof, 'linear', () => this.timeEmbeddings(ts, ws)));
     const angles = await this.group('rope', () => timed(prof, 'rope', () => this.ropeAngles(dims.frames, dims.height + (dims.height % 2), dims.width + (dims.width % 2), textLen, audioFrames)));
-    const videoEmbed = await this.group('video_patch_proj', () => timedAsync(prof, 'linear', () => this.linear('video_patch_proj').forward(rows)));
+    const patchProj = this.linear('video_patch_proj');
+    const videoEmbed = await this.group('video_patch_proj', () => timedAsync(prof, 'linear', () => patchProj.forward(rows, ws?.f32('embed', [tokens, patchProj.spec.outFeatures]))));
     const audioEmbed = audioRows === undefined ? undefined : await this.group('audio_patch_proj', () => this.linear('audio_patch_proj').forward(audioRows));
     let x = videoEmbed;
     let segments: ModSegment[] | undefined;
@@ -323,21 +350,23 @@ export class H3VideoModel implements VelocityModel {
     if (cap) cap.write('embed', { patches: rows, 'out.x': x, 't_emb': tEmb, rope_angles: angles, sigma: Tensor.f32([1], [sigma]) });
     for (const block of this.blocks) {
       const input = x;
-      x = await this.group(`blocks.${block.index}`, () => block.forward(input, tEmb, angles, undefined, segments));
+      x = await this.group(`blocks.${block.index}`, () => block.forward(input, tEmb, angles, undefined, segments, ws));
       if (cap) cap.write(`block-${String(block.index).padStart(3, '0')}`, { 'in.x': input, 'out.x': x });
     }
     const [finalGroup] = H3_POST_GROUPS;
     const xs = x;
     const n = pddHeads(this.config);
     const heads = await this.group(finalGroup, async () => {
-      const mod = await timedAsync(prof, 'linear', () => this.linear('final_layer.adaln_proj.linear').forward(this.adalnInput(tEmb)));
+      const finalAdaln = this.linear('final_layer.adaln_proj.linear');
+      const mod = await timedAsync(prof, 'linear', () => finalAdaln.forward(this.adalnInput(tEmb, ws), ws?.f32('final.mod', [tEmb.shape[0] as number, finalAdaln.spec.outFeatures])));
       const stream = async (start: number, stop: number, t: number, out: string): Promise<Tensor<'f32'>> => {
         const r = rowOf(t);
         const shift = mod.view('f32', [d], mod.byteOffset + 2 * r * d * 4);
         const scale = mod.view('f32', [d], mod.byteOffset + (2 * r + 1) * d * 4);
         const part = start === 0 && stop === xs.shape[0] ? xs : xs.rows(start, stop);
-        const normed = timed(prof, 'norm', () => rmsNormModulate(part, this.param('final_layer.norm.weight'), shift, scale, this.config.finalEps));
-        return timedAsync(prof, 'linear', () => this.linear(out).forward(normed));
+        const normed = timed(prof, 'norm', () => rmsNormModulate(part, this.param('final_layer.norm.weight'), shift, scale, this.config.finalEps, ws?.f32(`${out}.in`, part.shape)));
+        const head = this.linear(out);
+        return timedAsync(prof, 'linear', () => head.forward(normed, ws?.f32(out, [part.shape[0] as number, head.spec.outFeatures])));
       };
       const v = await stream(videoStart, xs.shape[0] as number, tV, 'final_layer.video_out');
       const a = audioFrames > 0 ? await stream(audioStart, videoStart, tA, 'final_layer.audio_out') : undefined;
@@ -348,7 +377,7 @@ export class H3VideoModel implements VelocityModel {
     // intervals from the video sigmas and their weights from their own shift.
     const nextV = sigmaNext === undefined ? undefined : Math.fround(sigmaNext);
     const head = n === 1 ? heads.v : combinePddHeads(heads.v, patchDim(this.config), pddHeadWeights(n, sv, nextV, H3_SIGMA_SHIFTS.video, H3_SIGMA_SHIFTS.video));
-    const out = timed(prof, 'layout', () => unpatchify(head, dims, true));
+    const out = timed(prof, 'layout', () => unpatchify(head, dims, true, input.videoOut));
     if (cap) cap.write('final', { 'in.x': x, head, velocity: out.reshape([out.numel]) });
     if (heads.a === undefined) return { video: out };
     const aHead = n === 1 ? heads.a : combinePddHeads(heads.a, audioChannels as number, pddHeadWeights(n, sv, nextV, H3_SIGMA_SHIFTS.video, H3_SIGMA_SHIFTS.audio));

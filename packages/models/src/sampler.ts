@@ -128,6 +128,8 @@ export async function runSampler(model: VelocityModel, options: SamplerOptions =
   const start = performance.now();
   const stepSeconds: number[] = [];
   const xd = x.data;
+  // The velocity buffer a model may write into again next step (H3: videoOut), so steps after the first allocate nothing.
+  let velocity: Tensor<'f32'> | undefined;
   for (let i = first; i < last; i++) {
     if (options.signal?.aborted) throw new ModelsError('ABORTED', `sampling aborted before step ${i + 1} of ${steps}`, { value: i });
     const sigma = sigmas[i] as number;
@@ -136,9 +138,10 @@ export async function runSampler(model: VelocityModel, options: SamplerOptions =
     const t0 = performance.now();
     // forwardStreams hands the next sigma to the final layer (a PDD head bank needs it).
     const out = model.forwardStreams
-      ? await model.forwardStreams({ video: x, sigma, sigmaNext, ...(audio ? { audio } : {}), ...(options.context ? { context: options.context } : {}) })
+      ? await model.forwardStreams({ video: x, sigma, sigmaNext, ...(audio ? { audio } : {}), ...(options.context ? { context: options.context } : {}), ...(velocity ? { videoOut: velocity } : {}) })
       : { video: await model.forward(x, sigma) };
     const v = out.video;
+    velocity = v;
     if (v.numel !== x.numel) throw new ModelsError('SHAPE_MISMATCH', `the model returned [${v.shape.join(', ')}] for a [${x.shape.join(', ')}] latent`, { value: v.shape });
     const vd = v.data;
     const dt = Math.fround(sigmaNext - sigma);

@@ -25,8 +25,12 @@ export interface LinearOp {
   readonly spec: LinearSpec;
   /** Weight format this op runs, e.g. 'f32', 'bf16', 'int8_convrot', 'f8_e4m3fn', 'q4_k'. */
   readonly format: string;
-  /** x [M, K] f32 -> y [M, N] f32. */
-  forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>>;
+  /**
+   * x [M, K] f32 -> y [M, N] f32. With `out` ([M, N] f32, disjoint from x) an op may write y there
+   * and return it, so a caller that reuses buffers allocates nothing per call; an op that cannot
+   * (a wrapper that reduces, a streamed weight) returns a tensor of its own: use the returned one.
+   */
+  forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>>;
   /** The weight as the kernel uses it, dequantized to f32 [N, K] (LoRA patching, error reports); a tensor the caller owns. */
   materializedWeight(): Promise<Tensor<'f32'>>;
   /**

@@ -53,6 +53,21 @@ describe('int8 convrot layers of the ComfyUI checkpoint', () => {
     console.log(`${l} (comfy checkpoint): qx off by one ${r.qxMismatches}, exact outputs ${r.exactOutputs}/${r.outputs}`);
   });
 
+  it.each(LAYERS)('%s: forward into out tensors, also two at once, gives the bits of fresh outputs', async (l) => {
+    const w = fx.info(`${l}.w`).shape as [number, number];
+    const op = provider.linear({ name: `model.${l}`, outFeatures: w[0], inFeatures: w[1], bias: true });
+    const x = fx.tensor(`${l}.x`) as Tensor<'f32'>;
+    // A second input of other rows, so two overlapping calls that shared row scales would differ.
+    const x2 = Tensor.fromArray('f32', x.shape, Float32Array.from(x.data, (v, i) => v * (1 + (i % 7))));
+    const want = [await op.forward(x), await op.forward(x2)];
+    const outs = [Tensor.zeros('f32', want[0]!.shape), Tensor.zeros('f32', want[0]!.shape)];
+    const got = await Promise.all([op.forward(x, outs[0]), op.forward(x2, outs[1])]);
+    got.forEach((g, i) => {
+      expect(g).toBe(outs[i]);
+      expect(Buffer.from(g.bytes()).equals(Buffer.from(want[i]!.bytes()))).toBe(true);
+    });
+  });
+
   it.each(LAYERS)('%s: materialized weight is the un-rotated w_dequant', async (l) => {
     const w = fx.info(`${l}.w`).shape as [number, number];
     const op = provider.linear({ name: `model.${l}`, outFeatures: w[0], inFeatures: w[1], bias: true });

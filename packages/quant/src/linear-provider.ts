@@ -158,7 +158,7 @@ class QuantLinear implements QuantLinearOp {
     return this.slice?.columns !== undefined;
   }
 
-  async forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+  async forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
     const k = this.spec.inFeatures;
     if (x.dtype !== 'f32' || x.shape.length !== 2 || x.shape[1] !== k) {
       throw new QuantError('SHAPE_MISMATCH', `linear '${this.spec.name}' takes f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
@@ -171,18 +171,35 @@ class QuantLinear implements QuantLinearOp {
     return this.withPrepared(async (p) => {
       switch (p.kind) {
         case 'f32':
-          return linear(x, p.w, bias);
+          return linear(x, p.w, bias, out ? { out } : {});
         case 'bf16':
-          return linear(x, p.w, bias, { precision: this.precision });
+          return linear(x, p.w, bias, { precision: this.precision, ...(out ? { out } : {}) });
         case 'int8': {
-          const r = await int8Linear(x, p.q, p.scale, { convrot: p.convrot, ...(bias ? { bias } : {}) });
-          return r.y;
+          // The row scales int8Linear returns are not needed here: with `out`, they go to a scratch
+          // kept for this row count, so a steady-state call allocates nothing. A call that overlaps
+          // another one of this op (the native side writes the scales) gets fresh ones.
+          const scratch = out && !this.rowScalesBusy ? this.rowScaleScratch(x.shape[0] as number) : undefined;
+          if (scratch) this.rowScalesBusy = true;
+          try {
+            const r = await int8Linear(x, p.q, p.scale, { convrot: p.convrot, ...(bias ? { bias } : {}), ...(out ? { out } : {}), ...(scratch ? { xScaleOut: scratch } : {}) });
+            return r.y;
+          } finally {
+            if (scratch) this.rowScalesBusy = false;
+          }
         }
         case 'fp8':
           // No fp8 gemm on the CPU: decode per call so only the fp8 bytes stay resident (transientBytes).
-          return linear(x, decodeFp8(p.w, { scale: p.scale }), bias);
+          return linear(x, decodeFp8(p.w, { scale: p.scale }), bias, out ? { out } : {});
       }
     });
+  }
+
+  private rowScales: Tensor<'f32'> | undefined;
+  private rowScalesBusy = false;
+
+  private rowScaleScratch(rows: number): Tensor<'f32'> {
+    if (this.rowScales?.shape[0] !== rows) this.rowScales = Tensor.zeros('f32', [rows, 1]);
+    return this.rowScales;
   }
 
   deferredBias(): Tensor<'f32'> | undefined {

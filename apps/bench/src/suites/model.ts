@@ -11,12 +11,14 @@
  * `torch.autocast('cpu', dtype=torch.bfloat16)`, fp32 islands kept fp32). The summary shows ours/torch
  * per mode and ours against the faster of the two. PyTorch's outputs double as a self-check: ours at
  * fp32 must match torch fp32 within 1e-4, and on h3-tiny both bf16 paths are measured against a
- * float64 torch forward.
+ * float64 torch forward. The step-time breakdown: share_<family> per op family (linear, attention,
+ * norm, rope — the fused q/k norm + RoPE pass —, elementwise, layout), share_gc (V8 collection, which
+ * overlaps the families) and tensor_allocations_per_step.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
-import type { Tensor } from '@ninodes/kernels';
+import { type Tensor, tensorAllocations } from '@ninodes/kernels';
 import {
   type H3PresetName,
   type H3VideoModel,
@@ -183,6 +185,7 @@ const STEP_TARGETS: readonly Target[] = [
   // ≤ 0.6× the faster torch mode ⇔ ≤ 0.6× each of them.
   { source: 'issue 16', description: 'int8 convrot step ≤ 0.6× PyTorch fp32', on: { ratio: 'torch_fp32' }, op: '<=', value: 0.6, when: { model: 'h3-small', format: 'int8_convrot' } },
   { source: 'issue 16', description: 'int8 convrot step ≤ 0.6× PyTorch bf16', on: { ratio: 'torch_bf16' }, op: '<=', value: 0.6, when: { model: 'h3-small', format: 'int8_convrot' } },
+  { source: 'issue 16', description: 'a steady-state forward creates no tensor storage but the velocity it returns', on: { metric: 'tensor_allocations_per_step' }, op: '<=', value: 1 },
   { source: 'issue 16', description: 'fp32 forward matches PyTorch fp32 (self-check)', on: { metric: 'max_rel_diff_vs_torch_fp32' }, op: '<=', value: 1e-4, when: { format: 'f32' } },
 ];
 
@@ -235,7 +238,7 @@ const step: BenchCase = {
         // hit by another process, so three are profiled and the one with the median wall time is kept.
         // V8's garbage collection inside that forward is reported too (share_gc); it overlaps the op
         // families, whose ops allocate the tensors it collects.
-        const profiles: Array<{ wall: number; seconds: Record<string, number>; gc: number }> = [];
+        const profiles: Array<{ wall: number; seconds: Record<string, number>; gc: number; allocations: number }> = [];
         for (let i = 0; i < PROFILED_FORWARDS; i++) {
           const profiler = createOpProfiler();
           let gcMs = 0;
@@ -244,16 +247,18 @@ const step: BenchCase = {
           });
           gcObserver.observe({ entryTypes: ['gc'] });
           model.setProfiler(profiler);
+          const a0 = tensorAllocations();
           const t0 = performance.now();
           await forwardOnce(model, latent);
           const wall = (performance.now() - t0) / 1000;
+          const allocations = tensorAllocations() - a0;
           model.setProfiler(undefined);
           // gc entries are delivered after an event-loop turn: collect the last ones before disconnecting.
           await new Promise((r) => setImmediate(r));
           for (const e of gcObserver.takeRecords()) gcMs += e.duration;
           gcObserver.disconnect();
           const gc = gcMs / 1000;
-          profiles.push({ wall, seconds: { ...profiler.seconds }, gc });
+          profiles.push({ wall, seconds: { ...profiler.seconds }, gc, allocations });
         }
         const kept = [...profiles].sort((a, b) => a.wall - b.wall)[Math.floor(profiles.length / 2)]!;
         let covered = 0;
@@ -264,6 +269,9 @@ const step: BenchCase = {
         }
         m.share_other = { value: Math.max(0, 1 - covered / kept.wall), unit: 'fraction' };
         m.share_gc = { value: kept.gc / kept.wall, unit: 'fraction' };
+        // Tensor storages a steady-state forward creates (issue 16): 1 is the velocity it returns,
+        // which the caller owns (a sampler hands it back as videoOut and allocates nothing).
+        m.tensor_allocations_per_step = { value: Math.max(...profiles.map((p) => p.allocations)), unit: 'count', better: 'lower' };
         Object.assign(m, await numericsMetrics(model, latent, s, torch.outputs));
         m.profiled_step = { value: kept.wall, unit: 's', better: 'lower' };
         const child = await ctx.peakMemoryOfScript(childScript(path, s));
@@ -349,5 +357,6 @@ export const modelSuite: Suite = {
     { kind: 'metric', title: 'share of step time in linears', metric: 'share_linear', cases: ['step'], x: 'model', color: 'format' },
     { kind: 'metric', title: 'share of step time in attention', metric: 'share_attention', cases: ['step'], x: 'model', color: 'format' },
     { kind: 'metric', title: 'share of step time in norms', metric: 'share_norm', cases: ['step'], x: 'model', color: 'format' },
+    { kind: 'metric', title: 'share of step time in V8 garbage collection', metric: 'share_gc', cases: ['step'], x: 'model', color: 'format' },
   ],
 };

@@ -1,11 +1,13 @@
 import { KernelsError } from '../error-codes.js';
 import { Tensor } from '../tensor.js';
 import { callNativeAsync } from '../native-addon.js';
-import { requireF32, requireRank } from '../arg-checks.js';
+import { outputF32, requireF32, requireRank } from '../arg-checks.js';
 
 export interface AttentionOptions {
   /** Score scale; default 1/√D. */
   scale?: number;
+  /** Where the result goes ([H, S, D] f32, see outputF32); default a fresh tensor. */
+  out?: Tensor<'f32'>;
 }
 
 export interface AttentionPlan {
@@ -50,7 +52,7 @@ export function planAttention(q: unknown, k: unknown, v: unknown, opts: Attentio
  */
 export async function attention(q: Tensor<'f32'>, k: Tensor<'f32'>, v: Tensor<'f32'>, opts?: AttentionOptions): Promise<Tensor<'f32'>> {
   const p = planAttention(q, k, v, opts);
-  const out = Tensor.zeros('f32', p.q.shape);
+  const out = outputF32(opts?.out, p.q.shape, 'attention', [p.q, p.k, p.v]);
   await callNativeAsync('attention', (n) =>
     n.attentionF32(p.q.data, p.k.data, p.v.data, out.data, p.heads, p.seqQ, p.seqK, p.headDim, p.scale),
   );

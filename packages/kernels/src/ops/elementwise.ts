@@ -1,7 +1,7 @@
 import { KernelsError } from '../error-codes.js';
 import { Tensor } from '../tensor.js';
 import { callNative } from '../native-addon.js';
-import { requireF32, requireFiniteNumber, requireRank, requireSuffixBroadcast } from '../arg-checks.js';
+import { outputF32, requireF32, requireFiniteNumber, requireRank, requireSuffixBroadcast } from '../arg-checks.js';
 
 export function planBinary(op: string, a: unknown, b: unknown): { a: Tensor<'f32'>; b: Tensor<'f32'> } {
   const ta = requireF32(a, op, 'a');
@@ -55,12 +55,12 @@ export function addcmul(x: Tensor<'f32'>, a: Tensor<'f32'>, b: Tensor<'f32'>): T
   return out;
 }
 
-/** adaLN modulation x·(1 + scale) + shift, shift/scale [D] (or any trailing shape of x). */
-export function modulate(x: Tensor<'f32'>, shift: Tensor<'f32'>, scale: Tensor<'f32'>): Tensor<'f32'> {
+/** adaLN modulation x·(1 + scale) + shift, shift/scale [D] (or any trailing shape of x); into `out` when given (see outputF32). */
+export function modulate(x: Tensor<'f32'>, shift: Tensor<'f32'>, scale: Tensor<'f32'>, out?: Tensor<'f32'>): Tensor<'f32'> {
   const p = planModulate(x, shift, scale);
-  const out = Tensor.zeros('f32', p.x.shape);
-  callNative('modulate', (n) => n.modulateF32(p.x.data, p.a.data, p.b.data, out.data));
-  return out;
+  const y = outputF32(out, p.x.shape, 'modulate', [p.x, p.a, p.b]);
+  callNative('modulate', (n) => n.modulateF32(p.x.data, p.a.data, p.b.data, y.data));
+  return y;
 }
 
 /** x · s. */

@@ -21,6 +21,7 @@ const NAMES = [
   'scaleF32',
   'gatedResidualF32',
   'rmsNormModulateF32',
+  'qkNormRopeF32',
   'ropeSplitHalfF32',
   'attentionF32',
   'attentionNaiveF32',

@@ -1,7 +1,7 @@
 import type { Tensor } from '../tensor.js';
 import { Tensor as T } from '../tensor.js';
 import { callNative } from '../native-addon.js';
-import { lastDim, optionalF32, requireF32, requireFiniteNumber, requireRank, requireShape } from '../arg-checks.js';
+import { lastDim, optionalF32, outputF32, requireF32, requireFiniteNumber, requireRank, requireShape } from '../arg-checks.js';
 
 export interface RowPlan {
   x: Tensor<'f32'>;
@@ -36,12 +36,12 @@ export function planRows(op: string, x: unknown): RowPlan {
   return rowPlan(x, op);
 }
 
-/** RMSNorm over the last dim: x / sqrt(mean(x²) + eps) · weight. */
-export function rmsNorm(x: Tensor<'f32'>, weight?: Tensor<'f32'> | null, eps = 1e-6): Tensor<'f32'> {
+/** RMSNorm over the last dim: x / sqrt(mean(x²) + eps) · weight; into `out` when given (see outputF32). */
+export function rmsNorm(x: Tensor<'f32'>, weight?: Tensor<'f32'> | null, eps = 1e-6, out?: Tensor<'f32'>): Tensor<'f32'> {
   const p = planNorm('rmsNorm', x, weight, undefined, eps);
-  const out = T.zeros('f32', p.x.shape);
-  callNative('rmsNorm', (n) => n.rmsNormF32(p.x.data, p.weight?.data ?? null, out.data, p.rows, p.dim, p.eps));
-  return out;
+  const y = outputF32(out, p.x.shape, 'rmsNorm', [p.x, p.weight]);
+  callNative('rmsNorm', (n) => n.rmsNormF32(p.x.data, p.weight?.data ?? null, y.data, p.rows, p.dim, p.eps));
+  return y;
 }
 
 /** LayerNorm over the last dim (biased variance, two-pass): (x - mean) / sqrt(var + eps) · weight + bias. */

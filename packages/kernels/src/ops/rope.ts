@@ -1,7 +1,7 @@
 import { KernelsError } from '../error-codes.js';
 import { Tensor } from '../tensor.js';
 import { callNative } from '../native-addon.js';
-import { requireF32, requireRank } from '../arg-checks.js';
+import { outputF32, requireF32, requireRank } from '../arg-checks.js';
 
 export interface RopePlan {
   x: Tensor<'f32'>;
@@ -13,8 +13,7 @@ export interface RopePlan {
   angleColumns: number;
 }
 
-export function planRope(x: unknown, angles: unknown, rotDim: unknown): RopePlan {
-  const op = 'ropeSplitHalf';
+export function planRope(x: unknown, angles: unknown, rotDim: unknown, op = 'ropeSplitHalf'): RopePlan {
   const tx = requireF32(x, op, 'x');
   const ta = requireF32(angles, op, 'angles');
   requireRank(tx, 3, op, 'x');
@@ -39,13 +38,14 @@ export function planRope(x: unknown, angles: unknown, rotDim: unknown): RopePlan
 
 /**
  * Partial split-half RoPE. x [S, H, D], angles [S, R]: in every head, pair i = (i, i + R/2) for
- * i < R/2 rotates by angles[s, i] (x·cos + rotate_half(x)·sin); dims >= R pass through.
+ * i < R/2 rotates by angles[s, i] (x·cos + rotate_half(x)·sin); dims >= R pass through. Into
+ * `out` when given (see outputF32).
  */
-export function ropeSplitHalf(x: Tensor<'f32'>, angles: Tensor<'f32'>, rotDim: number): Tensor<'f32'> {
+export function ropeSplitHalf(x: Tensor<'f32'>, angles: Tensor<'f32'>, rotDim: number, out?: Tensor<'f32'>): Tensor<'f32'> {
   const p = planRope(x, angles, rotDim);
-  const out = Tensor.zeros('f32', p.x.shape);
+  const y = outputF32(out, p.x.shape, 'ropeSplitHalf', [p.x, p.angles]);
   callNative('ropeSplitHalf', (n) =>
-    n.ropeSplitHalfF32(p.x.data, p.angles.data, out.data, p.seq, p.heads, p.headDim, p.rotDim, p.angleColumns),
+    n.ropeSplitHalfF32(p.x.data, p.angles.data, y.data, p.seq, p.heads, p.headDim, p.rotDim, p.angleColumns),
   );
-  return out;
+  return y;
 }

@@ -1,0 +1,80 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { tensorAllocations } from '@ninodes/kernels';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { H3_DEFAULTS, type H3Config } from './h3-config.js';
+import { gaussianNoise } from './noise.js';
+import { openH3Model } from './open-h3-model.js';
+import { runSampler } from './sampler.js';
+import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
+import { Workspace } from './workspace.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'ninodes-workspace-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// Widths that int8 convrot takes (multiples of 256).
+const config: H3Config = { ...H3_DEFAULTS, layers: 3, hidden: 256, heads: 4, headDim: 64, ffn: 512, tDim: 256, timeHidden: 256, ropeLen: 8 };
+const path = join(dir, 'ws.safetensors');
+beforeAll(async () => {
+  await writeSyntheticH3Checkpoint(path, { config, seed: 5 });
+});
+
+describe('Workspace', () => {
+  it('hands back the same buffer for the same key and shape, a new one when the shape changes', () => {
+    const ws = new Workspace();
+    const a = ws.f32('x', [2, 3]);
+    expect(ws.f32('x', [2, 3])).toBe(a);
+    const b = ws.f32('x', [3, 2]);
+    expect(b).not.toBe(a);
+    expect(b.shape).toEqual([3, 2]);
+    expect(ws.f32('y', [3, 2])).not.toBe(b);
+    expect(ws.bytes).toBe(2 * 6 * 4);
+  });
+});
+
+describe('H3 forward in the steady state (issue 16)', () => {
+  for (const compute of ['f32', 'bf16', 'int8_convrot'] as const) {
+    it(`${compute}: sampler steps 2..N create no new tensor storage`, async () => {
+      const { model, close } = openH3Model(path, { compute, capture: false });
+      try {
+        const perStep: number[] = [];
+        let before = 0;
+        await runSampler(model, {
+          frames: 2,
+          height: 6,
+          width: 8,
+          steps: 4,
+          onStepStart: () => {
+            before = tensorAllocations();
+          },
+          onStep: () => perStep.push(tensorAllocations() - before),
+        });
+        // Step 1 sizes the buffers (and materializes the weights).
+        expect(perStep[0]).toBeGreaterThan(10);
+        expect(perStep.slice(1)).toEqual([0, 0, 0]);
+      } finally {
+        close();
+      }
+    });
+  }
+
+  it('the reused buffers give the bits of fresh ones (a concurrent forward runs without the workspace)', async () => {
+    const { model, close } = openH3Model(path, { compute: 'f32', capture: false });
+    try {
+      const latent = gaussianNoise([1, 24, 2, 6, 8], 9);
+      const warm = await model.forward(latent, 0.7);
+      // The first forward takes the workspace, the second (in flight at the same time) allocates.
+      const before = tensorAllocations();
+      const [a, b] = await Promise.all([model.forward(latent, 0.7), model.forward(latent, 0.7)]);
+      expect(tensorAllocations() - before).toBeGreaterThan(20);
+      expect(Buffer.from(a.bytes()).equals(Buffer.from(b.bytes()))).toBe(true);
+      expect(Buffer.from(a.bytes()).equals(Buffer.from(warm.bytes()))).toBe(true);
+      // Returned velocities are the caller's: the next forward does not overwrite them.
+      const keep = Buffer.from(a.bytes());
+      await model.forward(gaussianNoise([1, 24, 2, 6, 8], 10), 0.3);
+      expect(Buffer.from(a.bytes()).equals(keep)).toBe(true);
+    } finally {
+      close();
+    }
+  });
+});
