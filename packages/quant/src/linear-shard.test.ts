@@ -81,6 +81,18 @@ describe('column-parallel shards', () => {
     }
   });
 
+  it('gathered (adaLN): each rank gets one contiguous block of rows, bias with them', async () => {
+    const n = 3 * inner;
+    const b = (src.tensor('fc1.bias').data as Float32Array);
+    for (const rank of [0, 2]) {
+      const shard: LinearShard = { rank, size: 3, role: 'gathered', fused: { kind: 'none' } };
+      const op = provider.linear({ name: 'fc1', inFeatures: k, outFeatures: n / 3, bias: true, shard });
+      const y = await op.forward(Tensor.fromArray('f32', [m, k], x));
+      expect(maxRel(y.data, ref(x, w, b, m, k, range(rank * inner, (rank + 1) * inner)))).toBeLessThan(1e-6);
+      expect(op.deferredBias()).toBeUndefined();
+    }
+  });
+
   it('coded errors: widths that do not match the shard, worlds that do not divide, bad ranks', () => {
     const qkv = (size: number, rank: number, n: number): unknown => provider.linear({ name: 'qkv', inFeatures: k, outFeatures: n, bias: false, shard: { rank, size, role: 'column', fused: { kind: 'qkv', heads, headDim: hd } } });
     expect(code(() => qkv(2, 0, 3 * inner))).toBe('SHAPE_MISMATCH@qkv');

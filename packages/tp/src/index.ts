@@ -1,2 +1,2 @@
 export { shardPlan, type PlannedLinear, type RankBytes, type ShardPlan, type ShardPlanOptions } from './shard-plan.js';
-export { parallelLinear, parallelLinearProvider, type ParallelProviderOptions } from './parallel-linear.js';
+export { gatheredLinear, parallelLinear, parallelLinearProvider, type ParallelProviderOptions } from './parallel-linear.js';
