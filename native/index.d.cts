@@ -185,10 +185,11 @@ export interface NativeAddon {
 
   // comm/comm_bindings.cc
   commCreate(options: CommCreateOptions): Promise<CommStatus & { handle?: CommHandle }>;
-  commAllreduce(handle: CommHandle, data: CommArray, dtype: CommDType, op: ReduceOp): Promise<CommStatus>;
-  commBroadcast(handle: CommHandle, data: CommArray, dtype: CommDType, root: number): Promise<CommStatus>;
-  commAllgather(handle: CommHandle, input: CommArray, output: CommArray, dtype: CommDType): Promise<CommStatus>;
-  commBarrier(handle: CommHandle): Promise<CommStatus>;
+  // The collectives run on the calling thread (each read and write has the communicator's deadline).
+  commAllreduce(handle: CommHandle, data: CommArray, dtype: CommDType, op: ReduceOp): CommStatus;
+  commBroadcast(handle: CommHandle, data: CommArray, dtype: CommDType, root: number): CommStatus;
+  commAllgather(handle: CommHandle, input: CommArray, output: CommArray, dtype: CommDType): CommStatus;
+  commBarrier(handle: CommHandle): CommStatus;
   commClose(handle: CommHandle): void;
 
   // probe/nvml.cc, probe/hip.cc (dlopen at run time; a missing library is an answer, not an error)
