@@ -10,6 +10,7 @@ import {
   NinodesError,
   Tensor,
   dequantizeInt8Accumulators,
+  hadamardSync,
   int8Matmul,
   quantizeRowsInt8,
 } from '@ninodes/kernels';
@@ -46,14 +47,20 @@ class RowParallelLinear implements LinearOp {
       // The unsplit layer's scale of a row is max(absmax(row·H) / 127, 1e-30); the rotation works per
       // 256-column group, so each rank's slice rotates to the slice of the full rotation, and the max
       // of the ranks' scales is the full row's scale, exactly.
+      // Rotated once (the same FWHT quantizeRowsInt8 runs), then measured and quantized unrotated.
       const convrot = int8.convrot;
-      const xScale = quantizeRowsInt8(x, { convrot }).scale;
+      const xr = convrot === false ? x : hadamardSync(x, { group: convrot });
+      const xScale = quantizeRowsInt8(xr).scale;
       await this.comm.allreduce(xScale.data, 'max');
-      const { q } = quantizeRowsInt8(x, { convrot, scale: xScale });
+      const { q } = quantizeRowsInt8(xr, { scale: xScale });
+      if (xr !== x) xr.dispose();
       const acc = await int8Matmul(q, int8.q);
+      q.dispose();
       // Integer sums are exact: the reduced accumulators are the unsplit layer's.
       await this.comm.allreduce(acc.data, 'sum');
-      return await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias);
+      const y = await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias);
+      acc.dispose();
+      return y;
     }
     // Float weights: partial products summed in fp32 across ranks, then the bias once.
     const y = await this.local.forward(x);
