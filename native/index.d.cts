@@ -141,7 +141,7 @@ export interface NativeAddon {
   int8Dequantize(acc: Uint8Array, xScale: Uint8Array, wScale: Uint8Array, bias: Uint8Array | null, y: Uint8Array, m: number, n: number): Promise<void>;
 
   // ops/int8_quantize.cc, ops/int8_backend.cc
-  quantizeRowsInt8(x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string): void;
+  quantizeRowsInt8(x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string, rotated?: Uint8Array | null): void;
   int8Backend(): Int8BackendName;
   int8Backends(): Int8BackendName[];
 

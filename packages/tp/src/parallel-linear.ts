@@ -10,7 +10,6 @@ import {
   NinodesError,
   Tensor,
   dequantizeInt8Accumulators,
-  hadamardSync,
   int8Matmul,
   quantizeRowsInt8,
 } from '@ninodes/kernels';
@@ -47,13 +46,16 @@ class RowParallelLinear implements LinearOp {
       // The unsplit layer's scale of a row is max(absmax(row·H) / 127, 1e-30); the rotation works per
       // 256-column group, so each rank's slice rotates to the slice of the full rotation, and the max
       // of the ranks' scales is the full row's scale, exactly.
-      // Rotated once (the same FWHT quantizeRowsInt8 runs), then measured and quantized unrotated.
+      // Rotated once: the first pass (rotation, absmax and a quantization the shared scale may
+      // overrule, fused) keeps the rotated rows, which the second quantizes with the shared scale.
       const convrot = int8.convrot;
-      const xr = convrot === false ? x : hadamardSync(x, { group: convrot });
-      const xScale = quantizeRowsInt8(xr).scale;
+      const rotated = convrot === false ? undefined : Tensor.zeros('f32', x.shape);
+      const local = quantizeRowsInt8(x, rotated === undefined ? { convrot } : { convrot, rotated });
+      local.q.dispose();
+      const xScale = local.scale;
       await this.comm.allreduce(xScale.data, 'max');
-      const { q } = quantizeRowsInt8(xr, { scale: xScale });
-      if (xr !== x) xr.dispose();
+      const { q } = quantizeRowsInt8(rotated ?? x, { scale: xScale });
+      rotated?.dispose();
       const acc = await int8Matmul(q, int8.q);
       q.dispose();
       // Integer sums are exact: the reduced accumulators are the unsplit layer's.
