@@ -167,6 +167,8 @@ describe('ninodes run --tp', () => {
       expect(report.tp!.ranks.map((r) => r.latentSha256)).toEqual([single, single]);
       expect(r1!.stderr).toContain(`rank 1 of 2: latent sha256 ${single}`);
       expect(r1!.stdout).toBe('');
+      // The run left no keys in the shared server.
+      expect(spawnSync('redis-cli', ['-p', String(port), '--raw', 'KEYS', '*'], { encoding: 'utf8' }).stdout.trim()).toBe('');
     } finally {
       redis.kill('SIGTERM');
       await new Promise<void>((resolve) => (redis.exitCode !== null || redis.signalCode !== null ? resolve() : redis.once('close', () => resolve())));

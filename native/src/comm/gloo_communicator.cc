@@ -28,6 +28,18 @@ class CheckableFileStore : public gloo::rendezvous::FileStore {
  public:
   using gloo::rendezvous::FileStore::FileStore;
   using gloo::rendezvous::FileStore::check;
+  void remove(const std::string& key) { std::remove(objectPath(key).c_str()); }
+};
+
+// Gloo's RedisStore has no delete; its hiredis context is protected.
+class DeletableRedisStore : public gloo::rendezvous::RedisStore {
+ public:
+  using gloo::rendezvous::RedisStore::RedisStore;
+  void remove(const std::string& key) {
+    void* reply = redisCommand(redis_, "DEL %b", key.c_str(), key.size());
+    if (reply == nullptr) throw std::runtime_error(std::string("redis DEL failed: ") + (redis_->errstr[0] ? redis_->errstr : "connection lost"));
+    freeReplyObject(reply);
+  }
 };
 
 // A rendezvous key that did not appear before the deadline.
@@ -82,12 +94,14 @@ class TimedStore : public gloo::rendezvous::Store {
         auto file = std::make_unique<CheckableFileStore>(spec.path);
         auto* raw = file.get();
         check_ = [raw](const std::vector<std::string>& keys) { return raw->check(keys); };
+        remove_ = [raw](const std::string& key) { raw->remove(key); };
         inner_ = std::move(file);
         where_ = "file store " + spec.path;
       } else {
-        auto redis = std::make_unique<gloo::rendezvous::RedisStore>(spec.host, spec.port);
+        auto redis = std::make_unique<DeletableRedisStore>(spec.host, spec.port);
         auto* raw = redis.get();
         check_ = [raw](const std::vector<std::string>& keys) { return raw->check(keys); };
+        remove_ = [raw](const std::string& key) { raw->remove(key); };
         inner_ = std::move(redis);
         where_ = "redis store " + spec.host + ":" + std::to_string(spec.port);
       }
@@ -99,6 +113,7 @@ class TimedStore : public gloo::rendezvous::Store {
   void set(const std::string& key, const std::vector<char>& data) override {
     try {
       inner_->set(prefix_ + key, data);
+      written_.push_back(prefix_ + key);
     } catch (const std::exception& e) {
       throw StoreFailure("cannot write key '" + prefix_ + key + "' to the " + where_ + ": " + e.what() +
                          " (a key that exists already means a previous run used the same prefix)");
@@ -141,13 +156,30 @@ class TimedStore : public gloo::rendezvous::Store {
 
   const std::string& where() const { return where_; }
 
+  // Deletes every key this store wrote (never another run's). Best effort: a store that fails
+  // here is left as it is, the run's outcome does not depend on it.
+  void remove_written() noexcept {
+    try {
+      for (const auto& k : written_) remove_(k);
+    } catch (...) {
+    }
+    written_.clear();
+  }
+
  private:
   std::string prefix_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<gloo::rendezvous::Store> inner_;
   std::function<bool(const std::vector<std::string>&)> check_;
+  std::function<void(const std::string&)> remove_;
+  std::vector<std::string> written_;
   std::string where_;
 };
+
+namespace {
+// The header word of a barrier (see kind_word below: kind 4, no dtype, no detail).
+constexpr uint32_t kBarrierWord = 4;
+}  // namespace
 
 Communicator::Communicator(CommOptions options) : options_(std::move(options)) {}
 
@@ -161,6 +193,10 @@ void Communicator::drop_buffers() {
 
 void Communicator::close() {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Keys left from a failure ("alive/<r>") or a rendezvous that never finished go with the rank:
+  // a store shared by many runs (Redis) keeps nothing of this one. A peer that fails later than
+  // this finds no sign of life from this rank, which is true by then.
+  if (store_) store_->remove_written();
   closed_ = true;
   drop_buffers();
   context_.reset();
@@ -215,6 +251,11 @@ CommStatus Communicator::connect() {
       throw;
     }
     context_ = context;
+    // Every rank has read every rendezvous key ("rank_<r>", "<r>") once all are connected: a first
+    // exchange says so, then each rank deletes its own (a run leaves no keys in a shared Redis).
+    exchange(kBarrierWord, 0, 0, -1);
+    sequence_ = 0;  // the caller's collectives are numbered from 1 (in mismatch messages)
+    store_->remove_written();
     return {};
   } catch (const StoreTimeout& e) {
     std::vector<int> ranks;
@@ -431,7 +472,7 @@ CommStatus Communicator::barrier() {
   return run("barrier", [&] {
     if (options_.size == 1) return;
     // Every rank hears from every other before any returns.
-    exchange(kind_word(kBarrier, DType::kF32, 0), 0, 0, -1);
+    exchange(kBarrierWord, 0, 0, -1);
   });
 }
 

@@ -204,9 +204,20 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
       const n = 4099;
       const exits = await runRanks({ mode: 'collectives', size: 2, n, store: { kind: 'redis', host: '127.0.0.1', port }, prefix: 'redis-run', timeoutMs: 30_000 }, [0, 1]);
       checkCollectives(exits, 2, n);
-      // The same prefix again: the keys exist, so the run is refused instead of mixing two runs.
-      const reused = await runRanks({ mode: 'collectives', size: 1, n: 1, store: { kind: 'redis', host: '127.0.0.1', port }, prefix: 'redis-run', timeoutMs: 5000 }, [0]);
+      // A finished run leaves no keys in the shared server: each rank deleted its rendezvous keys.
+      const keys = (): string[] => spawnSync('redis-cli', ['-p', String(port), '--raw', 'KEYS', '*'], { encoding: 'utf8' }).stdout.split('\n').filter((k) => k !== '').sort();
+      expect(keys()).toEqual([]);
+      // A failed run neither: the survivor's "alive" key goes when it closes (the killed rank's
+      // rendezvous keys went after connecting).
+      const died = await runRanks({ mode: 'die', victim: 1, size: 2, store: { kind: 'redis', host: '127.0.0.1', port }, prefix: 'redis-die', timeoutMs: 20_000, graceMs: 500 }, [0, 1]);
+      expect(died[0]!.result).toMatchObject({ ok: false, error: { code: 'COMM_PEER_LOST', ranks: [1] } });
+      expect(keys()).toEqual([]);
+      // A run whose prefix is in use (its keys exist) is refused instead of mixing two runs, and
+      // deletes nothing it did not write.
+      spawnSync('redis-cli', ['-p', String(port), 'SET', 'redis-busy/rank_0', 'other-run']);
+      const reused = await runRanks({ mode: 'collectives', size: 1, n: 1, store: { kind: 'redis', host: '127.0.0.1', port }, prefix: 'redis-busy', timeoutMs: 5000 }, [0]);
       expect(reused[0]!.result?.error?.code).toBe('COMM_STORE');
+      expect(keys()).toEqual(['redis-busy/rank_0']);
     } finally {
       redis.kill('SIGTERM');
       await new Promise<void>((resolve) => (redis.exitCode !== null || redis.signalCode !== null ? resolve() : redis.once('exit', () => resolve())));
@@ -271,6 +282,7 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
     expect(Array.from(data)).toEqual([1.5, -2]);
     await solo.close();
     await expect(solo.barrier()).rejects.toMatchObject({ code: 'COMM_CLOSED' });
-    expect(readdirSync(dir).length).toBeGreaterThan(0);
+    // Its rendezvous keys were files in the store directory: deleted once connected.
+    expect(readdirSync(dir)).toEqual([]);
   });
 });

@@ -19,8 +19,9 @@ export interface CommunicatorOptions {
   size: number;
   store: CommStore;
   /**
-   * Namespaces the store keys. Keys are written once and never overwritten, so every run sharing a
-   * store (a Redis server, a directory) needs its own prefix. Default `ninodes`.
+   * Namespaces the store keys. Keys are written once and never overwritten, so runs sharing a store
+   * (a Redis server, a directory) at the same time need their own prefix. Each rank deletes the keys
+   * it wrote once all ranks are connected (and its failure key when it closes). Default `ninodes`.
    */
   prefix?: string;
   /** Bind the TCP transport to this network interface (e.g. `eth0`, `veth1`). */
