@@ -135,6 +135,10 @@ describe('h3-full-pruned', () => {
       expect(names.slice(0, 8)).toEqual(['condition_proj', 'token_refiner.blocks.0', 'token_refiner.blocks.1', 'token_refiner', 'adaln_t_table', 'rope', 'video_patch_proj', 'audio_patch_proj']);
       const adaln = layout.groups.find((g) => g.name === 'blocks.0')?.linears.find((l) => l.name === 'blocks.0.adaln_proj.linear');
       expect([adaln?.outFeatures, adaln?.inFeatures]).toEqual([96768, 8]);
+      // The text stream's linears split by output rows, their outputs gathered, under tensor parallelism.
+      const text = layout.groups.filter((g) => g.name === 'condition_proj' || g.name.startsWith('token_refiner')).flatMap((g) => g.linears);
+      expect(text).toHaveLength(1 + 2 * 4);
+      for (const l of text) expect(l, l.name).toMatchObject({ role: 'gathered', fused: { kind: 'none' } });
     } finally {
       source.close();
     }

@@ -36,11 +36,14 @@ export const H3_POST_GROUPS = ['final_layer'] as const;
  * How an H3 linear splits across tensor-parallel ranks (Megatron): qkv and fc1 by output rows (qkv
  * by heads in each of q, k, v; fc1 by its slice of each of gate and up), out_proj and fc2 by input
  * columns (their partial outputs are summed), the adaLN projections by output rows with the
- * modulation rows gathered (the biggest linear of a block, run on one row per timestep), everything
- * else (embedders, final projection) whole.
+ * modulation rows gathered (the biggest linear of a block, run on one row per timestep), the text
+ * stream's linears gathered too, everything else (embedders, final projection) whole.
  */
 export function h3ParallelRole(config: H3Config, layer: Pick<H3LinearLayer, 'name' | 'block'>): { role: ParallelRole; fused: FusedLayout } {
   if (layer.name.endsWith('adaln_proj.linear')) return { role: 'gathered', fused: { kind: 'none' } };
+  // The text stream (its projection and refiner blocks) runs whole on every rank, once per step:
+  // its weights split by output rows, its outputs gathered.
+  if (layer.name === 'condition_proj' || layer.name.startsWith('token_refiner.')) return { role: 'gathered', fused: { kind: 'none' } };
   if (layer.block !== undefined) {
     if (layer.name.endsWith('.attn.qkv_proj')) return { role: 'column', fused: { kind: 'qkv', heads: config.heads, headDim: config.headDim } };
     if (layer.name.endsWith('.mlp.fc1')) return { role: 'column', fused: { kind: 'halves' } };
