@@ -175,6 +175,30 @@ describe('ninodes run --tp', () => {
     }
   });
 
+  it('text and audio streams (fixtures/h3av/full, text refiner gathered): TP2 ranks agree and stay within 1e-5 of the float64 reference step', async () => {
+    const v = join(process.env.NINODES_FIXTURES ?? '', 'h3av', 'full');
+    const inputs = join(v, 'inputs.safetensors');
+    const out = join(dir, 'av-tp2');
+    const r = await startCli(['run', '--model', join(v, 'model.safetensors'), '--latent', inputs, '--audio', inputs, '--context', inputs, '--steps', '8', '--shift', '12', '--start-step', '1', '--end-step', '2', '--tp', '2', '--out', out, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const report = runReportSchema.parse(JSON.parse(r.stdout));
+    expect(new Set(report.tp!.ranks.map((x) => x.latentSha256)).size).toBe(1);
+    const expected = openSafetensors(join(v, 'expect.safetensors'));
+    try {
+      const want = expected.tensor('latent_step1').copy().data as Float32Array;
+      const got = latentOf(out);
+      let num = 0;
+      let den = 0;
+      for (let i = 0; i < want.length; i++) {
+        num = Math.max(num, Math.abs(got[i]! - want[i]!));
+        den = Math.max(den, Math.abs(want[i]!));
+      }
+      expect(num / den).toBeLessThan(1e-5);
+    } finally {
+      expected.close();
+    }
+  });
+
   it('--tp-pin pins each rank to its own core (taskset); too few cores is a coded error', async () => {
     // This process's allowed CPUs, expanded from Linux's list form ("0-3,8").
     const list = /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]!;
