@@ -141,7 +141,7 @@ export interface NativeAddon {
   int8Dequantize(acc: Uint8Array, xScale: Uint8Array, wScale: Uint8Array, bias: Uint8Array | null, y: Uint8Array, m: number, n: number): Promise<void>;
 
   // ops/int8_quantize.cc, ops/int8_backend.cc
-  quantizeRowsInt8(x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string): void;
+  quantizeRowsInt8(x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string, rotated?: Uint8Array | null): void;
   int8Backend(): Int8BackendName;
   int8Backends(): Int8BackendName[];
 
@@ -190,10 +190,11 @@ export interface NativeAddon {
 
   // comm/comm_bindings.cc
   commCreate(options: CommCreateOptions): Promise<CommStatus & { handle?: CommHandle }>;
-  commAllreduce(handle: CommHandle, data: CommArray, dtype: CommDType, op: ReduceOp): Promise<CommStatus>;
-  commBroadcast(handle: CommHandle, data: CommArray, dtype: CommDType, root: number): Promise<CommStatus>;
-  commAllgather(handle: CommHandle, input: CommArray, output: CommArray, dtype: CommDType): Promise<CommStatus>;
-  commBarrier(handle: CommHandle): Promise<CommStatus>;
+  // The collectives run on the calling thread (each read and write has the communicator's deadline).
+  commAllreduce(handle: CommHandle, data: CommArray, dtype: CommDType, op: ReduceOp): CommStatus;
+  commBroadcast(handle: CommHandle, data: CommArray, dtype: CommDType, root: number): CommStatus;
+  commAllgather(handle: CommHandle, input: CommArray, output: CommArray, dtype: CommDType): CommStatus;
+  commBarrier(handle: CommHandle): CommStatus;
   commClose(handle: CommHandle): void;
 
   // probe/nvml.cc, probe/hip.cc (dlopen at run time; a missing library is an answer, not an error)

@@ -1,7 +1,12 @@
-// JS bindings of the Gloo communicator. Every collective runs on a libuv worker and resolves with a
-// status object ({ code: '' } on success) rather than rejecting, so the TS wrapper can attach the
-// ranks a failure names. Ordering of collectives is the caller's job (the TS wrapper chains them):
-// Gloo requires every rank to issue the same collectives in the same order.
+// JS bindings of the Gloo communicator. Connecting runs on a libuv worker (a Promise); every
+// collective runs on the calling JS thread and returns a status object ({ code: '' } on success)
+// rather than throwing, so the TS wrapper can attach the ranks a failure names. A collective blocks
+// that thread for its own time only: every read and write has the communicator's deadline, and a
+// peer that closes its socket fails it at once. Running it here rather than on a worker saves two
+// thread hand-offs per collective (the JS thread waking a worker, the worker waking the JS thread),
+// which on a loaded machine cost more than a small collective itself. Ordering of collectives is
+// the caller's job: every rank must issue the same collectives in the same order (the native side
+// checks each message's header and fails naming the rank that differs).
 #include <napi.h>
 
 #include <memory>
@@ -68,13 +73,6 @@ size_t elements(const ninodes::args::Bytes& b, const char* fn) {
   return b.size / 4;
 }
 
-Napi::Promise start_status(Napi::Env env, const char* name, std::function<CommStatus()> op, const std::vector<Napi::Value>& keep) {
-  auto status = std::make_shared<CommStatus>();
-  return ninodes::AsyncOp::start(
-      env, name, [status, op] { *status = op(); }, [status](Napi::Env env) -> Napi::Value { return status_object(env, *status); },
-      keep);
-}
-
 // commCreate({ rank, size, storeKind, storePath, storeHost, storePort, prefix, iface, hostname, timeoutMs, graceMs })
 // -> Promise<{ code, message, ranks, handle? }>
 Napi::Value comm_create(const Napi::CallbackInfo& info) {
@@ -123,9 +121,7 @@ Napi::Value comm_allreduce(const Napi::CallbackInfo& info) {
     if (op != "sum" && op != "max") ninodes::fail("INVALID_ARGUMENT", "commAllreduce: op must be 'sum' or 'max', got '" + op + "'");
     const ReduceOp rop = op == "sum" ? ReduceOp::kSum : ReduceOp::kMax;
     const size_t n = elements(buf, "commAllreduce");
-    void* data = buf.data;
-    return start_status(info.Env(), "ninodes.commAllreduce", [comm, data, n, dtype, rop] { return comm->allreduce(data, n, dtype, rop); },
-                        {info[1]});
+    return status_object(info.Env(), comm->allreduce(buf.data, n, dtype, rop));
   });
 }
 
@@ -141,8 +137,7 @@ Napi::Value comm_broadcast(const Napi::CallbackInfo& info) {
     const size_t n = elements(buf, "commBroadcast");
     void* data = buf.data;
     const int r = static_cast<int>(root);
-    return start_status(info.Env(), "ninodes.commBroadcast", [comm, data, n, dtype, r] { return comm->broadcast(data, n, dtype, r); },
-                        {info[1]});
+    return status_object(info.Env(), comm->broadcast(data, n, dtype, r));
   });
 }
 
@@ -156,17 +151,14 @@ Napi::Value comm_allgather(const Napi::CallbackInfo& info) {
     if (elements(out, "commAllgather") != n * static_cast<size_t>(comm->size())) {
       ninodes::fail("INVALID_ARGUMENT", "commAllgather: output must hold size x input elements (" + std::to_string(n * comm->size()) + ")");
     }
-    const void* src = in.data;
-    void* dst = out.data;
-    return start_status(info.Env(), "ninodes.commAllgather", [comm, src, dst, n, dtype] { return comm->allgather(src, dst, n, dtype); },
-                        {info[1], info[2]});
+    return status_object(info.Env(), comm->allgather(in.data, out.data, n, dtype));
   });
 }
 
 Napi::Value comm_barrier(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     Handle comm = handle_arg(info, "commBarrier");
-    return start_status(info.Env(), "ninodes.commBarrier", [comm] { return comm->barrier(); }, {});
+    return status_object(info.Env(), comm->barrier());
   });
 }
 

@@ -1,19 +1,17 @@
 #include "comm/gloo_communicator.h"
 
 #define HIREDIS_NESTED_INCLUDE 1
-#include <gloo/allgather.h>
-#include <gloo/allreduce.h>
-#include <gloo/barrier.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
-#include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/redis_store.h>
+#include <gloo/transport/buffer.h>
+#include <gloo/transport/pair.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <sstream>
 #include <thread>
 
@@ -30,6 +28,18 @@ class CheckableFileStore : public gloo::rendezvous::FileStore {
  public:
   using gloo::rendezvous::FileStore::FileStore;
   using gloo::rendezvous::FileStore::check;
+  void remove(const std::string& key) { std::remove(objectPath(key).c_str()); }
+};
+
+// Gloo's RedisStore has no delete; its hiredis context is protected.
+class DeletableRedisStore : public gloo::rendezvous::RedisStore {
+ public:
+  using gloo::rendezvous::RedisStore::RedisStore;
+  void remove(const std::string& key) {
+    void* reply = redisCommand(redis_, "DEL %b", key.c_str(), key.size());
+    if (reply == nullptr) throw std::runtime_error(std::string("redis DEL failed: ") + (redis_->errstr[0] ? redis_->errstr : "connection lost"));
+    freeReplyObject(reply);
+  }
 };
 
 // A rendezvous key that did not appear before the deadline.
@@ -42,6 +52,12 @@ struct StoreTimeout : std::runtime_error {
 // A store failure that is not a timeout (unreachable Redis, unwritable directory, reused prefix).
 struct StoreFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// A peer's message belongs to another collective than the one this rank is running.
+struct CollectiveMismatch : std::runtime_error {
+  CollectiveMismatch(int rank, const std::string& message) : std::runtime_error(message), rank(rank) {}
+  int rank;
 };
 
 // The rank a rendezvous key belongs to: Gloo's full-mesh connect writes "rank_<r>" (host name) and
@@ -78,12 +94,14 @@ class TimedStore : public gloo::rendezvous::Store {
         auto file = std::make_unique<CheckableFileStore>(spec.path);
         auto* raw = file.get();
         check_ = [raw](const std::vector<std::string>& keys) { return raw->check(keys); };
+        remove_ = [raw](const std::string& key) { raw->remove(key); };
         inner_ = std::move(file);
         where_ = "file store " + spec.path;
       } else {
-        auto redis = std::make_unique<gloo::rendezvous::RedisStore>(spec.host, spec.port);
+        auto redis = std::make_unique<DeletableRedisStore>(spec.host, spec.port);
         auto* raw = redis.get();
         check_ = [raw](const std::vector<std::string>& keys) { return raw->check(keys); };
+        remove_ = [raw](const std::string& key) { raw->remove(key); };
         inner_ = std::move(redis);
         where_ = "redis store " + spec.host + ":" + std::to_string(spec.port);
       }
@@ -95,6 +113,7 @@ class TimedStore : public gloo::rendezvous::Store {
   void set(const std::string& key, const std::vector<char>& data) override {
     try {
       inner_->set(prefix_ + key, data);
+      written_.push_back(prefix_ + key);
     } catch (const std::exception& e) {
       throw StoreFailure("cannot write key '" + prefix_ + key + "' to the " + where_ + ": " + e.what() +
                          " (a key that exists already means a previous run used the same prefix)");
@@ -137,21 +156,49 @@ class TimedStore : public gloo::rendezvous::Store {
 
   const std::string& where() const { return where_; }
 
+  // Deletes every key this store wrote (never another run's). Best effort: a store that fails
+  // here is left as it is, the run's outcome does not depend on it.
+  void remove_written() noexcept {
+    try {
+      for (const auto& k : written_) remove_(k);
+    } catch (...) {
+    }
+    written_.clear();
+  }
+
  private:
   std::string prefix_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<gloo::rendezvous::Store> inner_;
   std::function<bool(const std::vector<std::string>&)> check_;
+  std::function<void(const std::string&)> remove_;
+  std::vector<std::string> written_;
   std::string where_;
 };
+
+namespace {
+// The header word of a barrier (see kind_word below: kind 4, no dtype, no detail).
+constexpr uint32_t kBarrierWord = 4;
+}  // namespace
 
 Communicator::Communicator(CommOptions options) : options_(std::move(options)) {}
 
 Communicator::~Communicator() { close(); }
 
+// Buffers first: a recv buffer unregisters itself from its pair, which the context owns.
+void Communicator::drop_buffers() {
+  send_.clear();
+  recv_.clear();
+}
+
 void Communicator::close() {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Keys left from a failure ("alive/<r>") or a rendezvous that never finished go with the rank:
+  // a store shared by many runs (Redis) keeps nothing of this one. A peer that fails later than
+  // this finds no sign of life from this rank, which is true by then.
+  if (store_) store_->remove_written();
   closed_ = true;
+  drop_buffers();
   context_.reset();
   device_.reset();
   store_.reset();
@@ -181,7 +228,34 @@ CommStatus Communicator::connect() {
     auto context = std::make_shared<gloo::rendezvous::Context>(options_.rank, options_.size);
     context->setTimeout(options_.timeout);
     context->connectFullMesh(*store_, device_);
+    // Synchronous pairs: the thread running a collective reads its sockets itself (blocking, with the
+    // context's timeout as SO_RCVTIMEO / SO_SNDTIMEO), instead of waiting for Gloo's device thread to
+    // read and wake it; a closed peer socket still fails the read at once.
+    const int size = options_.size;
+    outbox_.assign(kChunkWords, 0);
+    inbox_.assign(size, {});
+    send_.resize(size);
+    recv_.resize(size);
+    const int slot = context->nextSlot();  // the same on every rank: all call it once, here
+    try {
+      for (int p = 0; p < size; ++p) {
+        if (p == options_.rank) continue;
+        auto& pair = context->getPair(p);
+        pair->setSync(true, false);
+        inbox_[p].assign(kChunkWords, 0);
+        send_[p] = pair->createSendBuffer(slot, outbox_.data(), kChunkWords * 8);
+        recv_[p] = pair->createRecvBuffer(slot, inbox_[p].data(), kChunkWords * 8);
+      }
+    } catch (...) {
+      drop_buffers();  // before `context` (their pairs) goes
+      throw;
+    }
     context_ = context;
+    // Every rank has read every rendezvous key ("rank_<r>", "<r>") once all are connected: a first
+    // exchange says so, then each rank deletes its own (a run leaves no keys in a shared Redis).
+    exchange(kBarrierWord, 0, 0, -1);
+    sequence_ = 0;  // the caller's collectives are numbered from 1 (in mismatch messages)
+    store_->remove_written();
     return {};
   } catch (const StoreTimeout& e) {
     std::vector<int> ranks;
@@ -215,6 +289,12 @@ CommStatus Communicator::run(const char* what, const std::function<void()>& body
   try {
     body();
     return {};
+  } catch (const CollectiveMismatch& e) {
+    // A program error, not a lost peer: close the sockets (the peers fail at once too) and say so.
+    drop_buffers();
+    context_.reset();
+    const std::string who = "rank " + std::to_string(options_.rank) + " of " + std::to_string(options_.size);
+    return broken_ = CommStatus{"COMM_MISMATCH", who + ": " + what + " failed: " + e.what(), {e.rank}};
   } catch (const std::exception& e) {
     return fail_and_diagnose(what, e.what(), false);
   }
@@ -227,6 +307,7 @@ CommStatus Communicator::fail_and_diagnose(const char* what, const std::string& 
   const bool timed_out = lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos;
 
   // Close every socket first: peers blocked on us then fail now, not at their own deadline.
+  drop_buffers();
   context_.reset();
 
   std::vector<int> lost;
@@ -264,78 +345,134 @@ CommStatus Communicator::fail_and_diagnose(const char* what, const std::string& 
 
 namespace {
 
+// What a message's 16-byte header says: the collective (kind, dtype, op or root), the rank's count
+// of collectives so far, and the element count. Peers that disagree issued different collectives.
+enum Kind : uint32_t { kAllreduce = 1, kAllgather = 2, kBroadcast = 3, kBarrier = 4 };
+
+uint32_t kind_word(Kind kind, DType dtype, uint32_t detail) {
+  return static_cast<uint32_t>(kind) | (dtype == DType::kI32 ? 0x100u : 0u) | (detail << 16);
+}
+
+std::string describe(uint32_t word, uint64_t count) {
+  static const char* names[] = {"?", "allreduce", "allgather", "broadcast", "barrier"};
+  const uint32_t kind = word & 0xff;
+  std::ostringstream out;
+  out << (kind <= 4 ? names[kind] : "?");
+  if (kind != kBarrier) out << " of " << count << ((word & 0x100) ? " i32" : " f32");
+  if (kind == kAllreduce) out << ((word >> 16) == 1 ? " (max)" : " (sum)");
+  if (kind == kBroadcast) out << " from rank " << (word >> 16);
+  return out.str();
+}
+
+// y = op(y, x) element-wise, in one fixed order on every rank (rank 0's values first), so every
+// rank ends with the same bytes whatever the world size.
 template <typename T>
-gloo::AllreduceOptions::Func reducer(ReduceOp op) {
-  using Fn = void (*)(void*, const void*, const void*, size_t);
-  const Fn sum = &gloo::sum<T>;
-  const Fn max = &gloo::max<T>;
-  return op == ReduceOp::kSum ? sum : max;
+void combine(T* y, const T* x, size_t n, ReduceOp op) {
+  if (op == ReduceOp::kSum) {
+    for (size_t i = 0; i < n; ++i) y[i] = y[i] + x[i];
+  } else {
+    for (size_t i = 0; i < n; ++i) y[i] = x[i] > y[i] ? x[i] : y[i];
+  }
 }
 
 }  // namespace
 
+const char* Communicator::payload_of(int rank) const {
+  const auto& box = rank == options_.rank ? outbox_ : inbox_[rank];
+  return reinterpret_cast<const char*>(box.data()) + kHeaderBytes;
+}
+
+void Communicator::exchange(uint32_t kind, uint64_t count, size_t bytes, int root) {
+  ++sequence_;
+  outbox_[0] = static_cast<uint64_t>(kind) | (sequence_ << 32);
+  outbox_[1] = count;
+  const size_t length = kHeaderBytes + bytes;
+  const int size = options_.size;
+  const int self = options_.rank;
+  // Sends first, then receives: each message fits the socket buffers (kChunkWords), so no rank
+  // blocks in a send while its peer blocks in its own.
+  if (root < 0 || root == self) {
+    for (int p = 0; p < size; ++p) {
+      if (p == self) continue;
+      send_[p]->send(0, length);
+      send_[p]->waitSend();
+    }
+  }
+  for (int p = 0; p < size; ++p) {
+    if (p == self || (root >= 0 && p != root)) continue;
+    recv_[p]->waitRecv();
+    const uint64_t head = inbox_[p][0];
+    if (head != outbox_[0] || inbox_[p][1] != count) {
+      std::ostringstream msg;
+      msg << "rank " << p << " issued collective #" << (head >> 32) << ", " << describe(static_cast<uint32_t>(head), inbox_[p][1])
+          << ", where this rank issued #" << sequence_ << ", " << describe(kind, count) << " (ranks must issue the same collectives in the same order)";
+      throw CollectiveMismatch(p, msg.str());
+    }
+  }
+}
+
 CommStatus Communicator::allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
   return run("allreduce", [&] {
     if (count == 0 || options_.size == 1) return;
-    gloo::AllreduceOptions opts(context_);
-    if (dtype == DType::kF32) {
-      opts.setOutput(static_cast<float*>(data), count);
-      opts.setReduceFunction(reducer<float>(op));
-    } else {
-      opts.setOutput(static_cast<int32_t*>(data), count);
-      opts.setReduceFunction(reducer<int32_t>(op));
+    const uint32_t kind = kind_word(kAllreduce, dtype, op == ReduceOp::kMax ? 1 : 0);
+    char* bytes = static_cast<char*>(data);
+    for (size_t done = 0; done < count;) {
+      const size_t n = std::min(count - done, kChunkElements);
+      std::memcpy(reinterpret_cast<char*>(outbox_.data()) + kHeaderBytes, bytes + done * 4, n * 4);
+      exchange(kind, count, n * 4, -1);
+      char* y = bytes + done * 4;
+      std::memcpy(y, payload_of(0), n * 4);
+      for (int r = 1; r < options_.size; ++r) {
+        if (dtype == DType::kF32) {
+          combine(reinterpret_cast<float*>(y), reinterpret_cast<const float*>(payload_of(r)), n, op);
+        } else {
+          combine(reinterpret_cast<int32_t*>(y), reinterpret_cast<const int32_t*>(payload_of(r)), n, op);
+        }
+      }
+      done += n;
     }
-    opts.setTag(tag_++);
-    opts.setTimeout(options_.timeout);
-    gloo::allreduce(opts);
   });
 }
 
 CommStatus Communicator::broadcast(void* data, size_t count, DType dtype, int root) {
   return run("broadcast", [&] {
     if (count == 0 || options_.size == 1) return;
-    gloo::BroadcastOptions opts(context_);
-    if (dtype == DType::kF32) {
-      opts.setOutput(static_cast<float*>(data), count);
-    } else {
-      opts.setOutput(static_cast<int32_t*>(data), count);
+    const uint32_t kind = kind_word(kBroadcast, dtype, static_cast<uint32_t>(root));
+    char* bytes = static_cast<char*>(data);
+    for (size_t done = 0; done < count;) {
+      const size_t n = std::min(count - done, kChunkElements);
+      if (options_.rank == root) std::memcpy(reinterpret_cast<char*>(outbox_.data()) + kHeaderBytes, bytes + done * 4, n * 4);
+      exchange(kind, count, n * 4, root);
+      if (options_.rank != root) std::memcpy(bytes + done * 4, payload_of(root), n * 4);
+      done += n;
     }
-    opts.setRoot(root);
-    opts.setTag(tag_++);
-    opts.setTimeout(options_.timeout);
-    gloo::broadcast(opts);
   });
 }
 
 CommStatus Communicator::allgather(const void* in, void* out, size_t count, DType dtype) {
   return run("allgather", [&] {
-    const size_t bytes = count * 4;
+    const char* src = static_cast<const char*>(in);
+    char* dst = static_cast<char*>(out);
     if (options_.size == 1 || count == 0) {
-      if (bytes > 0) std::copy(static_cast<const char*>(in), static_cast<const char*>(in) + bytes, static_cast<char*>(out));
+      if (count > 0) std::memcpy(dst, src, count * 4);
       return;
     }
-    gloo::AllgatherOptions opts(context_);
-    // Gloo's input pointer is not written; its API just takes T*.
-    if (dtype == DType::kF32) {
-      opts.setInput(const_cast<float*>(static_cast<const float*>(in)), count);
-      opts.setOutput(static_cast<float*>(out), count * options_.size);
-    } else {
-      opts.setInput(const_cast<int32_t*>(static_cast<const int32_t*>(in)), count);
-      opts.setOutput(static_cast<int32_t*>(out), count * options_.size);
+    const uint32_t kind = kind_word(kAllgather, dtype, 0);
+    for (size_t done = 0; done < count;) {
+      const size_t n = std::min(count - done, kChunkElements);
+      std::memcpy(reinterpret_cast<char*>(outbox_.data()) + kHeaderBytes, src + done * 4, n * 4);
+      exchange(kind, count, n * 4, -1);
+      for (int r = 0; r < options_.size; ++r) std::memcpy(dst + (r * count + done) * 4, payload_of(r), n * 4);
+      done += n;
     }
-    opts.setTag(tag_++);
-    opts.setTimeout(options_.timeout);
-    gloo::allgather(opts);
   });
 }
 
 CommStatus Communicator::barrier() {
   return run("barrier", [&] {
     if (options_.size == 1) return;
-    gloo::BarrierOptions opts(context_);
-    opts.setTag(tag_++);
-    opts.setTimeout(options_.timeout);
-    gloo::barrier(opts);
+    // Every rank hears from every other before any returns.
+    exchange(kBarrierWord, 0, 0, -1);
   });
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // One Gloo process group: a TCP device, a full-mesh context made through a key-value store (Gloo's
 // FileStore on one machine, its RedisStore across machines), and the collectives tensor parallelism
-// needs. Every operation has a deadline; when one fails, the communicator closes its sockets (so the
+// needs. The pairs run in Gloo's synchronous mode (the calling thread reads its own socket: no hop
+// through Gloo's event-loop thread per message) and every collective is one exchange of bounded
+// chunks through Gloo's bound buffers, set up once at connect (see gloo_communicator.cc). Every operation has a deadline; when one fails, the communicator closes its sockets (so the
 // peers still waiting fail at once instead of at their own deadline), announces itself alive in the
 // store and waits a short grace for the others' announcements: the ranks that stay silent are the
 // ones named as lost. Errors never throw out of here; they come back as a CommStatus.
@@ -16,8 +18,9 @@
 namespace gloo {
 class Context;
 namespace transport {
+class Buffer;
 class Device;
-}
+}  // namespace transport
 }  // namespace gloo
 
 namespace ninodes {
@@ -50,6 +53,13 @@ struct CommOptions {
 
 class TimedStore;
 
+// A collective moves at most this much payload per message. Small enough that one message fits a
+// TCP socket's default send buffer (Linux: 212992 bytes), so ranks that all send before they
+// receive never block each other; big enough that a 1.5 MB reduction is 12 round trips.
+constexpr size_t kHeaderBytes = 16;
+constexpr size_t kChunkElements = 32 * 1024;  // 4-byte elements: 128 KiB
+constexpr size_t kChunkWords = (kHeaderBytes + kChunkElements * 4) / 8;
+
 enum class DType { kF32, kI32 };
 enum class ReduceOp { kSum, kMax };
 
@@ -73,13 +83,24 @@ class Communicator {
   CommStatus run(const char* what, const std::function<void()>& body);
   CommStatus fail_and_diagnose(const char* what, const std::string& gloo_message, bool during_connect);
   std::string attr_name() const;
+  // Sends the outbox's header and `bytes` of payload to every peer (or only from `root`) and
+  // receives theirs into the inboxes; checks that the peers issued the same collective.
+  void exchange(uint32_t kind, uint64_t count, size_t bytes, int root);
+  const char* payload_of(int rank) const;
+  void drop_buffers();
 
   CommOptions options_;
   std::mutex mutex_;
   std::unique_ptr<TimedStore> store_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
-  uint32_t tag_ = 0;
+  // Chunk staging (16-byte header + payload): one outbox, one inbox per peer, and the Gloo buffers
+  // bound to them (send_[p] / recv_[p]; empty for this rank).
+  std::vector<uint64_t> outbox_;
+  std::vector<std::vector<uint64_t>> inbox_;
+  std::vector<std::unique_ptr<gloo::transport::Buffer>> send_;
+  std::vector<std::unique_ptr<gloo::transport::Buffer>> recv_;
+  uint64_t sequence_ = 0;
   bool closed_ = false;
   CommStatus broken_;  // the first failure; later calls repeat it
 };

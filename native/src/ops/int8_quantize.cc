@@ -111,26 +111,30 @@ void quantize_row(const float* x, size_t n, float scale, int8_t* q) {
 }  // namespace
 
 void quantize_rows_int8(const float* x, size_t rows, size_t cols, size_t group, bool regular,
-                        const float* external_scale, int8_t* q, float* scale, ParallelFor pfor) {
+                        const float* external_scale, int8_t* q, float* scale, ParallelFor pfor, float* rotated) {
   const bool avx2 = use_avx2();
   pfor(rows, std::max<size_t>(1, 8192 / std::max<size_t>(cols, 1)), [&](size_t b, size_t e) {
-    std::unique_ptr<float[]> tmp(group != 0 ? new float[cols] : nullptr);
+    std::unique_ptr<float[]> own(group != 0 && rotated == nullptr ? new float[cols] : nullptr);
     for (size_t r = b; r < e; ++r) {
       const float* row = x + r * cols;
+      // The rotated row goes to the caller's buffer when it wants it, else to scratch.
+      float* tmp = rotated != nullptr ? rotated + r * cols : own.get();
       float absmax = 0.0f;
-      if (group != 0 && fwht_copy_absmax(row, tmp.get(), cols, group, regular, &absmax)) {
+      if (group != 0 && fwht_copy_absmax(row, tmp, cols, group, regular, &absmax)) {
         // Rotation, normalization and absmax in one pass over the row (same bits as below).
         float s = absmax / 127.0f;
         s = s > 1e-30f ? s : 1e-30f;
         if (external_scale != nullptr) s = external_scale[r];
-        quantize_row(tmp.get(), cols, s, q + r * cols);
+        quantize_row(tmp, cols, s, q + r * cols);
         scale[r] = s;
         continue;
       }
       if (group != 0) {
-        std::memcpy(tmp.get(), row, cols * sizeof(float));
-        fwht_inplace(tmp.get(), cols, group, regular);
-        row = tmp.get();
+        std::memcpy(tmp, row, cols * sizeof(float));
+        fwht_inplace(tmp, cols, group, regular);
+        row = tmp;
+      } else if (rotated != nullptr) {
+        std::memcpy(tmp, row, cols * sizeof(float));
       }
       float s;
 #if NINODES_HAS_X86
@@ -149,7 +153,7 @@ void quantize_rows_int8(const float* x, size_t rows, size_t cols, size_t group, 
 
 namespace {
 
-// quantizeRowsInt8(x f32, q i8, scale f32, rows, cols, external, group, order)
+// quantizeRowsInt8(x f32, q i8, scale f32, rows, cols, external, group, order, rotated f32 | null?)
 Napi::Value quantize_rows_binding(const Napi::CallbackInfo& info) {
   return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     const args::Bytes xb = args::bytes(info, 0, "quantizeRowsInt8 input");
@@ -171,7 +175,12 @@ Napi::Value quantize_rows_binding(const Napi::CallbackInfo& info) {
         if (!(std::isfinite(scale[r]) && scale[r] > 0)) fail("INVALID_ARGUMENT", "external scale of row " + std::to_string(r) + " is not a positive finite number");
       }
     }
-    quantize_rows_int8(x, rows, cols, group, order == "regular", external ? scale : nullptr, q, scale);
+    float* rotated = nullptr;
+    if (info.Length() > 8 && !info[8].IsNull() && !info[8].IsUndefined()) {
+      rotated = args::as<float>(args::bytes(info, 8, "quantizeRowsInt8 rotated"), n, "quantizeRowsInt8 rotated");
+      if (static_cast<const void*>(rotated) == static_cast<const void*>(x)) fail("INVALID_ARGUMENT", "quantizeRowsInt8: the rotated output must not be the input");
+    }
+    quantize_rows_int8(x, rows, cols, group, order == "regular", external ? scale : nullptr, q, scale, parallel_for, rotated);
     return info.Env().Undefined();
   });
 }

@@ -1,8 +1,9 @@
 // Typed wrapper over the addon's Gloo communicator (native/src/comm/). One Communicator is one
 // process group: rank `rank` of `size`, met through a key-value store (Gloo's FileStore on one
 // machine, RedisStore across machines), connected by TCP on loopback, a named interface or an address.
-// Collectives run on a worker thread and are chained here, because Gloo requires every rank to issue
-// the same collectives in the same order; a second call waits for the first.
+// Collectives run on the calling (JS) thread, in the order they are called (every rank must issue the
+// same collectives in the same order); each has the communicator's deadline, so none can hang. The
+// methods still return Promises: a call made while an earlier one is queued waits for it.
 import { statSync } from 'node:fs';
 import { NinodesError } from './errors.js';
 import { KernelsError, type KernelsErrorCode } from './error-codes.js';
@@ -19,8 +20,9 @@ export interface CommunicatorOptions {
   size: number;
   store: CommStore;
   /**
-   * Namespaces the store keys. Keys are written once and never overwritten, so every run sharing a
-   * store (a Redis server, a directory) needs its own prefix. Default `ninodes`.
+   * Namespaces the store keys. Keys are written once and never overwritten, so runs sharing a store
+   * (a Redis server, a directory) at the same time need their own prefix. Each rank deletes the keys
+   * it wrote once all ranks are connected (and its failure key when it closes). Default `ninodes`.
    */
   prefix?: string;
   /** Bind the TCP transport to this network interface (e.g. `eth0`, `veth1`). */
@@ -52,6 +54,7 @@ export class CommError extends NinodesError {
 const HINTS: Record<string, string> = {
   COMM_TIMEOUT: 'the named ranks did not take part in time: check that they were started, are alive and run the same program; raise timeoutMs for slow steps',
   COMM_PEER_LOST: 'the named ranks died or closed their connection; their own logs say why',
+  COMM_MISMATCH: 'the ranks ran different programs (another model, shape or world size): every rank must issue the same collectives in the same order',
   COMM_STORE: 'check the store: the directory must exist and be writable on every rank, the Redis server must be reachable, and each run needs a fresh prefix',
   COMM_INTERFACE: 'name an interface that exists (ip -brief address) or an address of this machine',
 };
@@ -104,7 +107,7 @@ export class Communicator {
   allreduce(data: CommArray, op: ReduceOp = 'sum'): Promise<void> {
     const dtype = dtypeOf(data, 'allreduce');
     if (op !== 'sum' && op !== 'max') throw new KernelsError('INVALID_ARGUMENT', `allreduce: op must be 'sum' or 'max'`, { value: op });
-    return this.enqueue('allreduce', data.byteLength, (h) => callNativeAsync('allreduce', (n) => n.commAllreduce(h, data, dtype, op)));
+    return this.enqueue('allreduce', data.byteLength, (h) => callNative('allreduce', (n) => n.commAllreduce(h, data, dtype, op)));
   }
 
   /** Copies `root`'s `data` into every other rank's `data`, in place. */
@@ -113,20 +116,20 @@ export class Communicator {
     if (!Number.isInteger(root) || root < 0 || root >= this.size) {
       throw new KernelsError('INVALID_ARGUMENT', `broadcast: root ${root} is not a rank of a world of ${this.size}`, { value: root });
     }
-    return this.enqueue('broadcast', data.byteLength, (h) => callNativeAsync('broadcast', (n) => n.commBroadcast(h, data, dtype, root)));
+    return this.enqueue('broadcast', data.byteLength, (h) => callNative('broadcast', (n) => n.commBroadcast(h, data, dtype, root)));
   }
 
   /** Every rank's `data` concatenated in rank order (size x data.length elements). */
   async allgather<T extends CommArray>(data: T): Promise<T> {
     const dtype = dtypeOf(data, 'allgather');
     const out = (dtype === 'f32' ? new Float32Array(data.length * this.size) : new Int32Array(data.length * this.size)) as T;
-    await this.enqueue('allgather', data.byteLength, (h) => callNativeAsync('allgather', (n) => n.commAllgather(h, data, out, dtype)));
+    await this.enqueue('allgather', data.byteLength, (h) => callNative('allgather', (n) => n.commAllgather(h, data, out, dtype)));
     return out;
   }
 
   /** Resolves once every rank has reached the barrier. */
   barrier(): Promise<void> {
-    return this.enqueue('barrier', 0, (h) => callNativeAsync('barrier', (n) => n.commBarrier(h)));
+    return this.enqueue('barrier', 0, (h) => callNative('barrier', (n) => n.commBarrier(h)));
   }
 
   /** Totals of the collectives that completed. */
@@ -144,13 +147,13 @@ export class Communicator {
     }
   }
 
-  private enqueue(what: string, bytes: number, op: (handle: Handle) => Promise<NativeStatus>): Promise<void> {
+  private enqueue(what: string, bytes: number, op: (handle: Handle) => NativeStatus): Promise<void> {
     const run = async (): Promise<void> => {
       if (this.handle === undefined) {
         throw new CommError('COMM_CLOSED', `${what}: the communicator was closed`, [], `rank ${this.rank}`, undefined);
       }
       const started = performance.now();
-      const status = await op(this.handle);
+      const status = op(this.handle);
       if (status.code !== '') throw new CommError(status.code as CommErrorCode, status.message, status.ranks, `rank ${this.rank}`, HINTS[status.code]);
       this.done.collectives += 1;
       this.done.bytes += bytes;

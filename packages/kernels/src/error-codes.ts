@@ -62,6 +62,7 @@ export const KERNELS_ERROR_CODES = {
   // Collectives (Gloo), raised by the native communicator.
   COMM_TIMEOUT: 'ranks did not take part in a collective or the rendezvous before the deadline',
   COMM_PEER_LOST: 'a rank died or closed its connection during a collective',
+  COMM_MISMATCH: 'ranks issued different collectives (another model, shape or world size): every rank must issue the same collectives in the same order',
   COMM_STORE: 'the rendezvous store (a directory or a Redis server) is unusable',
   COMM_INTERFACE: 'the network interface or address given for the transport does not exist here',
   COMM_CLOSED: 'a communicator was used after close()',

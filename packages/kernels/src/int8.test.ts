@@ -189,6 +189,23 @@ describe('int8 native vs reference (random shapes)', () => {
     expect(() => quantizeRowsInt8(Tensor.zeros('f32', [1, 300]), { convrot: 256 })).toThrow(expect.objectContaining({ code: 'GROUP_MISMATCH' }));
   });
 
+  it('opts.rotated keeps the rotated rows: requantizing them with a shared scale needs no second rotation', () => {
+    const [m, k] = [4, 512];
+    const x = Tensor.f32([m, k], Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.23) * (1 + (i % 7))));
+    const rotated = Tensor.zeros('f32', [m, k]);
+    const first = quantizeRowsInt8(x, { convrot: 256, rotated });
+    expect(bitsOf(rotated)).toEqual(bitsOf(hadamardSync(x, { group: 256 })));
+    expect(bitsOf(first.scale)).toEqual(bitsOf(quantizeRowsInt8(x, { convrot: 256 }).scale));
+    const shared = Tensor.f32([m, 1], Float32Array.from(first.scale.data, (s, r) => s * (1 + r / 4)));
+    expect(quantizeRowsInt8(rotated, { scale: shared }).q.data).toEqual(quantizeRowsInt8(x, { convrot: 256, scale: shared }).q.data);
+    // Without a rotation the rows are copied as they are.
+    const copy = Tensor.zeros('f32', [m, k]);
+    quantizeRowsInt8(x, { rotated: copy });
+    expect(bitsOf(copy)).toEqual(bitsOf(x));
+    expect(() => quantizeRowsInt8(x, { convrot: 256, rotated: x })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => quantizeRowsInt8(x, { convrot: 256, rotated: Tensor.zeros('f32', [m, k - 1]) })).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+  });
+
   it('dequantizeInt8Accumulators gives int8Linear y bit for bit (|acc| past 2^24, N with a tail, every backend)', async () => {
     const cases = [
       // Near-constant rows quantize to ~127 everywhere: acc ≈ 1536·127² > 2^24 rounds when widened to f32.

@@ -1,4 +1,4 @@
-import { matrixDims, optionsOf, outputF32, requireDType } from './arg-checks.js';
+import { matrixDims, optionsOf, outputF32, requireDType, requireShape } from './arg-checks.js';
 import {
   type Int8BackendName,
   type Int8LinearOptions,
@@ -19,26 +19,34 @@ import { Tensor } from './tensor.js';
 
 export type { Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
 
-function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
+function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string, rotated?: Tensor): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   const [rows, cols] = matrixDims(x, where);
   const q = Tensor.zeros('i8', [rows, cols]);
   const scale = Tensor.zeros('f32', [rows, 1]);
   if (external !== undefined) scale.data.set(external);
-  callNative(where, (addon) => addon.quantizeRowsInt8(x.bytes(), q.bytes(), scale.bytes(), rows, cols, external !== undefined, group, 'regular'));
+  callNative(where, (addon) => addon.quantizeRowsInt8(x.bytes(), q.bytes(), scale.bytes(), rows, cols, external !== undefined, group, 'regular', rotated?.bytes() ?? null));
   return { q, scale };
 }
 
 /**
  * Per-row int8 quantization (comfy-kitchen): scale = max(absmax / 127, 1e-30), q = clamp(round half
  * to even(x / scale), -128, 127), NaN -> 0. `opts.scale` supplies the [M, 1] scales instead;
- * `opts.convrot` rotates the rows first (x·H per group), as int8Linear does.
+ * `opts.convrot` rotates the rows first (x·H per group), as int8Linear does; `opts.rotated` receives
+ * the rotated rows.
  */
 export function quantizeRowsInt8(x: Tensor, options?: QuantizeRowsOptions): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   requireDType(x, ['f32'], 'quantizeRowsInt8 input');
   const opts = optionsOf(options, 'quantizeRowsInt8 options');
   const [rows, cols] = matrixDims(x, 'quantizeRowsInt8 input');
   const { group } = resolveConvrot(opts.convrot, cols, 'quantizeRowsInt8');
-  return quantize(x, group, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8');
+  if (opts.rotated !== undefined) {
+    requireDType(opts.rotated, ['f32'], 'quantizeRowsInt8 opts.rotated');
+    requireShape(opts.rotated, x.shape, 'quantizeRowsInt8 opts.rotated');
+    if (opts.rotated.buffer === x.buffer && opts.rotated.byteOffset < x.byteOffset + x.byteLength && x.byteOffset < opts.rotated.byteOffset + opts.rotated.byteLength) {
+      throw new KernelsError('INVALID_ARGUMENT', 'quantizeRowsInt8: opts.rotated overlaps the input', { where: 'quantizeRowsInt8 opts.rotated', hint: 'pass a separate tensor of the same shape' });
+    }
+  }
+  return quantize(x, group, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8', opts.rotated);
 }
 
 /** Offline weight path: rotate rows W·Hᵀ per group (if convrot), then per-output-row absmax/127. */

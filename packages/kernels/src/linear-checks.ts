@@ -48,6 +48,11 @@ export interface QuantizeRowsOptions {
    * runs, so a row-parallel rank's rotated slice and its absmax equal the unsplit layer's.
    */
   convrot?: number | false;
+  /**
+   * Also write the rows as quantized (x·H with `convrot`) into this f32 tensor of x's shape (not x
+   * itself): a second quantization of the same rows with other scales then needs no second rotation.
+   */
+  rotated?: Tensor;
 }
 
 export interface Int8LinearOptions {

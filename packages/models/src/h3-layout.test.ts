@@ -69,11 +69,11 @@ describe('h3Layout', () => {
       expect(lin.get('blocks.3.attn.out_proj')).toMatchObject({ role: 'row', fused: { kind: 'none' } });
       expect(lin.get('blocks.3.mlp.fc1')).toMatchObject({ role: 'column', fused: { kind: 'halves' }, outFeatures: 2048 });
       expect(lin.get('blocks.3.mlp.fc2')).toMatchObject({ role: 'row', inFeatures: 1024 });
-      expect(lin.get('blocks.3.adaln_proj.linear')).toMatchObject({ role: 'replicated', bias: true });
+      expect(lin.get('blocks.3.adaln_proj.linear')).toMatchObject({ role: 'gathered', fused: { kind: 'none' }, bias: true });
       expect(lin.get('video_patch_proj')).toMatchObject({ role: 'replicated', fp32Island: true, storedFormat: 'f32' });
       expect(lin.get('time_embedder.proj_in')).toMatchObject({ fp32Island: true });
       expect(lin.get('final_layer.video_out')).toMatchObject({ fp32Island: true, storedFormat: 'f32' });
-      expect(lin.get('final_layer.adaln_proj.linear')).toMatchObject({ role: 'replicated', fp32Island: false });
+      expect(lin.get('final_layer.adaln_proj.linear')).toMatchObject({ role: 'gathered', fp32Island: false });
       expect(layout.groups.find((g) => g.name === 'rope')?.tensors.map((t) => t.name)).toEqual(['rope.inv_freq']);
       expect(layout.groups.find((g) => g.name === 'blocks.0')?.linears.map((l) => l.name)).toEqual([
         'blocks.0.adaln_proj.linear', 'blocks.0.attn.qkv_proj', 'blocks.0.attn.out_proj', 'blocks.0.mlp.fc1', 'blocks.0.mlp.fc2',
@@ -135,6 +135,10 @@ describe('h3-full-pruned', () => {
       expect(names.slice(0, 8)).toEqual(['condition_proj', 'token_refiner.blocks.0', 'token_refiner.blocks.1', 'token_refiner', 'adaln_t_table', 'rope', 'video_patch_proj', 'audio_patch_proj']);
       const adaln = layout.groups.find((g) => g.name === 'blocks.0')?.linears.find((l) => l.name === 'blocks.0.adaln_proj.linear');
       expect([adaln?.outFeatures, adaln?.inFeatures]).toEqual([96768, 8]);
+      // The text stream's linears split by output rows, their outputs gathered, under tensor parallelism.
+      const text = layout.groups.filter((g) => g.name === 'condition_proj' || g.name.startsWith('token_refiner')).flatMap((g) => g.linears);
+      expect(text).toHaveLength(1 + 2 * 4);
+      for (const l of text) expect(l, l.name).toMatchObject({ role: 'gathered', fused: { kind: 'none' } });
     } finally {
       source.close();
     }

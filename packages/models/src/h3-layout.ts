@@ -35,9 +35,15 @@ export const H3_POST_GROUPS = ['final_layer'] as const;
 /**
  * How an H3 linear splits across tensor-parallel ranks (Megatron): qkv and fc1 by output rows (qkv
  * by heads in each of q, k, v; fc1 by its slice of each of gate and up), out_proj and fc2 by input
- * columns (their partial outputs are summed), everything else (adaLN, embedders, final layer) whole.
+ * columns (their partial outputs are summed), the adaLN projections by output rows with the
+ * modulation rows gathered (the biggest linear of a block, run on one row per timestep), the text
+ * stream's linears gathered too, everything else (embedders, final projection) whole.
  */
 export function h3ParallelRole(config: H3Config, layer: Pick<H3LinearLayer, 'name' | 'block'>): { role: ParallelRole; fused: FusedLayout } {
+  if (layer.name.endsWith('adaln_proj.linear')) return { role: 'gathered', fused: { kind: 'none' } };
+  // The text stream (its projection and refiner blocks) runs whole on every rank, once per step:
+  // its weights split by output rows, its outputs gathered.
+  if (layer.name === 'condition_proj' || layer.name.startsWith('token_refiner.')) return { role: 'gathered', fused: { kind: 'none' } };
   if (layer.block !== undefined) {
     if (layer.name.endsWith('.attn.qkv_proj')) return { role: 'column', fused: { kind: 'qkv', heads: config.heads, headDim: config.headDim } };
     if (layer.name.endsWith('.mlp.fc1')) return { role: 'column', fused: { kind: 'halves' } };
@@ -49,13 +55,14 @@ export function h3ParallelRole(config: H3Config, layer: Pick<H3LinearLayer, 'nam
 /**
  * The LinearSpec a model asks its provider for: the whole layer, or with a shard of a world of more
  * than one rank, the rank's local part (column: N / size output rows; row: K / size input columns)
- * with `shard` set so the provider (and a tensor-parallel wrapper) knows which part.
+ * with `shard` set so the provider (and a tensor-parallel wrapper) knows which part. A `gathered`
+ * layer is asked for whole: the model reads its whole output, however the provider computes it.
  */
 export function h3LinearSpec(config: H3Config, layer: H3LinearLayer, prefix = '', shard?: Shard): LinearSpec {
   const whole: LinearSpec = { name: `${prefix}${layer.name}`, inFeatures: layer.inFeatures, outFeatures: layer.outFeatures, bias: layer.bias };
   if (shard === undefined) return whole;
   const { role, fused } = h3ParallelRole(config, layer);
-  if (role === 'replicated') return whole;
+  if (role === 'replicated' || role === 'gathered') return whole;
   const part = { rank: shard.rank, size: shard.size, role, fused };
   return role === 'column'
     ? { ...whole, outFeatures: layer.outFeatures / shard.size, shard: part }

@@ -108,7 +108,8 @@ export class H3VideoModel implements VelocityModel {
     const linears = new Map<string, LinearOp>();
     for (const l of h3Linears(config)) {
       if (l.block !== undefined || l.name.startsWith('token_refiner.')) continue;
-      // Embedders and the final layer are replicated: every rank runs them whole.
+      // Embedders and the final layer: every rank gets their whole output (the final adaLN is
+      // `gathered`: a tensor-parallel provider may split its rows and concatenate them).
       linears.set(l.name, provider.linear(h3LinearSpec(config, l, prefix)));
     }
     this.linears = linears;

@@ -26,9 +26,9 @@ describe('a rank reads only its slices', () => {
     const probe = openSafetensors(path);
     const layout = h3Layout(probe);
     probe.close();
-    // The layers a shard splits (qkv, fc1 by rows; out_proj, fc2 by columns), all bf16 here.
+    // The layers a shard splits (qkv, fc1, the adaLN projections by rows; out_proj, fc2 by columns), all bf16 here.
     const split = layout.groups.flatMap((g) => g.linears).filter((l) => l.role !== 'replicated');
-    expect(split).toHaveLength(4 * 10);
+    expect(split.filter((l) => l.name.startsWith('blocks.'))).toHaveLength(5 * 10);
     const wholeBytes = split.reduce((a, l) => a + 2 * l.inFeatures * l.outFeatures, 0);
 
     const whole = openSafetensors(path);
@@ -45,7 +45,7 @@ describe('a rank reads only its slices', () => {
     const shardOps = await runAll(
       split.map((l) => {
         const shard = { rank: 1, size: 2, role: l.role, fused: l.fused };
-        return provider.linear(l.role === 'column' ? { name: l.name, inFeatures: l.inFeatures, outFeatures: l.outFeatures / 2, bias: l.bias, shard } : { name: l.name, inFeatures: l.inFeatures / 2, outFeatures: l.outFeatures, bias: l.bias, shard });
+        return provider.linear(l.role !== 'row' ? { name: l.name, inFeatures: l.inFeatures, outFeatures: l.outFeatures / 2, bias: l.bias, shard } : { name: l.name, inFeatures: l.inFeatures / 2, outFeatures: l.outFeatures, bias: l.bias, shard });
       }),
     );
     const r3 = residentMemory();

@@ -7,7 +7,7 @@ import { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-sha
 import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, weight2d } from './materialize.js';
 import { type ComputeMode, type PreparedData, type PreparedWeight, preparedWeight, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
 import { type WeightFormat, weightFormatInfo } from './weight-format.js';
-import { fp8Scale, relativeError } from './quant-math.js';
+import { absMax, fp8Scale, fp8ScaleOfAbsMax, relativeError } from './quant-math.js';
 import type { WeightPatcher } from './weight-patcher.js';
 
 export type { ComputeMode } from './memory-account.js';
@@ -369,6 +369,15 @@ class QuantLinear implements QuantLinearOp {
       const scale = whole.scale;
       return preparedWeight({ kind: 'int8', q, scale, convrot: whole.convrot });
     }
+    if (slice !== undefined && (this.format === 'f8_e4m3fn' || this.format === 'f8_e5m2')) {
+      // One per-tensor scale for the layer: measured on a shard it would differ between ranks and
+      // from the unsplit layer's. The whole layer's absmax is read in row blocks, never all at once.
+      const scale = await wholeFp8Scale(this.source, layer, this.format);
+      const w = await this.sourceF32(slice);
+      const q = encodeFp8(w, this.format, { scale, mode: 'clamp' });
+      w.dispose();
+      return preparedWeight({ kind: 'fp8', w: q, scale });
+    }
     return this.convert(await this.sourceF32(slice), false);
   }
 
@@ -405,6 +414,20 @@ class QuantLinear implements QuantLinearOp {
     // Only an f32 result is `w` itself; every other kind is a new tensor the prepared weight owns.
     return preparedWeight(data, { borrowed: borrowed && data.kind === 'f32' });
   }
+}
+
+/** The per-tensor fp8 scale of a whole layer, its absmax taken over blocks of about 4 Mi values. */
+async function wholeFp8Scale(source: CheckpointSource, layer: DetectedLayer, format: 'f8_e4m3fn' | 'f8_e5m2'): Promise<number> {
+  const n = layer.shape[0] as number;
+  const k = layer.shape.slice(1).reduce((a, b) => a * b, 1);
+  const block = Math.max(1, Math.floor(2 ** 22 / Math.max(k, 1)));
+  let m = 0;
+  for (let a = 0; a < n; a += block) {
+    const part = await materializeF32(source, layer, { rows: [[a, Math.min(n, a + block)]] });
+    m = Math.max(m, absMax(part));
+    part.dispose();
+  }
+  return fp8ScaleOfAbsMax(m, format);
 }
 
 /**

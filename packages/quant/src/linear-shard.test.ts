@@ -81,6 +81,18 @@ describe('column-parallel shards', () => {
     }
   });
 
+  it('gathered (adaLN): each rank gets one contiguous block of rows, bias with them', async () => {
+    const n = 3 * inner;
+    const b = (src.tensor('fc1.bias').data as Float32Array);
+    for (const rank of [0, 2]) {
+      const shard: LinearShard = { rank, size: 3, role: 'gathered', fused: { kind: 'none' } };
+      const op = provider.linear({ name: 'fc1', inFeatures: k, outFeatures: n / 3, bias: true, shard });
+      const y = await op.forward(Tensor.fromArray('f32', [m, k], x));
+      expect(maxRel(y.data, ref(x, w, b, m, k, range(rank * inner, (rank + 1) * inner)))).toBeLessThan(1e-6);
+      expect(op.deferredBias()).toBeUndefined();
+    }
+  });
+
   it('coded errors: widths that do not match the shard, worlds that do not divide, bad ranks', () => {
     const qkv = (size: number, rank: number, n: number): unknown => provider.linear({ name: 'qkv', inFeatures: k, outFeatures: n, bias: false, shard: { rank, size, role: 'column', fused: { kind: 'qkv', heads, headDim: hd } } });
     expect(code(() => qkv(2, 0, 3 * inner))).toBe('SHAPE_MISMATCH@qkv');
@@ -181,6 +193,32 @@ describe('row-parallel shards', () => {
     const ops = await op.int8Weight();
     expect([...(ops?.scale.data ?? [])]).toEqual([...scale.data.subarray(n / 2)]);
     expect([...(ops?.q.data ?? [])]).toEqual([...q.data.subarray((n / 2) * k)]);
+  });
+});
+
+describe('fp8 shards (converted at load)', () => {
+  it('every shard uses the whole layer\'s per-tensor scale: row and column shards decode to the unsplit layer\'s values', async () => {
+    const [n, k] = [16, 512];
+    // The absmax sits in rank 0's rows and columns: a scale measured on rank 1's shard would be smaller.
+    const w = rand(n * k, 21);
+    w[3] = 9.5;
+    const src = memoryCheckpoint('m.safetensors', { 'l.weight': Tensor.fromArray('f32', [n, k], w) });
+    for (const format of ['f8_e4m3fn'] as const) {
+      const provider = createLinearProvider(src, { compute: format });
+      const whole = (await provider.linear({ name: 'l', inFeatures: k, outFeatures: n, bias: false }).materializedWeight()).data;
+      // ComfyUI's per-tensor scale: absmax / format max, in float32 (9.5 / 448).
+      const expectedScale = Math.fround(9.5 / 448);
+      expect(whole[3]).toBeCloseTo(9.5, 5);
+      for (const rank of [0, 1]) {
+        const col = await provider.linear({ name: 'l', inFeatures: k, outFeatures: n / 2, bias: false, shard: { rank, size: 2, role: 'column', fused: { kind: 'none' } } }).materializedWeight();
+        expect([...col.data], `${format} column ${rank}`).toEqual([...whole.subarray((rank * n * k) / 2, ((rank + 1) * n * k) / 2)]);
+        const row = await provider.linear({ name: 'l', inFeatures: k / 2, outFeatures: n, bias: false, shard: { rank, size: 2, role: 'row', fused: { kind: 'none' } } }).materializedWeight();
+        const want = Float32Array.from({ length: (n * k) / 2 }, (_, i) => whole[Math.floor(i / (k / 2)) * k + rank * (k / 2) + (i % (k / 2))] as number);
+        expect([...row.data], `${format} row ${rank}`).toEqual([...want]);
+      }
+      // The absmax decodes from the top code (448) times that scale.
+      expect(Math.max(...whole.map(Math.abs))).toBe(Math.fround(448 * expectedScale));
+    }
   });
 });
 

@@ -4,6 +4,9 @@
 export type ParallelRole =
   | 'column' // output rows split: each rank computes its slice of y; no reduction
   | 'row' // input columns split: each rank computes a partial y; partial sums are reduced
+  | 'gathered' // output rows split as `column`, the ranks' slices of y concatenated (allgather): the
+  // model sees the whole output. For big layers on few rows (adaLN: one row per timestep), where the
+  // weight is worth splitting and the output is cheap to send; exact for every format.
   | 'replicated'; // every rank holds the whole layer
 
 /**
@@ -26,7 +29,8 @@ export interface Shard {
  * The part of a layer one tensor-parallel rank holds: `column` takes the rank's output rows (a `qkv`
  * layer its heads' rows of each of q, k, v; a `halves` layer its slice of each half), `row` the
  * rank's input columns (its partial output is reduced by the caller or by a wrapping op),
- * `replicated` the whole layer.
+ * `gathered` the rows of `column` (its caller concatenates the ranks' outputs), `replicated` the
+ * whole layer.
  */
 export interface LinearShard extends Shard {
   readonly role: ParallelRole;

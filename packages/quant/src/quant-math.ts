@@ -22,7 +22,11 @@ export function absMax(t: Tensor<'f32'>): number {
  * An all-zero tensor gets scale 1 (any scale encodes zeros; 0 would make the decode 0·inf).
  */
 export function fp8Scale(w: Tensor<'f32'>, format: 'f8_e4m3fn' | 'f8_e5m2'): number {
-  const m = absMax(w);
+  return fp8ScaleOfAbsMax(absMax(w), format);
+}
+
+/** fp8Scale from a tensor's absmax (measured elsewhere, e.g. over a whole layer read in blocks). */
+export function fp8ScaleOfAbsMax(m: number, format: 'f8_e4m3fn' | 'f8_e5m2'): number {
   if (!Number.isFinite(m)) {
     throw new QuantError('NON_FINITE_WEIGHT', `weight holds ${m}; it cannot be scaled to ${format}`, { value: m, hint: 'the source checkpoint is corrupt' });
   }

@@ -40,6 +40,9 @@ const LAYERS: Layer[] = [
   { name: 'qkv8', n: 3 * 4 * 16, k: 256, int8: true, role: 'column', fused: { kind: 'qkv', heads: 4, headDim: 16 } },
   { name: 'fc1_8', n: 64, k: 512, int8: true, role: 'column', fused: { kind: 'halves' } },
   { name: 'emb32', n: 24, k: 48, int8: false, role: 'replicated', fused: { kind: 'none' } },
+  // adaLN-like: split by output rows, the ranks' output columns gathered (M = 5 rows: the reorder).
+  { name: 'ada8', n: 96, k: 256, int8: true, role: 'gathered', fused: { kind: 'none' } },
+  { name: 'ada32', n: 48, k: 64, int8: false, role: 'gathered', fused: { kind: 'none' } },
 ];
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-tp-'));
@@ -199,9 +202,10 @@ describe('parallel linears across rank processes', () => {
           expect(Buffer.from(assembleColumns(l, outs).buffer).equals(Buffer.from(whole.buffer)), l.name).toBe(true);
           continue;
         }
-        // Row-parallel and replicated layers: every rank holds the same bytes.
+        // Row-parallel, gathered and replicated layers: every rank holds the same bytes.
         for (const o of outs) expect(Buffer.from(o.buffer).equals(Buffer.from(outs[0]!.buffer)), `${l.name} ranks agree`).toBe(true);
-        if (l.int8) {
+        // A gathered layer computes each output element whole on one rank: one rank's bytes, any format.
+        if (l.int8 || l.role === 'gathered') {
           expect(Buffer.from(outs[0]!.buffer).equals(Buffer.from(whole.buffer)), `${l.name} equals one rank`).toBe(true);
         } else {
           // fp32 sums in another order: the split must cost no more accuracy than fp32 itself has
@@ -242,6 +246,10 @@ describe('parallelLinearProvider (no processes)', () => {
     // The row-parallel op is wrapped (it reduces), the column one is quant's op itself.
     expect(row).not.toBe(asked[1]);
     expect(provider.linear({ name: 'emb32', inFeatures: 48, outFeatures: 24, bias: true }).spec.shard).toMatchObject({ role: 'replicated' });
+    // A gathered layer asked whole reads its rows and answers whole widths.
+    const ada = provider.linear({ name: 'ada8', inFeatures: 256, outFeatures: 96, bias: true });
+    expect(asked.at(-1)).toMatchObject({ inFeatures: 256, outFeatures: 48, shard: { rank: 1, size: 2, role: 'gathered' } });
+    expect(ada.spec).toEqual({ name: 'ada8', inFeatures: 256, outFeatures: 96, bias: true });
     expect(() => provider.linear({ name: 'rp8', inFeatures: 300, outFeatures: 40, bias: true })).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
     expect(() => provider.linear({ name: 'nope', inFeatures: 1, outFeatures: 1, bias: false })).toThrow(expect.objectContaining({ code: 'LAYER_NOT_IN_PLAN' }));
     expect(() => parallelLinearProvider({ provider: recorder, plan, comm: comm(0, 4) })).toThrow(expect.objectContaining({ code: 'SHARD_COMM_MISMATCH' }));

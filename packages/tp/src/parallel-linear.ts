@@ -1,12 +1,13 @@
 // Row- and column-parallel linears over a rank's local op (quant's provider given a LinearShard).
 // Column-parallel and replicated layers need nothing from the other ranks: the local op is the
-// answer. Row-parallel layers compute a partial output and reduce it; the bias is added once, after
-// the reduction. With int8 weights the ranks first agree on each row's activation scale (allreduce
-// MAX of the per-row absmax of the rotated activations) and reduce the exact int32 accumulators, so
-// the output has the unsplit layer's bits.
+// answer. Gathered layers (column-split, asked for whole) concatenate the ranks' outputs. Row-parallel
+// layers compute a partial output and reduce it; the bias is added once, after the reduction. With
+// int8 weights the ranks first agree on each row's activation scale (allreduce MAX of the per-row
+// absmax of the rotated activations) and reduce the exact int32 accumulators, so the output has the
+// unsplit layer's bits.
 import {
   type Communicator,
-  type Tensor,
+  Tensor,
   dequantizeInt8Accumulators,
   int8Matmul,
   quantizeRowsInt8,
@@ -45,14 +46,23 @@ class RowParallelLinear implements LinearOp {
       // The unsplit layer's scale of a row is max(absmax(row·H) / 127, 1e-30); the rotation works per
       // 256-column group, so each rank's slice rotates to the slice of the full rotation, and the max
       // of the ranks' scales is the full row's scale, exactly.
+      // Rotated once: the first pass (rotation, absmax and a quantization the shared scale may
+      // overrule, fused) keeps the rotated rows, which the second quantizes with the shared scale.
       const convrot = int8.convrot;
-      const xScale = quantizeRowsInt8(x, { convrot }).scale;
+      const rotated = convrot === false ? undefined : Tensor.zeros('f32', x.shape);
+      const local = quantizeRowsInt8(x, rotated === undefined ? { convrot } : { convrot, rotated });
+      local.q.dispose();
+      const xScale = local.scale;
       await this.comm.allreduce(xScale.data, 'max');
-      const { q } = quantizeRowsInt8(x, { convrot, scale: xScale });
+      const { q } = quantizeRowsInt8(rotated ?? x, { scale: xScale });
+      rotated?.dispose();
       const acc = await int8Matmul(q, int8.q);
+      q.dispose();
       // Integer sums are exact: the reduced accumulators are the unsplit layer's.
       await this.comm.allreduce(acc.data, 'sum');
-      return await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias);
+      const y = await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias);
+      acc.dispose();
+      return y;
     }
     // Float weights: partial products summed in fp32 across ranks, then the bias once.
     const y = await this.local.forward(x);
@@ -72,20 +82,85 @@ class RowParallelLinear implements LinearOp {
 }
 
 /**
- * Wraps a rank's local op by its shard's role: row-parallel ops reduce across `comm` (int8 through
- * shared activation scales and int32 accumulators), column-parallel and replicated ops are returned
- * as they are.
+ * A `gathered` layer: this rank computes its slice of the output columns (its rows of the weight,
+ * bias included) and the ranks concatenate their slices, so every rank gets the whole output. No
+ * arithmetic crosses ranks (each output element is computed whole by one rank, with the row scale of
+ * the whole input), so the bytes are the unsplit layer's for every format.
  */
-export function parallelLinear(local: LinearOp, comm: Communicator): LinearOp {
+class GatheredLinear implements LinearOp {
+  readonly spec: LinearSpec;
+  readonly format: string;
+
+  constructor(
+    private readonly local: LinearOp,
+    private readonly comm: Communicator,
+    whole: LinearSpec,
+  ) {
+    this.spec = whole;
+    this.format = local.format;
+  }
+
+  async forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+    const part = await this.local.forward(x);
+    const [m, n] = part.shape as [number, number];
+    const all = await this.comm.allgather(part.data);
+    part.dispose();
+    const w = this.comm.size;
+    if (m === 1) return Tensor.fromArray('f32', [1, n * w], all);
+    // [rank][row][n] -> [row][rank · n]
+    const out = new Float32Array(m * n * w);
+    for (let r = 0; r < w; r++) {
+      for (let i = 0; i < m; i++) out.set(all.subarray((r * m + i) * n, (r * m + i + 1) * n), i * n * w + r * n);
+    }
+    return Tensor.fromArray('f32', [m, n * w], out);
+  }
+
+  /** The whole weight [N, K]: a collective, every rank must call it. */
+  async materializedWeight(): Promise<Tensor<'f32'>> {
+    const part = await this.local.materializedWeight();
+    const all = await this.comm.allgather(part.data);
+    const shape = [this.spec.outFeatures, this.spec.inFeatures];
+    part.dispose();
+    return Tensor.fromArray('f32', shape, all);
+  }
+}
+
+function checkShardComm(local: LinearOp, comm: Communicator): void {
   const shard = local.spec.shard;
-  if (shard === undefined || shard.role !== 'row') return local;
-  if (shard.size !== comm.size || shard.rank !== comm.rank) {
+  if (shard !== undefined && (shard.size !== comm.size || shard.rank !== comm.rank)) {
     throw new TpError('SHARD_COMM_MISMATCH', `linear '${local.spec.name}' is rank ${shard.rank} of ${shard.size}, the communicator rank ${comm.rank} of ${comm.size}`, {
       value: { shard: [shard.rank, shard.size], comm: [comm.rank, comm.size] },
       where: local.spec.name,
     });
   }
+}
+
+/**
+ * Wraps a rank's local op by its shard's role: row-parallel ops reduce across `comm` (int8 through
+ * shared activation scales and int32 accumulators), column-parallel and replicated ops are returned
+ * as they are (a `gathered` layer's local op too: `gatheredLinear` concatenates its outputs).
+ */
+export function parallelLinear(local: LinearOp, comm: Communicator): LinearOp {
+  const shard = local.spec.shard;
+  if (shard === undefined || shard.role !== 'row') return local;
+  checkShardComm(local, comm);
   return new RowParallelLinear(local as WithInt8, comm);
+}
+
+/**
+ * The whole layer `whole` from a rank's local op of its `gathered` (or column, fused 'none') shard:
+ * forward concatenates the ranks' output columns (allgather), so every rank gets [M, N].
+ */
+export function gatheredLinear(local: LinearOp, comm: Communicator, whole: LinearSpec): LinearOp {
+  const shard = local.spec.shard;
+  if (shard === undefined || (shard.role !== 'gathered' && shard.role !== 'column') || shard.fused.kind !== 'none' || local.spec.outFeatures * comm.size !== whole.outFeatures || local.spec.inFeatures !== whole.inFeatures) {
+    throw new TpError('SHAPE_MISMATCH', `linear '${local.spec.name}' [${local.spec.outFeatures}, ${local.spec.inFeatures}] is not one of ${comm.size} plain row slices of [${whole.outFeatures}, ${whole.inFeatures}]`, {
+      value: { local: local.spec, whole },
+      where: local.spec.name,
+    });
+  }
+  checkShardComm(local, comm);
+  return new GatheredLinear(local, comm, whole);
 }
 
 export interface ParallelProviderOptions {
@@ -131,6 +206,8 @@ export function parallelLinearProvider(options: ParallelProviderOptions): Linear
         );
       }
       const localSpec: LinearSpec = { ...spec, inFeatures: planned.localIn, outFeatures: planned.localOut, shard };
+      // Asked whole, a gathered layer answers whole; asked for the local part, the caller gathers.
+      if (shard.role === 'gathered' && whole && comm.size > 1) return gatheredLinear(provider.linear(localSpec), comm, spec);
       return parallelLinear(provider.linear(localSpec), comm);
     },
   };

@@ -37,7 +37,7 @@ function h3LikeLayout(d: Dims, format: WeightFormat, blocks = 2): ModelLayout {
   for (let b = 0; b < blocks; b++) {
     const p = `blocks.${b}`;
     const ls = [
-      linear(`${p}.adaln_proj`, 6 * d.hidden, d.tDim, 'replicated', { kind: 'none' }),
+      linear(`${p}.adaln_proj`, 6 * d.hidden, d.tDim, 'gathered', { kind: 'none' }),
       linear(`${p}.attn.qkv_proj`, 3 * inner, d.hidden, 'column', { kind: 'qkv', heads: d.heads, headDim: d.headDim }),
       linear(`${p}.attn.out_proj`, d.hidden, inner, 'row', { kind: 'none' }),
       linear(`${p}.mlp.fc1`, 2 * d.ffn, d.hidden, 'column', { kind: 'halves' }),
@@ -52,7 +52,7 @@ function h3LikeLayout(d: Dims, format: WeightFormat, blocks = 2): ModelLayout {
 const DIMS: Dims = { heads: 4, headDim: 128, hidden: 512, ffn: 1024, tDim: 64 };
 
 describe('shardPlan', () => {
-  it('splits qkv by heads in each of q, k, v, fc1 by halves, out_proj/fc2 by columns; replicated layers whole', () => {
+  it('splits qkv by heads in each of q, k, v, fc1 by halves, adaLN by rows, out_proj/fc2 by columns; replicated layers whole', () => {
     const plan = shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 2);
     const inner = 512;
     const qkv = plan.linear('blocks.1.attn.qkv_proj')!;
@@ -62,7 +62,8 @@ describe('shardPlan', () => {
     expect(plan.sliceOf('blocks.0.mlp.fc1', 0)).toEqual({ rows: [[0, 512], [1024, 1536]] });
     expect(plan.sliceOf('blocks.0.mlp.fc2', 1)).toEqual({ columns: [512, 1024] });
     expect(plan.sliceOf('blocks.0.attn.out_proj', 0)).toEqual({ columns: [0, 256] });
-    expect(plan.sliceOf('blocks.0.adaln_proj', 1)).toBeUndefined();
+    expect(plan.sliceOf('blocks.0.adaln_proj', 1)).toEqual({ rows: [[3 * 512, 6 * 512]] });
+    expect(plan.sliceOf('time_embedder.linear', 1)).toBeUndefined();
     expect(plan.shardOf('blocks.0.mlp.fc2', 1)).toEqual({ rank: 1, size: 2, role: 'row', fused: { kind: 'none' } });
     expect(plan.linears.map((l) => l.name).slice(0, 3)).toEqual(['time_embedder.linear', 'blocks.0.adaln_proj', 'blocks.0.attn.qkv_proj']);
     expect(() => plan.sliceOf('blocks.9.mlp.fc2', 0)).toThrow(expect.objectContaining({ code: 'LAYER_NOT_IN_PLAN' }));
@@ -75,10 +76,14 @@ describe('shardPlan', () => {
     const int8 = (n: number, k: number): number => n * k + 4 * n + 4 * n; // weight, prepared row scales, f32 bias
     for (const world of [1, 2]) {
       const plan = shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), world);
-      // Column layers: 1/world of rows (their scales and biases too); row layers: 1/world of columns, every row's scale and bias.
+      // Column and gathered layers: 1/world of rows (their scales and biases too); row layers: 1/world of columns, every row's scale and bias.
       const blockSharded =
-        int8((3 * inner) / world, hidden) + ((hidden * inner) / world + 8 * hidden) + int8((2 * ffn) / world, hidden) + ((hidden * ffn) / world + 8 * hidden);
-      const blockReplicated = int8(6 * hidden, tDim) + 4 * hidden + 4 * 128;
+        int8((6 * hidden) / world, tDim) +
+        int8((3 * inner) / world, hidden) +
+        ((hidden * inner) / world + 8 * hidden) +
+        int8((2 * ffn) / world, hidden) +
+        ((hidden * ffn) / world + 8 * hidden);
+      const blockReplicated = 4 * hidden + 4 * 128;
       const sharded = 2 * blockSharded;
       const replicated = int8(hidden, tDim) + 2 * blockReplicated;
       for (const r of plan.ranks) expect(r).toEqual({ rank: r.rank, shardedBytes: sharded, replicatedBytes: replicated, totalBytes: sharded + replicated });
@@ -91,7 +96,8 @@ describe('shardPlan', () => {
     const outBytes = 4 * hidden * (inner / 2) + 4 * hidden;
     const fc1Bytes = 4 * ffn * hidden + 4 * ffn;
     const fc2Bytes = 4 * hidden * (ffn / 2) + 4 * hidden;
-    expect(f32.ranks[1]!.shardedBytes).toBe(qkvBytes + outBytes + fc1Bytes + fc2Bytes);
+    const adalnBytes = 4 * ((6 * hidden) / 2) * tDim + 4 * ((6 * hidden) / 2);
+    expect(f32.ranks[1]!.shardedBytes).toBe(adalnBytes + qkvBytes + outBytes + fc1Bytes + fc2Bytes);
   });
 
   it('fails up front, naming the layer, when heads do not divide or a row slice splits the convrot groups or GGUF blocks', () => {

@@ -91,9 +91,9 @@ function checkRowSlice(l: LayoutLinear, world: number, compute: ComputeMode, req
 }
 
 /**
- * The tensor-parallel plan of `layout` over `world` ranks: column-parallel linears split by output
- * rows (qkv by heads in each of q, k, v; fc1 by its slice of each half), row-parallel ones by input
- * columns, the rest replicated. Throws SHARD_NOT_DIVISIBLE (heads, ffn or a width that does not
+ * The tensor-parallel plan of `layout` over `world` ranks: column-parallel and gathered linears split
+ * by output rows (qkv by heads in each of q, k, v; fc1 by its slice of each half), row-parallel ones
+ * by input columns, the rest replicated. Throws SHARD_NOT_DIVISIBLE (heads, ffn or a width that does not
  * divide), SHARD_NOT_GROUP_ALIGNED (a row-parallel int8 convrot slice that is not a multiple of the
  * 256-column group) or RANGE_NOT_BLOCK_ALIGNED (GGUF), naming the first layer that fails.
  */

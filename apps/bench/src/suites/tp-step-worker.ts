@@ -86,22 +86,60 @@ export interface StepWorker {
   stats(): Promise<{ commSeconds: number; collectives: number; forwardSeconds: number }>;
   /** The worker's peak resident set so far (VmHWM, read by this process from /proc). */
   peakResidentBytes(): number;
+  /** CPU seconds (user + system, every thread) per forward since the worker was ready, from /proc. */
+  cpuSecondsPerForward(): number;
   close(): Promise<void>;
 }
 
 /** Starts a worker and resolves once it has loaded and run its first forward. */
-export function startStepWorker(cfg: WorkerConfig, readyTimeoutMs = 600_000): Promise<StepWorker> {
-  const child: ChildProcess = spawn(process.execPath, ['--input-type=module', '--eval', SOURCE], {
+export async function startStepWorker(cfg: WorkerConfig, readyTimeoutMs = 600_000): Promise<StepWorker> {
+  const where = cfg.tp === undefined ? `one-rank worker (${cfg.threads} threads)` : `rank ${cfg.tp.rank} of ${cfg.tp.size}`;
+  const { worker } = await startLineWorker(
+    { command: process.execPath, args: ['--input-type=module', '--eval', SOURCE], env: { NINODES_BENCH_TP_WORKER: JSON.stringify(cfg), OMP_NUM_THREADS: String(cfg.threads) }, where },
+    readyTimeoutMs,
+  );
+  return worker;
+}
+
+export interface LineWorkerSpec {
+  command: string;
+  args: string[];
+  /** Added to this process's environment (OMP_WAIT_POLICY defaults to passive). */
+  env: Record<string, string>;
+  /** Names the worker in errors. */
+  where: string;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
+const USER_HZ = 100;
+
+function cpuSecondsOf(pid: number): number {
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+}
+
+/**
+ * A child process speaking one JSON object per line: its first line (the ready line, returned
+ * with the worker) comes after it has loaded; then {run: n} -> {seconds}, {stats} -> {...},
+ * {quit} -> exit. The step workers here and the PyTorch + Gloo ranks (tools/torch-h3/h3_tp_gloo.py)
+ * both speak it.
+ */
+export function startLineWorker(spec: LineWorkerSpec, readyTimeoutMs: number): Promise<{ worker: StepWorker; ready: Record<string, unknown> }> {
+  const child: ChildProcess = spawn(spec.command, spec.args, {
     cwd: benchRoot(),
-    env: { ...process.env, NINODES_BENCH_TP_WORKER: JSON.stringify(cfg), OMP_NUM_THREADS: String(cfg.threads), OMP_WAIT_POLICY: 'passive' },
+    env: { ...process.env, OMP_WAIT_POLICY: 'passive', ...spec.env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  const where = cfg.tp === undefined ? `one-rank worker (${cfg.threads} threads)` : `rank ${cfg.tp.rank} of ${cfg.tp.size}`;
+  const where = spec.where;
   let stderr = '';
   let buffered = '';
-  const waiting: Array<{ resolve: (o: Record<string, number>) => void; reject: (e: Error) => void }> = [];
+  let forwards = 0;
+  let cpuAtReady = 0;
+  const waiting: Array<{ resolve: (o: Record<string, unknown>) => void; reject: (e: Error) => void }> = [];
   const failed = (why: string): NinodesError =>
-    new BenchError('BENCH_CHILD_FAILED', `tp step worker, ${where}: ${why}: ${stderr.slice(-2000)}`, { value: child.pid, where: 'startStepWorker', hint: 'run the same split with `ninodes run --tp 2` to see the error' });
+    new BenchError('BENCH_CHILD_FAILED', `tp step worker, ${where}: ${why}: ${stderr.slice(-2000)}`, { value: child.pid, where: 'startLineWorker', hint: 'run the same split with `ninodes run --tp 2` to see the error' });
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   child.stdout!.on('data', (d: Buffer) => {
     buffered += d.toString();
@@ -109,16 +147,17 @@ export function startStepWorker(cfg: WorkerConfig, readyTimeoutMs = 600_000): Pr
     while ((nl = buffered.indexOf('\n')) >= 0) {
       const line = buffered.slice(0, nl);
       buffered = buffered.slice(nl + 1);
-      waiting.shift()?.resolve(JSON.parse(line) as Record<string, number>);
+      waiting.shift()?.resolve(JSON.parse(line) as Record<string, unknown>);
     }
   });
+  child.stdin!.on('error', () => undefined);
   const closed = new Promise<void>((resolve) =>
     child.on('close', (code, signal) => {
       for (const w of waiting.splice(0)) w.reject(failed(`exited (${signal ?? code})`));
       resolve();
     }),
   );
-  const reply = (request: object | undefined, timeoutMs: number): Promise<Record<string, number>> =>
+  const reply = (request: object | undefined, timeoutMs: number): Promise<Record<string, unknown>> =>
     new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
@@ -132,9 +171,14 @@ export function startStepWorker(cfg: WorkerConfig, readyTimeoutMs = 600_000): Pr
     });
   const worker: StepWorker = {
     pid: child.pid ?? -1,
-    run: async (n) => (await reply({ run: n }, readyTimeoutMs)).seconds as number,
+    run: async (n) => {
+      const seconds = (await reply({ run: n }, readyTimeoutMs)).seconds as number;
+      forwards += n;
+      return seconds;
+    },
     stats: async () => (await reply({ stats: true }, 60_000)) as { commSeconds: number; collectives: number; forwardSeconds: number },
     peakResidentBytes: () => Number(/^VmHWM:\s*(\d+)\s*kB/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]) * 1024,
+    cpuSecondsPerForward: () => (forwards === 0 ? 0 : (cpuSecondsOf(child.pid ?? -1) - cpuAtReady) / forwards),
     close: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.stdin!.end(`${JSON.stringify({ quit: true })}\n`);
@@ -145,7 +189,14 @@ export function startStepWorker(cfg: WorkerConfig, readyTimeoutMs = 600_000): Pr
     },
   };
   return reply(undefined, readyTimeoutMs).then(
-    () => worker,
+    (ready) => {
+      try {
+        cpuAtReady = cpuSecondsOf(child.pid ?? -1);
+      } catch {
+        cpuAtReady = 0; // exited after its ready line (a peer that reports itself missing)
+      }
+      return { worker, ready };
+    },
     async (e: unknown) => {
       child.kill('SIGKILL');
       await closed;

@@ -7,17 +7,59 @@
  * peak resident set (VmHWM, load + every forward), each rank's share of its forward time spent in
  * collectives (`Communicator.stats()`), and the plan's weight bytes per rank against one rank's.
  *
- * Not here: the PyTorch + Gloo (`torch.distributed`) TP2 peer of the issue. It would need the whole
- * H3 forward written in PyTorch to time the same work; it is left out (see the README).
+ * The PyTorch + Gloo peer (fp32 instances): the same TP2 split with torch.distributed over Gloo on
+ * the same checkpoint and latent (tools/torch-h3/h3_tp_gloo.py, two rank processes of 1 thread),
+ * self-timed; `missing` where python3 cannot import torch. CPU seconds per step of each side (from
+ * /proc, every thread) are reported too: on a shared machine they say more than wall times.
  */
 import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
-import { type H3PresetName, ensureSyntheticCheckpoint, flowSigmas, h3Linears, h3Preset, layoutOf } from '@ninodes/models';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { type H3PresetName, ensureSyntheticCheckpoint, flowSigmas, gaussianNoise, h3Linears, h3Preset, layoutOf } from '@ninodes/models';
 import { openCheckpoint } from '@ninodes/quant';
 import { shardPlan } from '@ninodes/tp';
-import type { BenchCase, Metric, Params, Suite, Work } from '../suite.js';
+import type { BenchCase, Contender, Metric, Params, Suite, Work } from '../suite.js';
+import { benchRoot } from '../package-root.js';
 import { benchCacheDir } from './quant.js';
-import { type StepWorker, type WorkerConfig, startStepWorker } from './tp-step-worker.js';
+import { type StepWorker, type WorkerConfig, startLineWorker, startStepWorker } from './tp-step-worker.js';
+
+const TORCH_TP = join(benchRoot(), '..', '..', 'tools', 'torch-h3', 'h3_tp_gloo.py');
+
+/**
+ * The PyTorch + Gloo TP2 ranks on the same checkpoint and latent, or why not: `missing` where torch
+ * is not importable (the script says so) or the run is not fp32 (the peer runs fp32 weights only).
+ */
+async function startTorchRanks(
+  base: { path: string; compute: string; latent: { frames: number; height: number; width: number }; sigma: number; seed: number },
+  channels: number,
+  dir: string,
+): Promise<{ ranks: StepWorker[] } | { missing: string }> {
+  if (base.compute !== 'f32') return { missing: 'the PyTorch + Gloo peer (tools/torch-h3/h3_tp_gloo.py) runs fp32 weights only' };
+  const shape = [1, channels, base.latent.frames, base.latent.height, base.latent.width];
+  const latent = gaussianNoise(shape, base.seed);
+  mkdirSync(dir, { recursive: true });
+  const latentFile = join(dir, 'latent.f32');
+  writeFileSync(latentFile, latent.data);
+  latent.dispose();
+  const store = join(dir, 'torch-store');
+  mkdirSync(store, { recursive: true });
+  const python = process.env.NINODES_BENCH_PYTHON ?? 'python3';
+  const args = (rank: number): string[] => [
+    '-u', TORCH_TP, '--rank', String(rank), '--world', String(WORLD), '--store', store, '--checkpoint', base.path,
+    '--latent', latentFile, '--shape', shape.join(','), '--sigma', String(base.sigma), '--threads', '1', '--timeout', String(TIMEOUT_MS / 1000),
+  ];
+  const settled = await Promise.allSettled(
+    Array.from({ length: WORLD }, (_, rank) => startLineWorker({ command: python, args: args(rank), env: { OMP_NUM_THREADS: '1' }, where: `torch rank ${rank} of ${WORLD}` }, TIMEOUT_MS)),
+  );
+  const started = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const missing = started.find((r) => typeof r.ready.missing === 'string');
+  const failure = settled.find((r) => r.status === 'rejected');
+  if (missing !== undefined || failure !== undefined) {
+    await Promise.all(started.map((r) => r.worker.close()));
+    if (missing !== undefined) return { missing: missing.ready.missing as string };
+    throw (failure as PromiseRejectedResult).reason;
+  }
+  return { ranks: started.map((r) => r.worker) };
+}
 
 const SIGMA = flowSigmas(8, 12)[1] as number;
 const SEED = 145;
@@ -49,7 +91,7 @@ const step: BenchCase = {
   params: {
     // int8 convrot (bit-identical to one rank) and fp32 (what the issue's PyTorch + Gloo figures used).
     full: (['int8_convrot', 'f32'] as const).map((format) => ({ model: 'h3-small', format, frames: 1, height: 32, width: 32 })),
-    quick: [{ model: 'h3-tiny', format: 'int8_convrot', frames: 1, height: 16, width: 16 }],
+    quick: (['int8_convrot', 'f32'] as const).map((format) => ({ model: 'h3-tiny', format, frames: 1, height: 16, width: 16 })),
   },
   work: (p: Params): Work => ({ flops: stepFlops(p.model as H3PresetName, p.frames as number, p.height as number, p.width as number) }),
   targets: [
@@ -57,6 +99,7 @@ const step: BenchCase = {
     { source: 'issue 15', description: 'TP2 (1 thread per rank) ≥ 1.9× one rank on 1 thread', on: { ratio: 'one_rank_1t' }, op: '<=', value: 1 / 1.9 },
     { source: 'issue 15', description: 'TP2 (1 thread per rank) ≥ 1.05× one rank on 2 threads', on: { ratio: 'one_rank_2t' }, op: '<=', value: 1 / 1.05 },
     { source: 'issue 15', description: "per-rank weight memory ≤ 55% of one rank's", on: { metric: 'weight_share_per_rank' }, op: '<=', value: 0.55 },
+    { source: 'issue 15', description: "TP2 step no slower than PyTorch + Gloo's TP2 step on the same weights", on: { ratio: 'torch_tp2' }, op: '<=', value: 1, when: { format: 'f32' } },
   ],
   budget: { warmup: 1, minRuns: 3, maxRuns: 10 },
   setup: async (p, ctx) => {
@@ -83,11 +126,17 @@ const step: BenchCase = {
       workers.push(one2);
       const ranks = await startRanks(Array.from({ length: WORLD }, (_, rank) => ({ ...base, threads: 1, tp: { rank, size: WORLD, storeDir, prefix, timeoutMs: TIMEOUT_MS } })));
       workers.push(...ranks);
+      const torch = await startTorchRanks(base, h3Preset(model).config.latentChannels, join(ctx.tmpDir, `torch-${model}-${process.pid}`));
+      if ('ranks' in torch) workers.push(...torch.ranks);
+      // Both torch ranks run n steps in lock-step (their collectives); the slower one's time counts.
+      const torchContender: Contender =
+        'ranks' in torch ? { time: async (runs) => Math.max(...(await Promise.all(torch.ranks.map((r) => r.run(runs))))) } : { missing: torch.missing };
       return {
         run: () => Promise.all(ranks.map((r) => r.run(1))),
         against: {
           one_rank_1t: { kind: 'baseline', contender: { time: (runs) => one1.run(runs) } },
           one_rank_2t: { kind: 'baseline', contender: { time: (runs) => one2.run(runs) } },
+          torch_tp2: { kind: 'peer', contender: torchContender },
         },
         metrics: async () => {
           const m: Record<string, Metric> = {};
@@ -96,6 +145,17 @@ const step: BenchCase = {
             m[`comm_share_rank${i}`] = { value: s.forwardSeconds > 0 ? s.commSeconds / s.forwardSeconds : 0, unit: 'fraction', better: 'lower' };
             m[`peak_rss_rank${i}`] = { value: r.peakResidentBytes(), unit: 'bytes', better: 'lower' };
           }
+          // CPU time per step (every thread, from /proc): the fair comparison on a shared machine.
+          // One rank's split in two is 0.5 of its CPU per rank; above that is communication and the
+          // work every rank repeats (norms, embedders, activation quantization of column layers).
+          const cpuOne = one1.cpuSecondsPerForward();
+          for (const [i, r] of ranks.entries()) {
+            m[`cpu_per_step_rank${i}`] = { value: r.cpuSecondsPerForward(), unit: 's', better: 'lower' };
+            m[`cpu_share_rank${i}`] = { value: cpuOne > 0 ? r.cpuSecondsPerForward() / cpuOne : 0, unit: 'fraction', better: 'lower' };
+          }
+          m.cpu_per_step_one_rank_1t = { value: cpuOne, unit: 's' };
+          m.cpu_per_step_one_rank_2t = { value: one2.cpuSecondsPerForward(), unit: 's' };
+          if ('ranks' in torch) m.cpu_per_step_torch_rank0 = { value: torch.ranks[0]!.cpuSecondsPerForward(), unit: 's' };
           m.peak_rss_one_rank_1t = { value: one1.peakResidentBytes(), unit: 'bytes', better: 'lower' };
           m.peak_rss_one_rank_2t = { value: one2.peakResidentBytes(), unit: 'bytes', better: 'lower' };
           m.weight_bytes_per_rank = { value: plan.ranks[0]!.totalBytes, unit: 'bytes', better: 'lower' };

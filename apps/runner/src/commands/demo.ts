@@ -17,6 +17,7 @@ import { type RgbImage, sampleGrid, sideBySide } from '../sample-grid.js';
 import { formatTable } from '../table.js';
 import { QUANT_TO_COMPUTE } from './run.js';
 import { RunnerError } from '../error-codes.js';
+import { TP_DEMO_FILES, sampleTensorParallel } from './demo-tp.js';
 
 const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 
@@ -34,7 +35,7 @@ const computeOf = (f: DemoFormat): ComputeMode => (isGguf(f) ? 'auto' : QUANT_TO
 
 /** What one format writes, and everything the demo writes into --out (which it replaces as a whole). */
 const formatFiles = (format: DemoFormat): string[] => [`${format}.safetensors`, `${format}.png`, `${format}.json`];
-const DEMO_FILES = [...DEMO_FORMATS.flatMap(formatFiles), 'overview.png', 'report.json'];
+const DEMO_FILES = [...DEMO_FORMATS.flatMap(formatFiles), ...TP_DEMO_FILES, 'overview.png', 'report.json'];
 
 const formatReportSchema = z.object({
   schema: z.literal('ninodes.demo-format/1'),
@@ -238,7 +239,7 @@ export const demo = defineCommand({
       const grids = DEMO_FORMATS.map((f) => sampleGrid(samples.get(f)!));
       writeNewFile(join(stage.dir, 'overview.png'), png(sideBySide(grids)));
       const outDir = resolve(args.out);
-      const rows = DEMO_FORMATS.map((format) => {
+      const rows: Array<{ format: string; meanStepSeconds: number; speedUp: number; peakAnonBytes: number; shapeScore: number; psnrVsFp32: number | null; picture: string }> = DEMO_FORMATS.map((format) => {
         const r = reports.get(format)!;
         return {
           format,
@@ -251,6 +252,20 @@ export const demo = defineCommand({
           picture: join(outDir, `${format}.png`),
         };
       });
+      // Tensor parallel: the same cores as the rows above, split over two rank processes.
+      context.stderr.write(`== ${SHAPES_MODEL_NAME} fp32, tensor parallel over 2 ranks\n`);
+      const tp = await sampleTensorParallel({ dir: stage.dir, steps: fp32.steps, threadsPerRank: Math.max(1, Math.floor(fp32.threads / 2)), env: context.env });
+      rows.push({
+        format: tp.format,
+        meanStepSeconds: tp.meanStepSeconds,
+        speedUp: fp32.meanStepSeconds / tp.meanStepSeconds,
+        peakAnonBytes: Math.max(...tp.peakAnonBytesPerRank),
+        shapeScore: tp.shapeScore,
+        psnrVsFp32: psnr(rgbOf(samples.get('fp32')!.slice(0, 1)), rgbOf([tp.latent])),
+        picture: join(outDir, 'fp32-tp2.safetensors'),
+      });
+      const perRank = Math.max(1, Math.floor(fp32.threads / 2));
+      const tpNote = `fp32 TP2: seed 0 split over 2 rank processes of ${perRank} thread${perRank === 1 ? '' : 's'} (fp32: h3-shapes' hidden 256 cannot give two ranks whole 256-column int8 convrot groups); PEAK ANON is the larger rank's; ranks' latent hashes ${tp.hashesEqual ? 'equal' : 'DIFFER'}; PSNR against fp32 seed 0; ${(100 * tp.commShare).toFixed(0)} % of rank 0's step time in collectives (a model this small is too small to gain from splitting)`;
       const gguf =
         'gguf_q8_0 / gguf_q4_k: the model converted by `ninodes quantize --format gguf_q8_0|gguf_q4_k` (block linears Q8_0 / Q4_K as ggml encodes them; fp32 islands, norms and biases F32 or as stored), then run from the .gguf with its blocks dequantized to f32 once';
       const report = {
@@ -259,8 +274,9 @@ export const demo = defineCommand({
         seeds: fp32.seeds,
         threads: fp32.threads,
         formats: rows,
+        tensorParallel: { ranks: tp.ranks, peakAnonBytesPerRank: tp.peakAnonBytesPerRank, hashesEqual: tp.hashesEqual, latentSha256: tp.latentSha256, commShare: tp.commShare, report: join(outDir, 'fp32-tp2.json') },
         overview: join(outDir, 'overview.png'),
-        notes: [gguf],
+        notes: [gguf, tpNote],
       };
       writeNewFile(join(stage.dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
       stage.commit();
@@ -283,6 +299,7 @@ export const demo = defineCommand({
           `overview   ${report.overview} (${DEMO_FORMATS.join(', ')}, left to right)`,
           `report     ${join(outDir, 'report.json')}`,
           `note       ${gguf}.`,
+          `note       ${tpNote}.`,
           'note       shape score: share of samples with >= 90 % of pixels within 0.2 of a drawing colour (the training data scores 1.0).',
           'note       speed and memory at scale: `ninodes run --preset h3-tiny|h3-small` (synthetic random weights, so their previews are noise) and `npm run bench`.',
           '',

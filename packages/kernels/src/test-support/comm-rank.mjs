@@ -25,7 +25,7 @@ try {
     await comm.allreduce(imax, 'max');
     const bcast = f32Input(job.rank, n);
     await comm.broadcast(bcast, job.size - 1);
-    const gathered = await comm.allgather(i32Input(job.rank, 5));
+    const gathered = await comm.allgather(i32Input(job.rank, job.gather ?? 5));
     await comm.barrier();
     out.stats = comm.stats();
     Object.assign(out, { sum: b64(sum), max: b64(max), isum: b64(isum), imax: b64(imax), bcast: b64(bcast), gathered: b64(gathered) });
@@ -34,6 +34,10 @@ try {
     if (job.rank === job.victim) process.kill(process.pid, 'SIGKILL');
     // The survivors go on with the step; the victim is gone.
     await comm.allreduce(f32Input(job.rank, 4096), 'sum');
+  } else if (job.mode === 'mismatch') {
+    // Rank 0 reduces where rank 1 gathers: both must fail, naming the other, at once.
+    if (job.rank === 0) await comm.allreduce(f32Input(job.rank, 16), 'sum');
+    else await comm.allgather(f32Input(job.rank, 8));
   } else if (job.mode === 'silent') {
     await comm.barrier();
     if (job.rank === job.victim) {
