@@ -156,6 +156,9 @@ class TimedStore : public gloo::rendezvous::Store {
 
   const std::string& where() const { return where_; }
 
+  // True when `key` exists now (no waiting).
+  bool has(const std::string& key) { return check_({prefix_ + key}); }
+
   // Deletes every key this store wrote (never another run's). Best effort: a store that fails
   // here is left as it is, the run's outcome does not depend on it.
   void remove_written() noexcept {
@@ -193,10 +196,23 @@ void Communicator::drop_buffers() {
 
 void Communicator::close() {
   std::lock_guard<std::mutex> lock(mutex_);
-  // Keys left from a failure ("alive/<r>") or a rendezvous that never finished go with the rank:
-  // a store shared by many runs (Redis) keeps nothing of this one. A peer that fails later than
-  // this finds no sign of life from this rank, which is true by then.
-  if (store_) store_->remove_written();
+  // Keys left from a failure ("alive/<r>", "diagnosed/<r>") or a rendezvous that never finished go
+  // with the rank: a store shared by many runs (Redis) keeps nothing of this one. After a failure,
+  // this rank's "alive" key stays until every peer it found alive has finished reading the others'
+  // (its "diagnosed" key is up, or its "alive" key is already gone), at most `grace`: a survivor
+  // that diagnoses later than this one would otherwise find no sign of life and name this rank too.
+  if (store_) {
+    try {
+      const auto deadline = Clock::now() + options_.grace;
+      for (int r : survivors_) {
+        const std::string alive = "alive/" + std::to_string(r), done = "diagnosed/" + std::to_string(r);
+        while (Clock::now() < deadline && store_->has(alive) && !store_->has(done)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    } catch (...) {
+      // best effort: the keys go below either way
+    }
+    store_->remove_written();
+  }
   closed_ = true;
   drop_buffers();
   context_.reset();
@@ -319,7 +335,9 @@ CommStatus Communicator::fail_and_diagnose(const char* what, const std::string& 
       for (int r = 0; r < options_.size; ++r) {
         if (r == options_.rank) continue;
         if (!store_->wait_until({"alive/" + std::to_string(r)}, deadline)) lost.push_back(r);
+        else survivors_.push_back(r);
       }
+      store_->set("diagnosed/" + std::to_string(options_.rank), std::vector<char>{'1'});
     } catch (const std::exception& e) {
       diagnosis = "; could not tell which rank failed: " + std::string(e.what());
     }

@@ -103,6 +103,9 @@ class Communicator {
   uint64_t sequence_ = 0;
   bool closed_ = false;
   CommStatus broken_;  // the first failure; later calls repeat it
+  // After a failure: the peers this rank found alive. Its "alive" key stays until each of them has
+  // finished its own diagnosis (see close()), so no survivor mistakes it for lost.
+  std::vector<int> survivors_;
 };
 
 }  // namespace comm

@@ -227,12 +227,14 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
 
   it('a killed rank makes the others fail with COMM_PEER_LOST naming it; no process is left', async () => {
     const dir = tempDir();
-    const exits = await runRanks({ mode: 'die', victim: 1, size: 3, store: { kind: 'file', path: dir }, prefix: 'die', timeoutMs: 20_000, graceMs: 1500 }, [0, 1, 2]);
-    expect(exits[1]!.signal).toBe('SIGKILL');
-    for (const rank of [0, 2]) {
+    // Rank 1 meets the failure 400 ms after rank 2 (as a rank still computing would): rank 2 must
+    // keep its sign of life until rank 1 has read it, or rank 1 would name rank 2 as lost too.
+    const exits = await runRanks({ mode: 'die', victim: 0, late: 1, lateMs: 400, size: 3, store: { kind: 'file', path: dir }, prefix: 'die', timeoutMs: 20_000, graceMs: 1500 }, [0, 1, 2]);
+    expect(exits[0]!.signal).toBe('SIGKILL');
+    for (const rank of [1, 2]) {
       const r = exits[rank]!.result;
-      expect(r, exits[rank]!.stderr).toMatchObject({ ok: false, error: { code: 'COMM_PEER_LOST', ranks: [1] } });
-      expect(r!.error!.message).toMatch(/rank 1 was lost/);
+      expect(r, exits[rank]!.stderr).toMatchObject({ ok: false, error: { code: 'COMM_PEER_LOST', ranks: [0] } });
+      expect(r!.error!.message).toMatch(/rank 0 was lost/);
     }
     for (const e of exits) expect(isAlive(e.pid)).toBe(false);
   });

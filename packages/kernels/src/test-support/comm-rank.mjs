@@ -32,7 +32,9 @@ try {
   } else if (job.mode === 'die') {
     await comm.barrier();
     if (job.rank === job.victim) process.kill(process.pid, 'SIGKILL');
-    // The survivors go on with the step; the victim is gone.
+    // The survivors go on with the step (a `late` one after lateMs, as a rank busy computing);
+    // the victim is gone.
+    if (job.rank === job.late) await new Promise((r) => setTimeout(r, job.lateMs));
     await comm.allreduce(f32Input(job.rank, 4096), 'sum');
   } else if (job.mode === 'mismatch') {
     // Rank 0 reduces where rank 1 gathers: both must fail, naming the other, at once.
