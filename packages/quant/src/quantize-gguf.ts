@@ -1,11 +1,11 @@
 // Converts a checkpoint to a GGUF file with Q8_0 or Q4_K linears, the tensor choices of city96's
 // ComfyUI-GGUF converter where it has one, streamed one tensor at a time.
 import { BLOCK_DTYPES, type DType, Tensor, byteSizeOf, isBlockDType, numelOf, quantizeGguf } from '@ninodes/kernels';
-import type { CheckpointSource, TensorSource } from '@ninodes/memory';
+import type { CheckpointSource, TensorEntry, TensorSource } from '@ninodes/memory';
 import { GgufCheckpoint } from './gguf-checkpoint.js';
 import { type GgufEntry, ggmlTypeIdOf, writeGguf } from './gguf-writer.js';
-import type { QuantizeOptions, QuantizeProgress, QuantizeReport, QuantizedLayerReport } from './quantize-types.js';
-import { FLOAT_SOURCE, dropPages, keepReason, sourceF32 } from './quantize-rules.js';
+import type { QuantizeOptions, QuantizeReport } from './quantize-types.js';
+import { ConversionRun, FLOAT_SOURCE, keepReason, sourceF32 } from './quantize-rules.js';
 import { QuantError } from './error-codes.js';
 
 /** city96's QUANTIZATION_THRESHOLD: tensors of at most this many elements stay F32. */
@@ -45,27 +45,11 @@ export async function quantizeToGguf(
   started: number,
 ): Promise<QuantizeReport> {
   const { format } = options;
-  const readTensor = options.read ?? ((name: string) => source.tensor(name));
   const block = BLOCK_DTYPES[format].blockElements;
-  const entries = source.entries();
-  const names = new Set(entries.map((e) => e.name));
-  const sourceBytes = entries.reduce((a, e) => a + e.byteLength, 0);
-  const layers: QuantizedLayerReport[] = [];
-  const kept: { name: string; reason: string }[] = [];
-  const plan: TensorSource[] = [];
-  let bytesRead = 0;
-  let peakHeld = 0;
-  let index = 0;
-  const total = entries.length;
-  let previous: string | undefined;
-  const consumed = (name: string) => {
-    if (previous !== undefined) dropPages(source, previous);
-    previous = name;
-  };
-  const progress = (e: Omit<QuantizeProgress, 'index' | 'total' | 'bytesRead' | 'sourceBytes'>) =>
-    options.onProgress?.({ ...e, index: index++, total, bytesRead, sourceBytes });
+  const run = new ConversionRun(source, options);
+  const { names, kept, layers, plan } = run;
 
-  for (const e of entries) {
+  for (const e of run.entries) {
     const isFloat = FLOAT_SOURCE.has(e.dtype) || isBlockDType(e.dtype);
     if (!isFloat && ggmlTypeIdOf(e.dtype) === undefined) {
       const layer = e.name.replace(/\.(?:weight|comfy_quant|weight_scale|scale_weight|input_scale)$/, '');
@@ -91,10 +75,7 @@ export async function quantizeToGguf(
     if (isWeight && reason !== undefined) kept.push({ name: layer, reason });
 
     if (!isWeight || reason !== undefined) {
-      plan.push(keptTensor(readTensor, e, consumed, () => {
-        bytesRead += e.byteLength;
-        return bytesRead;
-      }, progress));
+      plan.push(keptTensor(run, e));
       continue;
     }
 
@@ -104,12 +85,11 @@ export async function quantizeToGguf(
       dtype: format,
       shape: e.shape,
       data: async () => {
-        consumed(e.name);
-        const w = await sourceF32(await readTensor(e.name), e);
+        run.consumed(e.name);
+        const w = await sourceF32(await run.read(e.name), e);
         const q = await quantizeGguf(w, format);
-        peakHeld = Math.max(peakHeld, q.byteLength + (w.dtype === source.entry(e.name).dtype ? 0 : w.byteLength));
-        bytesRead += e.byteLength;
-        progress({ kind: 'quantized', name: layer, format });
+        run.peakHeld = Math.max(run.peakHeld, q.byteLength + (w.dtype === source.entry(e.name).dtype ? 0 : w.byteLength));
+        run.done(e.byteLength, { kind: 'quantized', name: layer, format });
         return q;
       },
     });
@@ -128,16 +108,16 @@ export async function quantizeToGguf(
     else metadata.push([k, { type: 'string', value: v }]);
   }
   const result = await writeGguf(target, plan, metadata);
-  if (previous !== undefined) dropPages(source, previous);
+  run.finish();
   return {
     path: result.path,
     target: format,
     layers,
     kept,
-    sourceBytes,
+    sourceBytes: run.sourceBytes,
     bytesWritten: result.bytes,
     seconds: (performance.now() - started) / 1000,
-    peakHeldBytes: peakHeld,
+    peakHeldBytes: run.peakHeld,
   };
 }
 
@@ -158,29 +138,22 @@ function keptDtype(dtype: DType, shape: readonly number[]): DType {
   return dtype;
 }
 
-function keptTensor(
-  readTensor: (name: string) => Promise<Tensor> | Tensor,
-  e: ReturnType<CheckpointSource['entries']>[number],
-  consumed: (name: string) => void,
-  read: () => number,
-  progress: (e: Omit<QuantizeProgress, 'index' | 'total' | 'bytesRead' | 'sourceBytes'>) => void,
-): TensorSource {
+function keptTensor(run: ConversionRun, e: TensorEntry): TensorSource {
   const dtype = keptDtype(e.dtype, e.shape);
   return {
     name: e.name,
     dtype,
     shape: e.shape,
     data: async () => {
-      consumed(e.name);
+      run.consumed(e.name);
       let t: Tensor;
       if (dtype === e.dtype) {
-        const stored = await readTensor(e.name);
+        const stored = await run.read(e.name);
         t = stored.shape.join() === e.shape.join() ? stored : stored.reshape(e.shape);
       } else {
-        t = await sourceF32(await readTensor(e.name), e);
+        t = await sourceF32(await run.read(e.name), e);
       }
-      read();
-      progress({ kind: 'kept', name: e.name, ...(dtype !== e.dtype ? { note: `${e.dtype} written as ${dtype}` } : {}) });
+      run.done(e.byteLength, { kind: 'kept', name: e.name, ...(dtype !== e.dtype ? { note: `${e.dtype} written as ${dtype}` } : {}) });
       return t;
     },
   };

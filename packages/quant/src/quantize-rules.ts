@@ -1,8 +1,8 @@
 // What the converters share: which layers stay as stored, and how a source tensor is read as f32.
 import { type DType, Tensor, dequantize, isBlockDType } from '@ninodes/kernels';
-import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
+import type { CheckpointSource, TensorEntry, TensorSource } from '@ninodes/memory';
 import { toF32 } from './materialize.js';
-import type { QuantizeOptions } from './quantize-types.js';
+import type { QuantizeOptions, QuantizeProgress, QuantizedLayerReport } from './quantize-types.js';
 
 /** Layers kept unless `quantizeIslands`: norms, embeddings, patch/in/out projections (fp32 islands). */
 const DEFAULT_KEEP: readonly [RegExp, string][] = [
@@ -41,6 +41,57 @@ export async function sourceF32(t: Tensor, entry: TensorEntry): Promise<Tensor<'
  * After a tensor is converted and written, its source pages are dropped (mmap sources that offer
  * `advise`) so resident memory tracks the layer being converted, not everything read so far.
  */
-export function dropPages(source: CheckpointSource, name: string): void {
+function dropPages(source: CheckpointSource, name: string): void {
   source.advise?.(name, 'dontneed');
+}
+
+/**
+ * One conversion's bookkeeping, shared by the safetensors and GGUF converters: the source's entries,
+ * the plan handed to the writer, the report's lists and counters, and the page dropping that keeps
+ * resident memory at about one layer (the writer copies a tensor's bytes after data() returns, so a
+ * source tensor's pages are dropped when the next one is requested, and the last after the write).
+ */
+export class ConversionRun {
+  readonly entries: readonly TensorEntry[];
+  readonly names: ReadonlySet<string>;
+  readonly sourceBytes: number;
+  readonly layers: QuantizedLayerReport[] = [];
+  readonly kept: { name: string; reason: string }[] = [];
+  readonly plan: TensorSource[] = [];
+  /** Source bytes consumed so far. */
+  bytesRead = 0;
+  /** Most bytes of converted tensors held at once. */
+  peakHeld = 0;
+  /** Reads a source tensor: the options' `read` (a LoRA merge's patching reader), else the source. */
+  readonly read: (name: string) => Promise<Tensor> | Tensor;
+  private index = 0;
+  private previous: string | undefined;
+
+  constructor(
+    private readonly source: CheckpointSource,
+    private readonly options: Pick<QuantizeOptions, 'read' | 'onProgress'>,
+  ) {
+    this.entries = source.entries();
+    this.names = new Set(this.entries.map((e) => e.name));
+    this.sourceBytes = this.entries.reduce((a, e) => a + e.byteLength, 0);
+    this.read = options.read ?? ((name: string) => source.tensor(name));
+  }
+
+  /** Called as the writer asks for `name`: the previous tensor's pages go. */
+  consumed(name: string): void {
+    if (this.previous !== undefined) dropPages(this.source, this.previous);
+    this.previous = name;
+  }
+
+  /** Counts `bytes` of source as read and reports one converted or kept tensor. */
+  done(bytes: number, event: Omit<QuantizeProgress, 'index' | 'total' | 'bytesRead' | 'sourceBytes'>): void {
+    this.bytesRead += bytes;
+    this.options.onProgress?.({ ...event, index: this.index++, total: this.entries.length, bytesRead: this.bytesRead, sourceBytes: this.sourceBytes });
+  }
+
+  /** After the write: the last tensor's pages go too. */
+  finish(): void {
+    if (this.previous !== undefined) dropPages(this.source, this.previous);
+    this.previous = undefined;
+  }
 }

@@ -1,10 +1,10 @@
 import { type DType, Tensor, encodeFp8, isBlockDType, quantizeWeightInt8 } from '@ninodes/kernels';
-import { type CheckpointSource, type TensorSource, writeSafetensors } from '@ninodes/memory';
+import { type CheckpointSource, writeSafetensors } from '@ninodes/memory';
 import { encodeComfyQuant } from './comfy-quant-config.js';
 import { fp8Scale } from './quant-math.js';
 import { quantizeToGguf } from './quantize-gguf.js';
-import { FLOAT_SOURCE, LOW_RANK_COLUMNS, dropPages, keepReason, sourceF32 } from './quantize-rules.js';
-import { QUANTIZE_TARGETS, type QuantizeOptions, type QuantizeProgress, type QuantizeReport, type QuantizedLayerReport } from './quantize-types.js';
+import { ConversionRun, FLOAT_SOURCE, LOW_RANK_COLUMNS, keepReason, sourceF32 } from './quantize-rules.js';
+import { QUANTIZE_TARGETS, type QuantizeOptions, type QuantizeReport } from './quantize-types.js';
 import { CONVROT_GROUP, type WeightFormat } from './weight-format.js';
 import { QuantError } from './error-codes.js';
 
@@ -24,30 +24,12 @@ export async function quantize(source: CheckpointSource, target: string, options
   if (!QUANTIZE_TARGETS.includes(format)) {
     throw new QuantError('UNSUPPORTED_QUANTIZE_TARGET', `cannot quantize to '${format}'`, { value: format, hint: `targets: ${QUANTIZE_TARGETS.join(', ')}` });
   }
-  const read = options.read ?? ((name: string) => source.tensor(name));
   if (format === 'q8_0' || format === 'q4_k') return quantizeToGguf(source, target, { ...options, format }, started);
-  const entries = source.entries();
-  const names = new Set(entries.map((e) => e.name));
-  const sourceBytes = entries.reduce((a, e) => a + e.byteLength, 0);
-  const layers: QuantizedLayerReport[] = [];
-  const kept: { name: string; reason: string }[] = [];
-  const plan: TensorSource[] = [];
-  let bytesRead = 0;
+  const run = new ConversionRun(source, options);
+  const { names, kept, layers, plan } = run;
   let held = 0;
-  let peakHeld = 0;
-  let index = 0;
-  const total = entries.length;
-  // The writer copies a tensor's bytes after data() returns: drop each source tensor's pages when the
-  // next one is requested, and the last one after the write.
-  let previous: string | undefined;
-  const consumed = (name: string) => {
-    if (previous !== undefined) dropPages(source, previous);
-    previous = name;
-  };
-  const progress = (e: Omit<QuantizeProgress, 'index' | 'total' | 'bytesRead' | 'sourceBytes'>) =>
-    options.onProgress?.({ ...e, index: index++, total, bytesRead, sourceBytes });
 
-  for (const e of entries) {
+  for (const e of run.entries) {
     const isWeight = e.name.endsWith('.weight');
     const layer = isWeight ? e.name.slice(0, -'.weight'.length) : '';
     const quantizable = isWeight && e.shape.length === 2 && (FLOAT_SOURCE.has(e.dtype) || isBlockDType(e.dtype));
@@ -69,11 +51,10 @@ export async function quantize(source: CheckpointSource, target: string, options
         dtype: outDtype,
         shape: e.shape,
         data: async () => {
-          consumed(e.name);
-          const stored = await read(e.name);
+          run.consumed(e.name);
+          const stored = await run.read(e.name);
           const t = outDtype === e.dtype ? stored : await sourceF32(stored, e);
-          bytesRead += e.byteLength;
-          progress({ kind: 'kept', name: e.name, ...(outDtype !== e.dtype ? { note: `${e.dtype} decoded to f32` } : {}) });
+          run.done(e.byteLength, { kind: 'kept', name: e.name, ...(outDtype !== e.dtype ? { note: `${e.dtype} decoded to f32` } : {}) });
           return t;
         },
       });
@@ -102,8 +83,8 @@ export async function quantize(source: CheckpointSource, target: string, options
       dtype: int8 ? 'i8' : (layerFormat as 'f8_e4m3fn' | 'f8_e5m2'),
       shape: [n, k],
       data: async () => {
-        consumed(e.name);
-        const w = await sourceF32(await read(e.name), e);
+        run.consumed(e.name);
+        const w = await sourceF32(await run.read(e.name), e);
         let out: Tensor;
         let sc: Tensor<'f32'>;
         if (int8) {
@@ -117,9 +98,8 @@ export async function quantize(source: CheckpointSource, target: string, options
         }
         scale = sc;
         held = out.byteLength + sc.byteLength + (w.dtype === source.entry(e.name).dtype ? 0 : w.byteLength);
-        peakHeld = Math.max(peakHeld, held);
-        bytesRead += e.byteLength;
-        progress({ kind: 'quantized', name: layer, format: layerFormat, ...(note ? { note } : {}) });
+        run.peakHeld = Math.max(run.peakHeld, held);
+        run.done(e.byteLength, { kind: 'quantized', name: layer, format: layerFormat, ...(note ? { note } : {}) });
         return out;
       },
     });
@@ -143,15 +123,15 @@ export async function quantize(source: CheckpointSource, target: string, options
   plan.sort((a, b) => Number(a.name.endsWith('.comfy_quant')) - Number(b.name.endsWith('.comfy_quant')));
   const metadata = { ...source.metadata, ...options.metadata };
   const result = await writeSafetensors(target, plan, Object.keys(metadata).length > 0 ? { metadata } : {});
-  if (previous !== undefined) dropPages(source, previous);
+  run.finish();
   return {
     path: result.path,
     target: format,
     layers,
     kept,
-    sourceBytes,
+    sourceBytes: run.sourceBytes,
     bytesWritten: result.bytes,
     seconds: (performance.now() - started) / 1000,
-    peakHeldBytes: peakHeld,
+    peakHeldBytes: run.peakHeld,
   };
 }
