@@ -1,4 +1,4 @@
-import { NinodesError } from '@ninodes/kernels';
+import { NinodesError, isBlockDType } from '@ninodes/kernels';
 import { type CheckpointSource, HostBufferPool, type PooledBuffer } from '@ninodes/memory';
 import type { LayoutGroup, ModelLayout } from '@ninodes/quant';
 import { idleOf, readAll, tensorReader } from './file-group-loader.js';
@@ -24,10 +24,11 @@ export interface PreparableOp {
 
 export interface OpGroupLoaderOptions {
   /**
-   * The source the ops were built over, wrapped as a StagedSource: a group's linear weights are
-   * then read with positioned reads (libuv's thread pool, off the JS thread) into pooled buffers and
-   * staged there before the ops prepare, so a read ahead overlaps compute. Without it the ops read
-   * the mapping where they are (page faults on the thread that touches them).
+   * The source the ops were built over, wrapped as a StagedSource: a group's linear weights that
+   * are converted are then read with positioned reads (libuv's thread pool, off the JS thread) into
+   * pooled buffers and staged there before the ops prepare, so a read ahead overlaps compute; those
+   * run as stored are staged as views of the mapping made once and kept (zero-copy, no new external
+   * buffer per load). Without it the ops read the mapping where they are, through new views.
    */
   readonly staged?: StagedSource;
   /** Buffers for staged reads (default: a pool without cap, trimmed by `trim()`). */
@@ -39,6 +40,9 @@ export interface OpGroupLoader extends GroupLoader<void> {
   close(): Promise<void>;
 }
 
+/** Whether the op runs its weight in the stored format (no conversion reads it on this thread). */
+const asStored = (op: PreparableOp): boolean => op.format !== undefined && op.format === op.storedFormat;
+
 const now = (): number => performance.now() / 1000;
 
 /**
@@ -47,10 +51,12 @@ const now = (): number => performance.now() / 1000;
  * model's forward uses them as it would without streaming: the output is the same bytes. Ops
  * without their own cache only (a shared weight cache holds nothing in the op).
  *
- * With `staged`, the reads happen off the JS thread; what is left on it is the conversion to the run
- * format (cast, quantize: synchronous kernels), reported as the load's `blockingSeconds`. A weight
- * run as stored keeps its staged buffer until the group is released; a converted one gives it back
- * as soon as it is prepared.
+ * With `staged`, the reads of weights to convert happen off the JS thread; what is left on it is the
+ * conversion to the run format (cast, quantize: synchronous kernels), reported as the load's
+ * `blockingSeconds`; a converted weight gives its buffer back as soon as it is prepared. A weight
+ * run as stored is not copied: the ops use the mapped bytes (read ahead by `advise('willneed')`),
+ * and releasing the group advises `dontneed`, which unmaps them from the process (its RSS drops;
+ * the page cache keeps them while memory allows).
  */
 export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, source?: CheckpointSource, options: OpGroupLoaderOptions = {}): OpGroupLoader {
   const byName = new Map<string, PreparableOp>();
@@ -78,16 +84,37 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
     async load(group: LayoutGroup): Promise<LoadedGroup<void>> {
       const list = opsOf.get(group.name) ?? [];
       const buffers = new Map<string, PooledBuffer>();
+      const mapped = new Set<string>();
       const unstage = (name: string): void => {
         staged?.unstage(name);
         buffers.get(name)?.release();
         buffers.delete(name);
+        mapped.delete(name);
       };
       if (staged !== undefined && reader !== undefined) {
-        const read = await readAll(reader, list.flatMap((e) => (e.weight === undefined ? [] : [e.weight])));
-        for (const r of read) {
-          buffers.set(r.tensor.name, r.buffer);
-          staged.stage(r.tensor.name, r.buffer.buffer);
+        const toRead: string[] = [];
+        try {
+          for (const { op, weight } of list) {
+            if (weight === undefined) continue;
+            // GGUF blocks are dequantized even "as stored": read them off this thread.
+            if (!asStored(op) || isBlockDType(staged.entry(weight).dtype)) {
+              toRead.push(weight);
+              continue;
+            }
+            // Run as stored: the ops use the mapped bytes where they are, as an all-resident run
+            // does. Faulting them in from the page cache (read ahead by the executor's
+            // advise('willneed')) costs a few ms per 400 MiB; copying them, ~90 ms of CPU.
+            mapped.add(weight);
+            staged.stageMapped(weight);
+          }
+          const read = await readAll(reader, toRead);
+          for (const r of read) {
+            buffers.set(r.tensor.name, r.buffer);
+            staged.stage(r.tensor.name, r.buffer.buffer);
+          }
+        } catch (error) {
+          for (const name of [...mapped]) unstage(name);
+          throw error;
         }
       }
       // Preparing starts synchronously: a conversion runs on this thread before the promise returns.
@@ -106,7 +133,7 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed !== undefined) {
         for (const { op } of list) op.release();
-        for (const name of [...buffers.keys()]) unstage(name);
+        for (const name of [...buffers.keys(), ...mapped]) unstage(name);
         throw failed.reason;
       }
       let released = false;
@@ -119,7 +146,7 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
           released = true;
           // The ops first: what they prepared may be a view of a staged buffer.
           for (const { op } of list) op.release();
-          for (const name of [...buffers.keys()]) unstage(name);
+          for (const name of [...buffers.keys(), ...mapped]) unstage(name);
         },
       };
     },

@@ -45,6 +45,8 @@ export interface CheckpointSource {
   close(): void;
   /** Optional page-cache hint for one tensor: prefetch (`willneed`) or drop after use (`dontneed`). */
   advise?(name: string, advice: 'willneed' | 'dontneed'): void;
+  /** Optional: the check tensor() makes (size, inode, mtime) of the file holding `name`, without a view. */
+  verify?(name: string): void;
   /** Optional: faults in every page of one tensor without copying; returns a byte sum. */
   touch?(name: string): number;
 }

@@ -115,6 +115,10 @@ export class ShardedSafetensors implements CheckpointSource {
     this.shardOf(name).advise(name, advice);
   }
 
+  verify(name: string): void {
+    this.shardOf(name).verify();
+  }
+
   touch(name: string): number {
     return this.shardOf(name).touch(name);
   }

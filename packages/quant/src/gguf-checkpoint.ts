@@ -157,6 +157,11 @@ export class GgufCheckpoint implements CheckpointSource {
     this.file.advise(t.byteOffset, t.byteLength, advice);
   }
 
+  /** The check tensor() makes (open, and with verifyOnUse the file unchanged), without a view. */
+  verify(name: string): void {
+    this.checkOpen(name);
+  }
+
   /** Faults in a tensor's pages without copying; returns a byte sum. */
   touch(name: string): number {
     const t = this.info(name);

@@ -1,10 +1,10 @@
 /**
  * Suite `offload` (issue 14):
  * - `step`: one forward of a synthetic H3 preset (bf16 compute) with 0-100 % of its bytes placed on
- *   `disk` and streamed by the executor (weights read off the JS thread into pooled buffers, prefetch
- *   1), against the all-resident model in the same rounds; page cache warm, or cold (the file's pages
- *   dropped with posix_fadvise(DONTNEED), dd iflag=nocache, before each step of both). Metrics per
- *   step: bytes streamed, seconds waited and blocked, overlap, the file's sequential read rate (cold)
+ *   `disk` and streamed by the executor (bf16 weights run as stored: used from the mapping, read
+ *   ahead with advise('willneed'), prefetch 1), against the all-resident model in the same rounds;
+ *   page cache warm, or cold (the file's pages dropped with posix_fadvise(DONTNEED), dd
+ *   iflag=nocache, before each step of both). Metrics per step: bytes streamed, seconds waited and blocked, overlap, the file's sequential read rate (cold)
  *   and the peak resident bytes of a child doing two forwards, over its baseline, against the budget.
  * - `h3_full_step` (full mode only): the real-shape sparse h3-full (~64 GB bf16) at 1 frame 16×16
  *   with an 8 GB budget: one forward on a machine smaller than the model.
@@ -39,7 +39,7 @@ function preparable(op: LinearOp): op is LinearOp & PreparableOp {
 
 /**
  * The model with an executor streaming its disk groups, as `ninodes run --alloc` composes it: weights
- * staged from positioned reads, the budget what the plan puts on the cpu (or `budgetBytes`).
+ * staged through a StagedSource, the budget what the plan puts on the cpu (or `budgetBytes`).
  */
 function streamedModel(path: string, allocation: string, dims: Dims, budgetBytes?: number): { model: H3VideoModel; executor: StreamingExecutor<void>; budget: number; activationBytes: number; close: () => Promise<void> } {
   let staged: StagedSource | undefined;

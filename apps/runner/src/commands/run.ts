@@ -125,7 +125,8 @@ function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: Ru
   // The executor counts it on the process's measured resident bytes over what it held before:
   // --budget B, or what the plan puts on the cpu (weights within its quota, plus the reserve).
   const budgetBytes = budget ?? computeDeviceBytes(placement);
-  // Streamed weights are read off the JS thread into pooled buffers and staged for the ops.
+  // Streamed weights to convert are read off the JS thread into pooled buffers and staged for the
+  // ops; those run as stored are used from the mapping (no copy).
   const loader = opGroupLoader(layout, ops, opened.source, { staged });
   const executor = new StreamingExecutor({ layout, placement, loader, budgetBytes, prefetch: args.prefetch });
   return {
