@@ -24,7 +24,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const small = ['--frames', '1', '--height', '8', '--width', '8', '--steps', '2', '--threads', '1'];
 
 describe('ninodes run --alloc', () => {
-  it.each(['fp32', 'int8_convrot'])('--quant %s: cpu,4mb;disk,* writes the same latent bytes as the all-resident run', async (quant) => {
+  // The checkpoint's linears are bf16: --quant bf16 streams them as stored (used from the mapping),
+  // fp32 and int8_convrot convert them (read into pooled buffers first).
+  it.each(['fp32', 'bf16', 'int8_convrot'])('--quant %s: cpu,4mb;disk,* writes the same latent bytes as the all-resident run', async (quant) => {
     const resident = await cli('run', '--model', ckpt, ...small, '--quant', quant, '--out', join(dir, `resident-${quant}`), '--json');
     expect(resident.status).toBe(0);
     const streamed = await cli('run', '--model', ckpt, ...small, '--quant', quant, '--alloc', 'cpu,4mb;disk,*', '--out', join(dir, `streamed-${quant}`), '--json');
