@@ -108,7 +108,7 @@ Napi::Value comm_create(const Napi::CallbackInfo& info) {
           }
           return out;
         },
-        {}, ninodes::Lane::io);
+        {});
   });
 }
 

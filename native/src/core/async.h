@@ -11,16 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "core/compute_thread.h"
 #include "core/errors.h"
 #include "core/memory_pins.h"
 
 namespace ninodes {
-
-// Where an op's work runs: compute ops on the one compute thread (core/compute_thread.h), so every
-// oneDNN/OpenMP region has the same master thread and team; blocking I/O (a connect that waits for
-// peers) on the libuv worker itself, so it never holds up compute.
-enum class Lane { compute, io };
 
 class AsyncOp : public Napi::AsyncWorker {
  public:
@@ -28,9 +22,8 @@ class AsyncOp : public Napi::AsyncWorker {
   using Done = std::function<Napi::Value(Napi::Env)>;
 
   static Napi::Promise start(Napi::Env env, const char* name, Work work, Done done,
-                             const std::vector<Napi::Value>& keep_alive, Lane lane = Lane::compute) {
+                             const std::vector<Napi::Value>& keep_alive) {
     auto* op = new AsyncOp(env, name, std::move(work), std::move(done));
-    op->lane_ = lane;
     for (const Napi::Value& value : keep_alive) {
       if (!value.IsObject()) continue;
       op->refs_.push_back(Napi::Persistent(value.As<Napi::Object>()));
@@ -50,11 +43,7 @@ class AsyncOp : public Napi::AsyncWorker {
     try {
       fail_if_pinned_failed();
       const uint64_t faults = repaired_fault_count();
-      if (lane_ == Lane::compute) {
-        run_on_compute_thread(work_);
-      } else {
-        work_();
-      }
+      work_();
       fail_if_pinned_failed();
       fail_if_faulted_since(faults);
     } catch (const NativeError& e) {
@@ -100,7 +89,6 @@ class AsyncOp : public Napi::AsyncWorker {
   Work work_;
   Done done_;
   std::string code_ = "INTERNAL";
-  Lane lane_ = Lane::compute;
   std::vector<Napi::ObjectReference> refs_;
   std::vector<PinnableMemory*> pins_;
 };

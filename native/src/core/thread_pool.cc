@@ -1,8 +1,5 @@
 #include "core/thread_pool.h"
 
-#include <atomic>
-#include "core/compute_thread.h"
-
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
@@ -153,26 +150,10 @@ Pool& pool() {
 
 }  // namespace
 
-std::atomic<TeamFor> g_team_for{nullptr};
-
-void set_team_for(TeamFor team_for) { g_team_for.store(team_for); }
-
 void parallel_for(size_t count, size_t grain, const RangeFn& fn) {
   if (inside_pool) {
     fn(0, count);
     return;
-  }
-  TeamFor team_for = g_team_for.load();
-  if (team_for != nullptr && is_compute_thread()) {
-    // Each chunk marks its thread as inside the pool: a nested parallel_for runs inline, as in the pool.
-    return team_for(count, grain, [&fn](size_t begin, size_t end) {
-      struct Inside {
-        bool prev = inside_pool;
-        Inside() { inside_pool = true; }
-        ~Inside() { inside_pool = prev; }
-      } inside;
-      fn(begin, end);
-    });
   }
   pool().run(count, grain, fn);
 }

@@ -80,15 +80,6 @@ void onednn_team_for(size_t count, size_t grain, const RangeFn& fn) {
   if (job.error) std::rethrow_exception(job.error);
 }
 
-namespace {
-// parallel_for on the compute thread runs on the OpenMP team (core/thread_pool.h), when there is one.
-const bool g_team_registered = [] {
-  const Gomp& g = gomp();
-  if (g.parallel != nullptr && g.thread_num != nullptr && g.num_threads != nullptr) set_team_for(&onednn_team_for);
-  return true;
-}();
-}  // namespace
-
 dnnl::engine& onednn_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
