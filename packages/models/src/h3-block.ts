@@ -58,8 +58,7 @@ export function mergeHeads(x: Tensor<'f32'>, out?: Tensor<'f32'>): Tensor<'f32'>
  * An op's output must be [rows, N] for the N its spec declares: a narrower op (a shard built for
  * other widths) would otherwise leave part of the block's buffers unread or misaligned.
  */
-export function checkWidth(op: LinearOp, y: Tensor<'f32'>, rows: number): Tensor<'f32'> {
-  const n = op.spec.outFeatures;
+export function checkWidth(op: LinearOp, y: Tensor<'f32'>, rows: number, n = op.spec.outFeatures): Tensor<'f32'> {
   if (y.shape.length !== 2 || y.shape[0] !== rows || y.shape[1] !== n || y.numel !== rows * n) {
     throw new ModelsError('LINEAR_WIDTH_MISMATCH', `linear '${op.spec.name}' returned [${y.shape.join(', ')}], the block needs [${rows}, ${n}]`, {
       value: y.shape,
@@ -149,10 +148,29 @@ export class H3Block {
       return checkWidth(op, await timedAsync(prof, 'linear', () => op.forward(v, out)), rows);
     };
     const t2 = tEmb.reshape([-1, tEmb.shape[tEmb.rank - 1] as number]);
-    const mod = await lin(this.linears.adaln, this.config.curveGrid === undefined ? timed(prof, 'elementwise', () => silu(t2, buf('silu_t', t2.shape))) : t2, 'adaln');
     const segs = segments ?? [{ start: 0, stop: s, row: 0 }];
     const whole = segs.length === 1 && segs[0]?.start === 0 && segs[0].stop === s;
-    // Row r of the [M·3, 6·hidden] view of the adaLN output: chunk c sits at (6r + c)·hidden.
+    // The adaLN output holds three modality rows (6·hidden each) per timestep; only the run of
+    // modalities [lo, hi] this forward reads is computed (a video-only forward: one third of the
+    // block's biggest linear). Ops without forwardRows (a tensor-parallel gather) compute all three.
+    const modalities = segs.map((seg) => seg.row % 3);
+    const adaln = this.linears.adaln;
+    const forwardRows = adaln.forwardRows?.bind(adaln);
+    const partial = forwardRows !== undefined && (Math.min(...modalities) > 0 || Math.max(...modalities) < 2);
+    const lo = partial ? Math.min(...modalities) : 0;
+    const span = partial ? Math.max(...modalities) - lo + 1 : 3;
+    const adalnIn = this.config.curveGrid === undefined ? timed(prof, 'elementwise', () => silu(t2, buf('silu_t', t2.shape))) : t2;
+    const mod = forwardRows !== undefined && partial
+      ? checkWidth(
+          adaln,
+          await timedAsync(prof, 'linear', () => forwardRows(adalnIn, 6 * d * lo, 6 * d * (lo + span), buf(`adaln${span}`, [t2.shape[0] as number, 6 * d * span]))),
+          t2.shape[0] as number,
+          6 * d * span,
+        )
+      : await lin(adaln, adalnIn, 'adaln');
+    // Chunk c of a segment's adaLN row (timestep t = row / 3, modality m = row % 3): the output is
+    // [M, span·6·hidden] with modality m's six chunks at (span·6t + 6(m − lo) + c)·hidden.
+    const at = (seg: ModSegment, c: number): number => 6 * span * Math.floor(seg.row / 3) + 6 * ((seg.row % 3) - lo) + c;
     const perRows = (v: Tensor<'f32'>, f: (rows: Tensor<'f32'>, seg: ModSegment) => Tensor<'f32'>): Tensor<'f32'> => {
       if (whole) return f(v, segs[0] as ModSegment);
       const w = v.shape[1] as number;
@@ -160,14 +178,14 @@ export class H3Block {
       for (const seg of segs) out.set(f(v.rows(seg.start, seg.stop), seg).data, seg.start * w);
       return Tensor.fromArray('f32', [s, w], out);
     };
-    const modulateRows = (v: Tensor<'f32'>, c: number): Tensor<'f32'> => perRows(v, (r, seg) => modulate(r, chunk(mod, 6 * seg.row + c, d), chunk(mod, 6 * seg.row + c + 1, d)));
+    const modulateRows = (v: Tensor<'f32'>, c: number): Tensor<'f32'> => perRows(v, (r, seg) => modulate(r, chunk(mod, at(seg, c), d), chunk(mod, at(seg, c + 1), d)));
     const gateRows = (base: Tensor<'f32'>, out: Tensor<'f32'>, c: number, dst?: Tensor<'f32'>): Tensor<'f32'> =>
-      whole ? gatedResidual(base, out, chunk(mod, 6 * (segs[0] as ModSegment).row + c, d), dst) : perRows(base, (r, seg) => gatedResidual(r, out.rows(seg.start, seg.stop), chunk(mod, 6 * seg.row + c, d)));
+      whole ? gatedResidual(base, out, chunk(mod, at(segs[0] as ModSegment, c), d), dst) : perRows(base, (r, seg) => gatedResidual(r, out.rows(seg.start, seg.stop), chunk(mod, at(seg, c), d)));
 
     // One fused pass (RMSNorm then modulate, same bits) when one modality row covers every token.
     const normModulate = (v: Tensor<'f32'>, weight: string, c: number): Tensor<'f32'> =>
       whole
-        ? timed(prof, 'norm', () => rmsNormModulate(v, this.params(weight), chunk(mod, 6 * (segs[0] as ModSegment).row + c, d), chunk(mod, 6 * (segs[0] as ModSegment).row + c + 1, d), eps, buf('h', v.shape)))
+        ? timed(prof, 'norm', () => rmsNormModulate(v, this.params(weight), chunk(mod, at(segs[0] as ModSegment, c), d), chunk(mod, at(segs[0] as ModSegment, c + 1), d), eps, buf('h', v.shape)))
         : timed(prof, 'elementwise', () => modulateRows(timed(prof, 'norm', () => rmsNorm(v, this.params(weight), eps)), c));
     const h1 = normModulate(x, `${p}.norm1.weight`, 0);
     const qkv = await lin(this.linears.qkv, h1, 'qkv');

@@ -31,6 +31,13 @@ export interface LinearOp {
    * (a wrapper that reduces, a streamed weight) returns a tensor of its own: use the returned one.
    */
   forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>>;
+  /**
+   * Output features [start, stop) of forward(x) only: y [M, stop - start], each value bit for bit the
+   * one forward gives (the same dot product over the same weight row). For a layer whose caller
+   * reads part of the output (H3's adaLN: one modality's rows of three). `out` as in forward. Absent
+   * on ops that cannot compute a part (a gathering wrapper): call forward and read the part.
+   */
+  forwardRows?(x: Tensor<'f32'>, start: number, stop: number, out?: Tensor<'f32'>): Promise<Tensor<'f32'>>;
   /** The weight as the kernel uses it, dequantized to f32 [N, K] (LoRA patching, error reports); a tensor the caller owns. */
   materializedWeight(): Promise<Tensor<'f32'>>;
   /**

@@ -165,6 +165,32 @@ describe('float, fp8 and forced compute formats', () => {
     expect(maxRel((await asF32.forward(x)).data as Float32Array, refLinear(x.data, wd, fx.f32(`${l}.bias`), m, n, k))).toBeLessThan(1e-5);
   });
 
+  it('forwardRows computes output rows [a, b) only, each value bit for bit the whole forward\'s', async () => {
+    const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
+    const [a, b] = [Math.floor(n / 3), n - 1];
+    for (const compute of ['f32', 'bf16', 'int8_convrot', 'f8_e4m3fn'] as const) {
+      const op = createLinearProvider(src, { compute }).linear(spec);
+      const whole = (await op.forward(x)).data as Float32Array;
+      const want = new Float32Array(m * (b - a));
+      for (let i = 0; i < m; i++) want.set(whole.subarray(i * n + a, i * n + b), i * (b - a));
+      const part = await op.forwardRows(x, a, b);
+      expect(part.shape).toEqual([m, b - a]);
+      expect(part.data, compute).toEqual(want);
+      // Into a caller's buffer too.
+      const out = Tensor.zeros('f32', [m, b - a]);
+      expect((await op.forwardRows(x, a, b, out)).data, compute).toEqual(want);
+      // And against the definition (f64), so a wrong slice of bias or scales cannot hide.
+      const ref = refLinear(x.data, (await op.materializedWeight()).data, fx.f32(`${l}.bias`), m, n, k);
+      const refPart = new Float64Array(m * (b - a));
+      for (let i = 0; i < m; i++) refPart.set(ref.subarray(i * n + a, i * n + b), i * (b - a));
+      expect(maxRel(part.data as Float32Array, refPart), compute).toBeLessThan(compute === 'f32' || compute === 'f8_e4m3fn' ? 1e-5 : 2e-2);
+    }
+    const op = createLinearProvider(src).linear(spec);
+    for (const [s0, s1] of [[-1, 2], [3, 3], [0, n + 1], [0.5, 2]] as const) {
+      await expect(op.forwardRows(x, s0, s1)).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    }
+  });
+
   it('materializedWeight of an mmap-backed f32 layer is a copy the caller may patch', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'quant-lin-'));
     try {

@@ -158,7 +158,24 @@ class QuantLinear implements QuantLinearOp {
     return this.slice?.columns !== undefined;
   }
 
-  async forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+  forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+    return this.run(x, undefined, out);
+  }
+
+  async forwardRows(x: Tensor<'f32'>, start: number, stop: number, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+    const n = this.spec.outFeatures;
+    if (!Number.isInteger(start) || !Number.isInteger(stop) || start < 0 || stop <= start || stop > n) {
+      throw new QuantError('SHAPE_MISMATCH', `linear '${this.spec.name}': output rows [${start}, ${stop}) are not a non-empty part of [0, ${n})`, {
+        value: { start, stop },
+        where: this.spec.name,
+        hint: `pass 0 <= start < stop <= ${n}`,
+      });
+    }
+    return this.run(x, start === 0 && stop === n ? undefined : [start, stop], out);
+  }
+
+  /** forward over output rows `part` (all when undefined): the weight's rows, row scales and bias sliced as views. */
+  private async run(x: Tensor<'f32'>, part: readonly [number, number] | undefined, out: Tensor<'f32'> | undefined): Promise<Tensor<'f32'>> {
     const k = this.spec.inFeatures;
     if (x.dtype !== 'f32' || x.shape.length !== 2 || x.shape[1] !== k) {
       throw new QuantError('SHAPE_MISMATCH', `linear '${this.spec.name}' takes f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
@@ -167,13 +184,16 @@ class QuantLinear implements QuantLinearOp {
       });
     }
     // Row-parallel partial outputs are summed by the caller, who adds the bias once (deferredBias).
-    const bias = this.rowParallel ? undefined : this.biasTensor();
+    const whole = this.rowParallel ? undefined : this.biasTensor();
+    // Row views of [N, ...] tensors: no copy, the same bytes the whole forward reads.
+    const pick = <T extends Tensor>(t: T): T => (part === undefined ? t : (t.rows(part[0], part[1]) as T));
+    const bias = whole === undefined ? undefined : pick(whole);
     return this.withPrepared(async (p) => {
       switch (p.kind) {
         case 'f32':
-          return linear(x, p.w, bias, out ? { out } : {});
+          return linear(x, pick(p.w), bias, out ? { out } : {});
         case 'bf16':
-          return linear(x, p.w, bias, { precision: this.precision, ...(out ? { out } : {}) });
+          return linear(x, pick(p.w), bias, { precision: this.precision, ...(out ? { out } : {}) });
         case 'int8': {
           // The row scales int8Linear returns are not needed here: with `out`, they go to a scratch
           // kept for this row count, so a steady-state call allocates nothing. A call that overlaps
@@ -181,7 +201,7 @@ class QuantLinear implements QuantLinearOp {
           const scratch = out && !this.rowScalesBusy ? this.rowScaleScratch(x.shape[0] as number) : undefined;
           if (scratch) this.rowScalesBusy = true;
           try {
-            const r = await int8Linear(x, p.q, p.scale, { convrot: p.convrot, ...(bias ? { bias } : {}), ...(out ? { out } : {}), ...(scratch ? { xScaleOut: scratch } : {}) });
+            const r = await int8Linear(x, pick(p.q), pick(p.scale), { convrot: p.convrot, ...(bias ? { bias } : {}), ...(out ? { out } : {}), ...(scratch ? { xScaleOut: scratch } : {}) });
             return r.y;
           } finally {
             if (scratch) this.rowScalesBusy = false;
@@ -189,7 +209,7 @@ class QuantLinear implements QuantLinearOp {
         }
         case 'fp8':
           // No fp8 gemm on the CPU: decode per call so only the fp8 bytes stay resident (transientBytes).
-          return linear(x, decodeFp8(p.w, { scale: p.scale }), bias, out ? { out } : {});
+          return linear(x, decodeFp8(pick(p.w), { scale: p.scale }), bias, out ? { out } : {});
       }
     });
   }
