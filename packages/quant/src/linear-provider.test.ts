@@ -173,12 +173,12 @@ describe('float, fp8 and forced compute formats', () => {
       const whole = (await op.forward(x)).data as Float32Array;
       const want = new Float32Array(m * (b - a));
       for (let i = 0; i < m; i++) want.set(whole.subarray(i * n + a, i * n + b), i * (b - a));
-      const part = await op.forwardRows(x, a, b);
+      const part = await op.forwardRows!(x, a, b);
       expect(part.shape).toEqual([m, b - a]);
       expect(part.data, compute).toEqual(want);
       // Into a caller's buffer too.
       const out = Tensor.zeros('f32', [m, b - a]);
-      expect((await op.forwardRows(x, a, b, out)).data, compute).toEqual(want);
+      expect((await op.forwardRows!(x, a, b, out)).data, compute).toEqual(want);
       // And against the definition (f64), so a wrong slice of bias or scales cannot hide.
       const ref = refLinear(x.data, (await op.materializedWeight()).data, fx.f32(`${l}.bias`), m, n, k);
       const refPart = new Float64Array(m * (b - a));
@@ -187,7 +187,7 @@ describe('float, fp8 and forced compute formats', () => {
     }
     const op = createLinearProvider(src).linear(spec);
     for (const [s0, s1] of [[-1, 2], [3, 3], [0, n + 1], [0.5, 2]] as const) {
-      await expect(op.forwardRows(x, s0, s1)).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+      await expect(op.forwardRows!(x, s0, s1)).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
     }
   });
 
