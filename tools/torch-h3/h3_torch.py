@@ -78,6 +78,8 @@ class H3Torch:
         self.layers = sum(1 for k in self.w if k.endswith(".norm1.weight") and k.startswith("blocks."))
         self.head_dim = self.w["blocks.0.attn.q_norm.weight"].shape[0]
         self.heads = self.w["blocks.0.attn.qkv_proj.weight"].shape[0] // (3 * self.head_dim)
+        # Heads this process computes: all of them here; a tensor-parallel rank's share in h3_tp_gloo.
+        self.local_heads = self.heads
         self.freq_dim = self.w["time_embedder.proj_in.weight"].shape[1]
         self.rope_len = self.w["rope.inv_freq"].shape[0]
         # H3's defaults (h3-config.ts H3_DEFAULTS); a checkpoint's shapes do not carry them.
@@ -149,9 +151,13 @@ class H3Torch:
 
     # ---- forward ------------------------------------------------------------------------------
 
+    def _row_linear(self, x, name):
+        """A linear whose input is split by columns under tensor parallelism (out_proj, fc2): whole here."""
+        return self._linear(x, name)
+
     def _block(self, i, x, t_emb, angles):
         p = f"blocks.{i}"
-        d, heads, hd = self.hidden, self.heads, self.head_dim
+        d, heads, hd = self.hidden, self.local_heads, self.head_dim
         s = x.shape[0]
         inner = heads * hd
         mod = self._linear(F.silu(t_emb), f"{p}.adaln_proj.linear").to(self.float)[0]
@@ -166,12 +172,12 @@ class H3Torch:
         v = v.transpose(0, 1)
         att = F.scaled_dot_product_attention(q[None], k[None], v[None], scale=1 / math.sqrt(hd))[0]
         att = att.transpose(0, 1).reshape(s, inner)
-        x = x + self._linear(att, f"{p}.attn.out_proj").to(self.float) * gate_a
+        x = x + self._row_linear(att, f"{p}.attn.out_proj").to(self.float) * gate_a
         h2 = self._rms(x, self.w[f"{p}.norm2.weight"], self.eps) * (1 + scale_m) + shift_m
         f1 = self._linear(h2, f"{p}.mlp.fc1")
         ffn = f1.shape[1] // 2
         act = F.silu(f1[:, :ffn]) * f1[:, ffn:]
-        return x + self._linear(act, f"{p}.mlp.fc2").to(self.float) * gate_m
+        return x + self._row_linear(act, f"{p}.mlp.fc2").to(self.float) * gate_m
 
     def _forward(self, latent, sigma):
         _, c, frames, height, width = latent.shape

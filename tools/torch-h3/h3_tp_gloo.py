@@ -18,7 +18,6 @@ Arguments: --rank R --world N --store DIR (an empty directory all ranks share) -
 import argparse
 import hashlib
 import json
-import math
 import os
 import sys
 import time
@@ -45,7 +44,6 @@ def main():
     try:
         import torch
         import torch.distributed as dist
-        import torch.nn.functional as F
     except ImportError as e:
         say({"missing": f"torch is not importable by {sys.executable}: {e}"})
         return
@@ -97,30 +95,11 @@ def main():
                 return torch.cat(parts, dim=-1)
             return y
 
-        def _block(self, i, x, t_emb, angles):
-            p = f"blocks.{i}"
-            d, heads, hd = self.hidden, self.local_heads, self.head_dim
-            s = x.shape[0]
-            inner = heads * hd
-            mod = self._linear(F.silu(t_emb), f"{p}.adaln_proj.linear").to(self.float)[0]
-            shift_a, scale_a, gate_a, shift_m, scale_m, gate_m = (mod[c * d:(c + 1) * d] for c in range(6))
-            h1 = self._rms(x, self.w[f"{p}.norm1.weight"], self.eps) * (1 + scale_a) + shift_a
-            qkv = self._linear(h1, f"{p}.attn.qkv_proj")
-            q = self._rms(qkv[:, :inner].reshape(s, heads, hd), self.w[f"{p}.attn.q_norm.weight"], self.qk_eps)
-            k = self._rms(qkv[:, inner:2 * inner].reshape(s, heads, hd), self.w[f"{p}.attn.k_norm.weight"], self.qk_eps)
-            v = qkv[:, 2 * inner:].reshape(s, heads, hd)
-            q = self._rope(q, angles).transpose(0, 1)
-            k = self._rope(k, angles).transpose(0, 1)
-            att = F.scaled_dot_product_attention(q[None], k[None], v.transpose(0, 1)[None], scale=1 / math.sqrt(hd))[0]
-            partial = self._linear(att.transpose(0, 1).reshape(s, inner), f"{p}.attn.out_proj")
+        def _row_linear(self, x, name):
+            # This rank's partial sum over its input columns, summed over the ranks.
+            partial = self._linear(x, name)
             dist.all_reduce(partial)
-            x = x + partial * gate_a
-            h2 = self._rms(x, self.w[f"{p}.norm2.weight"], self.eps) * (1 + scale_m) + shift_m
-            f1 = self._linear(h2, f"{p}.mlp.fc1")
-            half = f1.shape[1] // 2
-            partial = self._linear(F.silu(f1[:, :half]) * f1[:, half:], f"{p}.mlp.fc2")
-            dist.all_reduce(partial)
-            return x + partial * gate_m
+            return partial
 
     model = H3TorchTP(a.checkpoint)
     latent = h3_torch.read_f32(a.latent, [int(v) for v in a.shape.split(",")])
