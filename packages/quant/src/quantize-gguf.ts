@@ -108,17 +108,7 @@ export async function quantizeToGguf(
     else metadata.push([k, { type: 'string', value: v }]);
   }
   const result = await writeGguf(target, plan, metadata);
-  run.finish();
-  return {
-    path: result.path,
-    target: format,
-    layers,
-    kept,
-    sourceBytes: run.sourceBytes,
-    bytesWritten: result.bytes,
-    seconds: (performance.now() - started) / 1000,
-    peakHeldBytes: run.peakHeld,
-  };
+  return run.finish(result, format, started);
 }
 
 /** What a kept tensor is written as: F32 for 1-D and small tensors, else its stored dtype. */

@@ -2,7 +2,7 @@
 import { type DType, Tensor, dequantize, isBlockDType } from '@ninodes/kernels';
 import type { CheckpointSource, TensorEntry, TensorSource } from '@ninodes/memory';
 import { toF32 } from './materialize.js';
-import type { QuantizeOptions, QuantizeProgress, QuantizedLayerReport } from './quantize-types.js';
+import type { QuantizeOptions, QuantizeProgress, QuantizeReport, QuantizeTarget, QuantizedLayerReport } from './quantize-types.js';
 
 /** Layers kept unless `quantizeIslands`: norms, embeddings, patch/in/out projections (fp32 islands). */
 const DEFAULT_KEEP: readonly [RegExp, string][] = [
@@ -89,9 +89,19 @@ export class ConversionRun {
     this.options.onProgress?.({ ...event, index: this.index++, total: this.entries.length, bytesRead: this.bytesRead, sourceBytes: this.sourceBytes });
   }
 
-  /** After the write: the last tensor's pages go too. */
-  finish(): void {
+  /** After the write: the last tensor's pages go too, and the report of the conversion started at `started`. */
+  finish(written: { readonly path: string; readonly bytes: number }, target: QuantizeTarget, started: number): QuantizeReport {
     if (this.previous !== undefined) dropPages(this.source, this.previous);
     this.previous = undefined;
+    return {
+      path: written.path,
+      target,
+      layers: this.layers,
+      kept: this.kept,
+      sourceBytes: this.sourceBytes,
+      bytesWritten: written.bytes,
+      seconds: (performance.now() - started) / 1000,
+      peakHeldBytes: this.peakHeld,
+    };
   }
 }

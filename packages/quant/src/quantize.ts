@@ -123,15 +123,5 @@ export async function quantize(source: CheckpointSource, target: string, options
   plan.sort((a, b) => Number(a.name.endsWith('.comfy_quant')) - Number(b.name.endsWith('.comfy_quant')));
   const metadata = { ...source.metadata, ...options.metadata };
   const result = await writeSafetensors(target, plan, Object.keys(metadata).length > 0 ? { metadata } : {});
-  run.finish();
-  return {
-    path: result.path,
-    target: format,
-    layers,
-    kept,
-    sourceBytes: run.sourceBytes,
-    bytesWritten: result.bytes,
-    seconds: (performance.now() - started) / 1000,
-    peakHeldBytes: run.peakHeld,
-  };
+  return run.finish(result, format, started);
 }
