@@ -3,10 +3,10 @@ import { Tensor } from '@ninodes/kernels';
 import { describe, expect, it } from 'vitest';
 import { H3Block } from './h3-block.js';
 import { castF32 } from './ops.js';
-import { maxRelError } from './test-support/compare.js';
 import { testLinearProvider } from './test-support/test-source.js';
 import { openSafetensors } from '@ninodes/memory';
 import { blockFixtureConfig } from './test-support/fixture-config.js';
+import { maxRelError } from '@ninodes/quant';
 
 const fixture = join(process.env.NINODES_FIXTURES ?? '', 'dit', 'h3_blocks.safetensors');
 

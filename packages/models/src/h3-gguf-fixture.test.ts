@@ -7,11 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Tensor, dequantize, isBlockDType } from '@ninodes/kernels';
 import { type TensorSource, writeSafetensors } from '@ninodes/memory';
-import { openCheckpoint, toF32 } from '@ninodes/quant';
+import { maxRelError, openCheckpoint, toF32 } from '@ninodes/quant';
 import { readSafetensorsFile } from '@ninodes/test-safetensors';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openH3Model } from './open-h3-model.js';
-import { maxRelError } from './test-support/compare.js';
 
 const root = join(process.env.NINODES_FIXTURES ?? '', 'h3av');
 const gguf = join(root, 'gguf', 'model.gguf');

@@ -12,11 +12,11 @@ import { gaussianNoise } from './noise.js';
 import { OP_FAMILIES, createOpProfiler } from './op-profile.js';
 import { runSampler } from './sampler.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
-import { maxRelError } from './test-support/compare.js';
 import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { type RefConfig, refSample } from './test-support/reference-f64.js';
 import { testLinearProvider } from './test-support/test-source.js';
 import { type CheckpointSource, openSafetensors } from '@ninodes/memory';
+import { maxRelError } from '@ninodes/quant';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-models-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

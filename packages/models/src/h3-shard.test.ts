@@ -3,14 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Tensor } from '@ninodes/kernels';
 import { openSafetensors } from '@ninodes/memory';
-import { type LinearOp, type LinearProvider, type LinearSpec, type Shard, createLinearProvider } from '@ninodes/quant';
+import { createLinearProvider, type LinearOp, type LinearProvider, type LinearSpec, maxRelError, type Shard } from '@ninodes/quant';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { h3Layout } from './h3-layout.js';
 import { H3VideoModel } from './h3-model.js';
 import { gaussianNoise } from './noise.js';
 import { H3_PRESETS } from './presets.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
-import { maxRelError } from './test-support/compare.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-h3-shard-'));
 const path = join(dir, 'h3-tiny.safetensors');

@@ -6,8 +6,8 @@ import { openSafetensors } from '@ninodes/memory';
 import { h3Layout } from './h3-layout.js';
 import { openH3Model } from './open-h3-model.js';
 import { runSampler } from './sampler.js';
-import { maxRelError } from './test-support/compare.js';
 import { readSafetensorsFile } from '@ninodes/test-safetensors';
+import { maxRelError } from '@ninodes/quant';
 
 // Fixtures: a tiny H3 audio+video model computed in float64 by a re-implementation of ComfyUI's
 // model code (fixtures/README.md): one with the time embedder, one pruned curve form with a PDD bank.

@@ -7,9 +7,9 @@ import { gaussianNoise } from './noise.js';
 import { openH3Model } from './open-h3-model.js';
 import { runSampler } from './sampler.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
-import { maxRelError } from './test-support/compare.js';
 import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { refSample } from './test-support/reference-f64.js';
+import { maxRelError } from '@ninodes/quant';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-open-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

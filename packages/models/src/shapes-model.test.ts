@@ -9,9 +9,9 @@ import { openH3Model } from './open-h3-model.js';
 import { runSampler } from './sampler.js';
 import { SHAPES_PALETTE, paletteFraction, shapeScore } from './shape-score.js';
 import { samplerHints, shapesModelPath } from './shapes-model.js';
-import { maxRelError } from './test-support/compare.js';
 import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { type RefConfig, refForward } from './test-support/reference-f64.js';
+import { maxRelError } from '@ninodes/quant';
 
 const expectPath = fileURLToPath(new URL('../fixtures/h3-shapes/expect.safetensors', import.meta.url));
 

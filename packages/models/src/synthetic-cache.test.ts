@@ -13,9 +13,9 @@ import { openSafetensors } from '@ninodes/memory';
 import { gaussianNoise } from './noise.js';
 import { openH3Model } from './open-h3-model.js';
 import { runSampler } from './sampler.js';
-import { maxRelError } from './test-support/compare.js';
 import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { refSample } from './test-support/reference-f64.js';
+import { maxRelError } from '@ninodes/quant';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-cache-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

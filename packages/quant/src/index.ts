@@ -68,7 +68,7 @@ export {
 } from './memory-account.js';
 export { createLinearProvider, createPreparedWeightCache, floatPrecision, type ComputeMode, type LinearCacheOptions, type LinearProviderOptions, type QuantLinearOp, type QuantLinearProvider } from './linear-provider.js';
 export { biasF32, concatRows, dequantizeInt8, materializeF32, readF32, readScalar, rowScales, toF32, weight2d } from './materialize.js';
-export { FP8_MAX, absMax, fp8Scale, relativeError } from './quant-math.js';
+export { FP8_MAX, absMax, fp8Scale, maxRelError, relativeError } from './quant-math.js';
 export {
   QUANTIZE_TARGETS,
   quantize,

@@ -9,6 +9,7 @@ import { createLinearProvider, createPreparedWeightCache } from './linear-provid
 import { fixturePath, readSafetensorsFixture } from './testing/fixtures.js';
 import { checkInt8ConvrotAgainstFixture } from './testing/int8-check.js';
 import { memoryCheckpoint } from './testing/memory-checkpoint.js';
+import { maxRelError } from './quant-math.js';
 
 const fx = readSafetensorsFixture(fixturePath('int8', 'int8_convrot.safetensors'));
 const LAYERS = ['lin_a', 'lin_b'] as const;
@@ -25,15 +26,6 @@ function refLinear(x: Float32Array | Float64Array, w: Float32Array | Float64Arra
   return y;
 }
 
-function maxRel(got: Float32Array, want: ArrayLike<number>): number {
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < want.length; i++) {
-    num = Math.max(num, Math.abs((got[i] as number) - (want[i] as number)));
-    den = Math.max(den, Math.abs(want[i] as number));
-  }
-  return num / den;
-}
 
 describe('int8 convrot layers of the ComfyUI checkpoint', () => {
   const src = SafetensorsFile.open(fixturePath('int8', 'comfy_int8_convrot_checkpoint.safetensors'));
@@ -74,7 +66,7 @@ describe('int8 convrot layers of the ComfyUI checkpoint', () => {
     const m = await op.materializedWeight();
     expect(m.shape).toEqual(w);
     // FWHT vs the dense product: fp32 rounding only.
-    expect(maxRel(m.data as Float32Array, fx.f32(`${l}.w_dequant`))).toBeLessThan(1e-6);
+    expect(maxRelError(m.data as Float32Array, fx.f32(`${l}.w_dequant`))).toBeLessThan(1e-6);
   });
 
   it('rejects specs that do not match the file', () => {
@@ -103,7 +95,7 @@ describe('float, fp8 and forced compute formats', () => {
     const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
     const op = createLinearProvider(src).linear(spec);
     expect(op.format).toBe('f32');
-    expect(maxRel((await op.forward(x)).data as Float32Array, fx.f32(`${l}.y_fp32`))).toBeLessThan(1e-5);
+    expect(maxRelError((await op.forward(x)).data as Float32Array, fx.f32(`${l}.y_fp32`))).toBeLessThan(1e-5);
     expect(await op.int8Weight()).toBeUndefined();
   });
 
@@ -117,8 +109,8 @@ describe('float, fp8 and forced compute formats', () => {
     const table = readSafetensorsFixture(fixturePath('fp8', 'fp8.safetensors')).f32('e4m3fn.decode');
     const wd = Float64Array.from(q.data as Uint8Array, (b) => (table[b] as number) * scale);
     const want = refLinear(x.data, wd, fx.f32(`${l}.bias`), m, n, k);
-    expect(maxRel((await op.forward(x)).data as Float32Array, want)).toBeLessThan(1e-5);
-    expect(maxRel((await op.materializedWeight()).data as Float32Array, wd)).toBeLessThan(1e-7);
+    expect(maxRelError((await op.forward(x)).data as Float32Array, want)).toBeLessThan(1e-5);
+    expect(maxRelError((await op.materializedWeight()).data as Float32Array, wd)).toBeLessThan(1e-7);
   });
 
   it('forced int8_convrot on an f32 layer reports the error it adds and stays near y_fp32', async () => {
@@ -128,12 +120,12 @@ describe('float, fp8 and forced compute formats', () => {
     expect(op.storedFormat).toBe('f32');
     const y = (await op.forward(x)).data as Float32Array;
     // The fixture's own int8 convrot result is ~1.3% off y_fp32: ours must be as close as it is.
-    expect(maxRel(y, fx.f32(`${l}.y_int8_convrot`))).toBeLessThan(0.01);
+    expect(maxRelError(y, fx.f32(`${l}.y_int8_convrot`))).toBeLessThan(0.01);
     const err = await op.conversionError();
     expect(err).toBeGreaterThan(0);
     expect(err).toBeLessThan(0.02);
     const bf = createLinearProvider(src, { compute: 'bf16' }).linear(spec);
-    expect(maxRel((await bf.forward(x)).data as Float32Array, fx.f32(`${l}.y_fp32`))).toBeLessThan(1e-2);
+    expect(maxRelError((await bf.forward(x)).data as Float32Array, fx.f32(`${l}.y_fp32`))).toBeLessThan(1e-2);
   });
 
   it("compute 'bf16' multiplies on the bf16 units where the CPU has them; bf16 weights run as stored stay exact f32", async () => {
@@ -154,7 +146,7 @@ describe('float, fp8 and forced compute formats', () => {
     const f8 = createLinearProvider(src, { compute: 'f8_e4m3fn' }).linear(spec);
     expect(f8.format).toBe('f8_e4m3fn');
     const wq = await f8.materializedWeight();
-    expect(maxRel((await f8.forward(x)).data as Float32Array, refLinear(x.data, wq.data, fx.f32(`${l}.bias`), m, n, k))).toBeLessThan(1e-5);
+    expect(maxRelError((await f8.forward(x)).data as Float32Array, refLinear(x.data, wq.data, fx.f32(`${l}.bias`), m, n, k))).toBeLessThan(1e-5);
     expect(await f8.conversionError()).toBeGreaterThan(0.005);
     expect(await f8.conversionError()).toBeLessThan(0.05);
 
@@ -162,7 +154,7 @@ describe('float, fp8 and forced compute formats', () => {
     const asF32 = createLinearProvider(comfy, { compute: 'f32' }).linear({ name: `model.${l}`, outFeatures: n, inFeatures: k, bias: true });
     expect(asF32.format).toBe('f32');
     const wd = fx.f32(`${l}.w_dequant`);
-    expect(maxRel((await asF32.forward(x)).data as Float32Array, refLinear(x.data, wd, fx.f32(`${l}.bias`), m, n, k))).toBeLessThan(1e-5);
+    expect(maxRelError((await asF32.forward(x)).data as Float32Array, refLinear(x.data, wd, fx.f32(`${l}.bias`), m, n, k))).toBeLessThan(1e-5);
   });
 
   it('forwardRows computes output rows [a, b) only, each value bit for bit the whole forward\'s', async () => {
@@ -183,7 +175,7 @@ describe('float, fp8 and forced compute formats', () => {
       const ref = refLinear(x.data, (await op.materializedWeight()).data, fx.f32(`${l}.bias`), m, n, k);
       const refPart = new Float64Array(m * (b - a));
       for (let i = 0; i < m; i++) refPart.set(ref.subarray(i * n + a, i * n + b), i * (b - a));
-      expect(maxRel(part.data as Float32Array, refPart), compute).toBeLessThan(compute === 'f32' || compute === 'f8_e4m3fn' ? 1e-5 : 2e-2);
+      expect(maxRelError(part.data as Float32Array, refPart), compute).toBeLessThan(compute === 'f32' || compute === 'f8_e4m3fn' ? 1e-5 : 2e-2);
     }
     const op = createLinearProvider(src).linear(spec);
     for (const [s0, s1] of [[-1, 2], [3, 3], [0, n + 1], [0.5, 2]] as const) {
@@ -214,7 +206,7 @@ describe('float, fp8 and forced compute formats', () => {
     for (let i = 0; i < wd.length; i += 7) wd[i] = (wd[i] as number) + 0.01;
     await op.replaceWeight(w);
     const want = refLinear(x.data, wd, fx.f32(`${l}.bias`), m, n, k);
-    expect(maxRel((await op.forward(x)).data as Float32Array, want)).toBeLessThan(1e-5);
+    expect(maxRelError((await op.forward(x)).data as Float32Array, want)).toBeLessThan(1e-5);
   });
 });
 
@@ -233,7 +225,7 @@ describe('int8 tensorwise (one scalar scale)', () => {
     const op = createLinearProvider(src).linear({ name: 'l', outFeatures: n, inFeatures: k, bias: false });
     expect(op.format).toBe('int8_tensorwise');
     const w = Float64Array.from(q, (v) => v * Math.fround(scale));
-    expect(maxRel((await op.materializedWeight()).data as Float32Array, w)).toBeLessThan(1e-7);
+    expect(maxRelError((await op.materializedWeight()).data as Float32Array, w)).toBeLessThan(1e-7);
     // Reference: per-row activation absmax/127, round half to even, in float64.
     const xq = new Float64Array(m * k);
     for (let i = 0; i < m; i++) {
@@ -247,7 +239,7 @@ describe('int8 tensorwise (one scalar scale)', () => {
       }
     }
     const y = (await op.forward(Tensor.fromArray('f32', [m, k], x))).data as Float32Array;
-    expect(maxRel(y, refLinear(xq, w, undefined, m, n, k))).toBeLessThan(1e-4);
+    expect(maxRelError(y, refLinear(xq, w, undefined, m, n, k))).toBeLessThan(1e-4);
   });
 });
 
@@ -293,7 +285,7 @@ describe('GGUF layers', () => {
     const op = createLinearProvider(src).linear({ name: t, outFeatures: 3, inFeatures: 512, bias: false });
     expect(op.format).toBe(t.slice(2));
     const want = refLinear(x.data, expected.f32(t), undefined, 2, 3, 512);
-    expect(maxRel((await op.forward(x)).data as Float32Array, want)).toBeLessThan(1e-5);
+    expect(maxRelError((await op.forward(x)).data as Float32Array, want)).toBeLessThan(1e-5);
   });
 
   it('requantizes Q8_0/Q6_K to int8 rowwise on request and reports the added error', async () => {

@@ -5,6 +5,7 @@ import type { LinearShard } from './linear-op.js';
 import { createLinearProvider } from './linear-provider.js';
 import { fixturePath, readSafetensorsFixture } from './testing/fixtures.js';
 import { memoryCheckpoint } from './testing/memory-checkpoint.js';
+import { maxRelError } from './quant-math.js';
 
 /** Deterministic pseudo-random f32 in [-1, 1). */
 function rand(n: number, seed: number): Float32Array {
@@ -27,15 +28,6 @@ function ref(x: Float32Array, w: Float32Array, b: Float32Array | undefined, m: n
   return y;
 }
 
-function maxRel(got: ArrayLike<number>, want: ArrayLike<number>): number {
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < want.length; i++) {
-    num = Math.max(num, Math.abs((got[i] as number) - (want[i] as number)));
-    den = Math.max(den, Math.abs(want[i] as number));
-  }
-  return num / den;
-}
 
 function code(f: () => unknown): string {
   try {
@@ -63,7 +55,7 @@ describe('column-parallel shards', () => {
       const y = await op.forward(Tensor.fromArray('f32', [m, k], x));
       const half = inner / 2;
       const rows = [0, 1, 2].flatMap((j) => range(j * inner + rank * half, j * inner + (rank + 1) * half));
-      expect(maxRel(y.data, ref(x, w, undefined, m, k, rows))).toBeLessThan(1e-6);
+      expect(maxRelError(y.data, ref(x, w, undefined, m, k, rows))).toBeLessThan(1e-6);
       expect(op.heldBytes()).toBe(4 * (3 * inner / 2) * k);
       expect(op.deferredBias()).toBeUndefined();
     }
@@ -77,7 +69,7 @@ describe('column-parallel shards', () => {
       const op = provider.linear({ name: 'fc1', inFeatures: k, outFeatures: n / 4, bias: true, shard });
       const y = await op.forward(Tensor.fromArray('f32', [m, k], x));
       const rows = [...range(rank * 24, (rank + 1) * 24), ...range(96 + rank * 24, 96 + (rank + 1) * 24)];
-      expect(maxRel(y.data, ref(x, w, b, m, k, rows))).toBeLessThan(1e-6);
+      expect(maxRelError(y.data, ref(x, w, b, m, k, rows))).toBeLessThan(1e-6);
     }
   });
 
@@ -88,7 +80,7 @@ describe('column-parallel shards', () => {
       const shard: LinearShard = { rank, size: 3, role: 'gathered', fused: { kind: 'none' } };
       const op = provider.linear({ name: 'fc1', inFeatures: k, outFeatures: n / 3, bias: true, shard });
       const y = await op.forward(Tensor.fromArray('f32', [m, k], x));
-      expect(maxRel(y.data, ref(x, w, b, m, k, range(rank * inner, (rank + 1) * inner)))).toBeLessThan(1e-6);
+      expect(maxRelError(y.data, ref(x, w, b, m, k, range(rank * inner, (rank + 1) * inner)))).toBeLessThan(1e-6);
       expect(op.deferredBias()).toBeUndefined();
     }
   });
@@ -126,7 +118,7 @@ describe('row-parallel shards', () => {
     sum.forEach((v, i) => {
       sum[i] = v + (b[i % n] as number);
     });
-    expect(maxRel(sum, ref(x, w, b, m, k, range(0, n)))).toBeLessThan(1e-6);
+    expect(maxRelError(sum, ref(x, w, b, m, k, range(0, n)))).toBeLessThan(1e-6);
   });
 
   it('int8 convrot: local q columns, every row\'s scale, and int32 accumulators that sum to the whole layer\'s bit for bit', async () => {
@@ -237,7 +229,7 @@ describe('GGUF ranges', () => {
     const op = createLinearProvider(src).linear({ name: 't', inFeatures: 256, outFeatures: 3, bias: false, shard: { rank: 1, size: 2, role: 'row', fused: { kind: 'none' } } });
     const wl = new Float32Array(3 * 256);
     for (let r = 0; r < 3; r++) wl.set(dec.subarray(r * 512 + 256, r * 512 + 512), r * 256);
-    expect(maxRel((await op.forward(x)).data, ref(x.data, wl, undefined, 2, 256, [0, 1, 2]))).toBeLessThan(1e-5);
+    expect(maxRelError((await op.forward(x)).data, ref(x.data, wl, undefined, 2, 256, [0, 1, 2]))).toBeLessThan(1e-5);
     const cols = g.tensorColumns('t.q4_k', 256, 512);
     expect(cols.shape).toEqual([3, 256]);
     expect(code(() => g.tensorColumns('t.q4_k', 0, 100))).toBe('RANGE_NOT_BLOCK_ALIGNED@t.q4_k');

@@ -1,7 +1,7 @@
 import { Tensor } from '@ninodes/kernels';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { absMax, fp8Scale, relativeError } from './quant-math.js';
+import { absMax, fp8Scale, maxRelError, relativeError } from './quant-math.js';
 
 const f32Arrays = fc.array(fc.float({ noNaN: true, noDefaultInfinity: true }), { maxLength: 300 });
 
@@ -32,5 +32,13 @@ describe('quant math', () => {
     expect(relativeError(Tensor.f32([2], [0, 0]), Tensor.f32([2], [0, 0]))).toBe(0);
     expect(relativeError(Tensor.f32([2], [4, 4]), Tensor.f32([2], [3, 4]))).toBeCloseTo(1 / 5, 12);
     expect(() => relativeError(Tensor.f32([1], [1]), Tensor.f32([2], [1, 1]))).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+  });
+});
+
+describe('maxRelError', () => {
+  it('is the largest absolute difference over the largest magnitude of the reference', () => {
+    expect(maxRelError([1, 2, 3], [1, 2, 4])).toBe(0.25);
+    expect(maxRelError([-8, 0.5], [-6, 0])).toBeCloseTo(2 / 6, 15);
+    expect(maxRelError(new Float32Array([1, 2]), [1, 2])).toBe(0);
   });
 });

@@ -33,6 +33,20 @@ export function fp8ScaleOfAbsMax(m: number, format: 'f8_e4m3fn' | 'f8_e5m2'): nu
   return m === 0 ? 1 : Math.fround(Math.fround(m) / FP8_MAX[format]);
 }
 
+/**
+ * max |got − want| / max |want| over the whole tensor: one error scale for it (what the model tests,
+ * the bench's PyTorch self-check and the tensor-parallel comparisons bound).
+ */
+export function maxRelError(got: ArrayLike<number>, want: ArrayLike<number>): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < want.length; i++) {
+    num = Math.max(num, Math.abs((got[i] as number) - (want[i] as number)));
+    den = Math.max(den, Math.abs(want[i] as number));
+  }
+  return num / den;
+}
+
 /** ‖a − b‖ / ‖b‖ (Frobenius, float64 accumulation); 0 when both are zero. */
 export function relativeError(a: Tensor<'f32'>, b: Tensor<'f32'>): number {
   const x = a.data;

@@ -35,7 +35,7 @@ import {
   shapeScore,
   shapesModelPath,
 } from '@ninodes/models';
-import { type ComputeMode, openCheckpoint, quantize } from '@ninodes/quant';
+import { type ComputeMode, maxRelError, openCheckpoint, quantize } from '@ninodes/quant';
 import type { BenchCase, CaseContext, Contender, Metric, Params, Suite, Target, Work } from '../suite.js';
 import { benchCacheDir } from './quant.js';
 
@@ -96,16 +96,6 @@ async function forwardOnce(model: H3VideoModel, latent: Tensor<'f32'>): Promise<
   (await model.forward(latent, SIGMA)).dispose();
 }
 
-/** max |got − want| / max |want|, as the models' tests measure a whole tensor. */
-function maxRelDiff(got: ArrayLike<number>, want: ArrayLike<number>): number {
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < want.length; i++) {
-    num = Math.max(num, Math.abs((got[i] as number) - (want[i] as number)));
-    den = Math.max(den, Math.abs(want[i] as number));
-  }
-  return num / den;
-}
 
 function readRaw(path: string, ctor: Float32ArrayConstructor | Float64ArrayConstructor): Float32Array | Float64Array | undefined {
   if (!existsSync(path)) return undefined;
@@ -152,12 +142,12 @@ async function numericsMetrics(model: H3VideoModel, latent: Tensor<'f32'>, s: St
     const torchSame = readRaw(s.format === 'bf16' ? outputs.bf16 : outputs.f32, Float32Array);
     // bf16 against torch bf16; fp32 and int8 against torch fp32 (for int8: its quantization error).
     const name = s.format === 'bf16' ? 'max_rel_diff_vs_torch_bf16' : 'max_rel_diff_vs_torch_fp32';
-    if (torchSame) m[name] = { value: maxRelDiff(ours.data, torchSame), unit: 'rel_error', better: 'lower' };
+    if (torchSame) m[name] = { value: maxRelError(ours.data, torchSame), unit: 'rel_error', better: 'lower' };
     const f64 = outputs.f64 ? readRaw(outputs.f64, Float64Array) : undefined;
     if (f64) {
-      m.ours_err_vs_f64 = { value: maxRelDiff(ours.data, f64), unit: 'rel_error', better: 'lower' };
+      m.ours_err_vs_f64 = { value: maxRelError(ours.data, f64), unit: 'rel_error', better: 'lower' };
       const torchBf16 = readRaw(outputs.bf16, Float32Array);
-      if (s.format === 'bf16' && torchBf16) m.torch_bf16_err_vs_f64 = { value: maxRelDiff(torchBf16, f64), unit: 'rel_error', better: 'lower' };
+      if (s.format === 'bf16' && torchBf16) m.torch_bf16_err_vs_f64 = { value: maxRelError(torchBf16, f64), unit: 'rel_error', better: 'lower' };
     }
   } finally {
     ours.dispose();

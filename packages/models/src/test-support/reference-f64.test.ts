@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { maxRelError } from './compare.js';
+import { maxRelError } from '@ninodes/quant';
 import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { type RefConfig, refAngles, refBlock } from './reference-f64.js';
 
