@@ -1,12 +1,9 @@
 // Every error code the bench throws, with what it means; it re-throws the codes of every package
 // too. tools/repo-checks fails on a code that is in no list or that nothing throws.
-import type { DeviceErrorCode } from '@ninodes/device';
-import type { DistorchErrorCode } from '@ninodes/distorch';
-import { NinodesError, type CodedError, type KernelsErrorCode } from '@ninodes/kernels';
-import type { MemoryErrorCode } from '@ninodes/memory';
-import type { ModelsErrorCode } from '@ninodes/models';
-import type { QuantErrorCode } from '@ninodes/quant';
-import type { TpErrorCode } from '@ninodes/tp';
+import type { DistorchThrownCode } from '@ninodes/distorch';
+import { NinodesError, type CodedError } from '@ninodes/kernels';
+import type { ModelsThrownCode } from '@ninodes/models';
+import type { TpThrownCode } from '@ninodes/tp';
 
 export const BENCH_ERROR_CODES = {
   BENCH_BAD_FLAG: 'a bench command-line flag is unknown or has a bad value',
@@ -23,15 +20,7 @@ export const BENCH_ERROR_CODES = {
 
 export type BenchErrorCode = keyof typeof BENCH_ERROR_CODES;
 /** What the bench may throw: its own codes and those of every package. */
-export type BenchThrownCode =
-  | BenchErrorCode
-  | ModelsErrorCode
-  | DistorchErrorCode
-  | TpErrorCode
-  | QuantErrorCode
-  | MemoryErrorCode
-  | DeviceErrorCode
-  | KernelsErrorCode;
+export type BenchThrownCode = BenchErrorCode | ModelsThrownCode | DistorchThrownCode | TpThrownCode;
 
 /** NinodesError for the codes the bench may throw. */
 export const BenchError: CodedError<BenchThrownCode> = NinodesError;

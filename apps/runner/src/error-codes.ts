@@ -1,13 +1,10 @@
 // Every error code the ninodes CLI throws, with what it means; it re-throws the codes of every
 // package too. Codes starting with CLI_ exit with the usage status (2). tools/repo-checks fails on
 // a code that is in no list or that nothing throws.
-import type { DeviceErrorCode } from '@ninodes/device';
-import type { DistorchErrorCode } from '@ninodes/distorch';
-import { NinodesError, type CodedError, type KernelsErrorCode } from '@ninodes/kernels';
-import type { MemoryErrorCode } from '@ninodes/memory';
-import type { ModelsErrorCode } from '@ninodes/models';
-import type { QuantErrorCode } from '@ninodes/quant';
-import type { TpErrorCode } from '@ninodes/tp';
+import type { DistorchThrownCode } from '@ninodes/distorch';
+import { NinodesError, type CodedError } from '@ninodes/kernels';
+import type { ModelsThrownCode } from '@ninodes/models';
+import type { TpThrownCode } from '@ninodes/tp';
 
 export const RUNNER_ERROR_CODES = {
   // The command line.
@@ -38,15 +35,7 @@ export const RUNNER_ERROR_CODES = {
 
 export type RunnerErrorCode = keyof typeof RUNNER_ERROR_CODES;
 /** What the CLI may throw: its own codes and those of every package. */
-export type RunnerThrownCode =
-  | RunnerErrorCode
-  | ModelsErrorCode
-  | DistorchErrorCode
-  | TpErrorCode
-  | QuantErrorCode
-  | MemoryErrorCode
-  | DeviceErrorCode
-  | KernelsErrorCode;
+export type RunnerThrownCode = RunnerErrorCode | ModelsThrownCode | DistorchThrownCode | TpThrownCode;
 
 /** NinodesError for the codes the CLI may throw. */
 export const RunnerError: CodedError<RunnerThrownCode> = NinodesError;

@@ -11,7 +11,7 @@ export {
   type DeviceKind,
   type ParseDeviceIdOptions,
 } from './device-id.js';
-export { DEVICE_ERROR_CODES, type DeviceErrorCode } from './error-codes.js';
+export { DEVICE_ERROR_CODES, type DeviceErrorCode, type DeviceThrownCode } from './error-codes.js';
 export { resolveRoots, type ResolvedRoots, type SystemRoots } from './fs-read.js';
 export { NoteLog, type ProbeNote } from './notes.js';
 export { readCgroupMemory, type CgroupMemory } from './cgroup.js';

@@ -1,9 +1,7 @@
 // Every error code distorch throws, with what it means; distorch re-throws the codes of the
 // packages below it too. tools/repo-checks fails on a code that is in no list or that nothing throws.
-import type { DeviceErrorCode } from '@ninodes/device';
-import { NinodesError, type CodedError, type KernelsErrorCode } from '@ninodes/kernels';
-import type { MemoryErrorCode } from '@ninodes/memory';
-import type { QuantErrorCode } from '@ninodes/quant';
+import { NinodesError, type CodedError } from '@ninodes/kernels';
+import type { QuantThrownCode } from '@ninodes/quant';
 
 export const DISTORCH_ERROR_CODES = {
   // Allocation strings (AllocationError: the column in the string is on the error).
@@ -32,7 +30,7 @@ export const DISTORCH_ERROR_CODES = {
 
 export type DistorchErrorCode = keyof typeof DISTORCH_ERROR_CODES;
 /** What distorch may throw: its own codes and those of the packages below it. */
-export type DistorchThrownCode = DistorchErrorCode | QuantErrorCode | MemoryErrorCode | DeviceErrorCode | KernelsErrorCode;
+export type DistorchThrownCode = DistorchErrorCode | QuantThrownCode;
 
 /** NinodesError for the codes distorch may throw. */
 export const DistorchError: CodedError<DistorchThrownCode> = NinodesError;

@@ -1,4 +1,4 @@
-export { DISTORCH_ERROR_CODES, type DistorchErrorCode } from './error-codes.js';
+export { DISTORCH_ERROR_CODES, type DistorchErrorCode, type DistorchThrownCode } from './error-codes.js';
 export { ALLOCATION_ERROR_CODES, AllocationError, type AllocationErrorCode } from './allocation-error.js';
 export { allocationSpecSchema, validateAllocationSpec, type AllocationMode, type AllocationSpec, type ExpertSpec } from './allocation-spec.js';
 export { tokenize, type Token, type TokenKind } from './allocation-tokens.js';

@@ -1,7 +1,7 @@
 // Every error code memory throws, with what it means; memory re-throws the codes of kernels and
 // device too. tools/repo-checks fails on a code that is in no list or that nothing throws.
-import type { DeviceErrorCode } from '@ninodes/device';
-import { NinodesError, type CodedError, type KernelsErrorCode } from '@ninodes/kernels';
+import type { DeviceThrownCode } from '@ninodes/device';
+import { NinodesError, type CodedError } from '@ninodes/kernels';
 
 export const MEMORY_ERROR_CODES = {
   // The safetensors header, one code per rule (safetensors-header.ts; the meanings are its messages).
@@ -42,7 +42,7 @@ export const MEMORY_ERROR_CODES = {
 
 export type MemoryErrorCode = keyof typeof MEMORY_ERROR_CODES;
 /** What memory may throw: its own codes and those of the packages below it. */
-export type MemoryThrownCode = MemoryErrorCode | DeviceErrorCode | KernelsErrorCode;
+export type MemoryThrownCode = MemoryErrorCode | DeviceThrownCode;
 
 /** NinodesError for the codes memory may throw. */
 export const MemoryError: CodedError<MemoryThrownCode> = NinodesError;

@@ -2,7 +2,7 @@ export type { CheckpointSource, TensorEntry } from './checkpoint-source.js';
 export { copyColumnRange, readColumnRange, rowRangeSpan, viewRowRange } from './tensor-ranges.js';
 export { parseByteSize } from './byte-size.js';
 export { SAFETENSORS_DTYPES, isSafetensorsDType, safetensorsDTypeOf, type SafetensorsDType } from './safetensors-dtype.js';
-export { MEMORY_ERROR_CODES, type MemoryErrorCode } from './error-codes.js';
+export { MEMORY_ERROR_CODES, type MemoryErrorCode, type MemoryThrownCode } from './error-codes.js';
 export { MAX_HEADER_BYTES, SAFETENSORS_ERRORS, parseHeader, readHeaderLength, type SafetensorsErrorCode, type SafetensorsHeader } from './safetensors-header.js';
 export { SafetensorsFile, type OpenSafetensorsOptions } from './safetensors-file.js';
 export { ShardedSafetensors, openSafetensors } from './sharded-safetensors.js';

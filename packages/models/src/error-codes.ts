@@ -1,9 +1,7 @@
 // Every error code models throws, with what it means; models re-throws the codes of the packages
 // below it too. tools/repo-checks fails on a code that is in no list or that nothing throws.
-import type { DeviceErrorCode } from '@ninodes/device';
-import { NinodesError, type CodedError, type KernelsErrorCode } from '@ninodes/kernels';
-import type { MemoryErrorCode } from '@ninodes/memory';
-import type { QuantErrorCode } from '@ninodes/quant';
+import { NinodesError, type CodedError } from '@ninodes/kernels';
+import type { QuantThrownCode } from '@ninodes/quant';
 
 export const MODELS_ERROR_CODES = {
   ARCHITECTURE_MISMATCH: 'a checkpoint is not of the architecture asked for (e.g. not a MiniMax-H3 DiT)',
@@ -22,7 +20,7 @@ export const MODELS_ERROR_CODES = {
 
 export type ModelsErrorCode = keyof typeof MODELS_ERROR_CODES;
 /** What models may throw: its own codes and those of the packages below it. */
-export type ModelsThrownCode = ModelsErrorCode | QuantErrorCode | MemoryErrorCode | DeviceErrorCode | KernelsErrorCode;
+export type ModelsThrownCode = ModelsErrorCode | QuantThrownCode;
 
 /** NinodesError for the codes models may throw. */
 export const ModelsError: CodedError<ModelsThrownCode> = NinodesError;

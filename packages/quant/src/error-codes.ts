@@ -1,9 +1,8 @@
 // Every error code quant throws, with what it means; quant re-throws the codes of kernels, device
 // and memory too. The rank-4 packages share codes through this list (siblings never import each
 // other). tools/repo-checks fails on a code that is in no list or that nothing throws.
-import type { DeviceErrorCode } from '@ninodes/device';
-import { NinodesError, type CodedError, type KernelsErrorCode } from '@ninodes/kernels';
-import type { MemoryErrorCode } from '@ninodes/memory';
+import { NinodesError, type CodedError } from '@ninodes/kernels';
+import type { MemoryThrownCode } from '@ninodes/memory';
 
 export const QUANT_ERROR_CODES = {
   // Quantized safetensors (ComfyUI's markers).
@@ -44,7 +43,7 @@ export const QUANT_ERROR_CODES = {
 
 export type QuantErrorCode = keyof typeof QUANT_ERROR_CODES;
 /** What quant may throw: its own codes and those of the packages below it. */
-export type QuantThrownCode = QuantErrorCode | MemoryErrorCode | DeviceErrorCode | KernelsErrorCode;
+export type QuantThrownCode = QuantErrorCode | MemoryThrownCode;
 
 /** NinodesError for the codes quant may throw. */
 export const QuantError: CodedError<QuantThrownCode> = NinodesError;

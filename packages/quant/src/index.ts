@@ -1,4 +1,4 @@
-export { QUANT_ERROR_CODES, type QuantErrorCode } from './error-codes.js';
+export { QUANT_ERROR_CODES, type QuantErrorCode, type QuantThrownCode } from './error-codes.js';
 export {
   GGML_TYPE_NAMES,
   GGML_TYPE_TO_DTYPE,
