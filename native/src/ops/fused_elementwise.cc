@@ -22,6 +22,7 @@
 #include "core/thread_pool.h"
 #include "ops/op_args.h"
 #include "ops/row_kernels.h"
+#include "ops/row_op.h"
 
 namespace {
 
@@ -90,24 +91,16 @@ Napi::Value rms_norm_modulate(const Napi::CallbackInfo& info) {
     const F32Arg shift = f32_arg(info, 2, op, "shift");
     const F32Arg scale = f32_arg(info, 3, op, "scale");
     const F32Arg y = f32_arg(info, 4, op, "y");
-    const size_t rows = ninodes::args::dim(info, 5, "rows");
-    const size_t dim = ninodes::args::dim(info, 6, "dim");
+    const RowShape s = row_shape(info, 5, op, x, y, "y");
     const float eps = static_cast<float>(ninodes::args::number(info, 7, "eps"));
-    const size_t n = ninodes::args::mul(rows, dim, op);
-    expect_length(x, n, op, "x");
-    expect_length(y, n, op, "y");
-    expect_length(shift, dim, op, "shift");
-    expect_length(scale, dim, op, "scale");
-    if (w.present) expect_length(w, dim, op, "weight");
-    if (n == 0) return info.Env().Undefined();
-    const float* wp = w.present ? w.data : nullptr;
+    expect_length(shift, s.dim, op, "shift");
+    expect_length(scale, s.dim, op, "scale");
+    const float* wp = column_vector(w, s.dim, op, "weight");
+    if (s.n == 0) return info.Env().Undefined();
     const bool avx2 = use_avx2();
-    ninodes::parallel_for(rows, std::max<size_t>(1, 16384 / dim), [&](size_t r0, size_t r1) {
-      std::vector<float> row(dim);
-      for (size_t r = r0; r < r1; ++r) {
-        rms_norm_row(x.data + r * dim, wp, row.data(), dim, eps, avx2);
-        modulate_run(row.data(), shift.data, scale.data, y.data + r * dim, dim, avx2);
-      }
+    for_each_row(s, s.dim, [&](size_t r, float* row) {
+      rms_norm_row(x.data + r * s.dim, wp, row, s.dim, eps, avx2);
+      modulate_run(row, shift.data, scale.data, y.data + r * s.dim, s.dim, avx2);
     });
     return info.Env().Undefined();
   });
@@ -140,11 +133,9 @@ Napi::Value qk_norm_rope(const Napi::CallbackInfo& info) {
     expect_length(k, n, op, "k");
     expect_length(v, n, op, "v");
     expect_length(angles, ninodes::args::mul(s, a, op), op, "angles");
-    if (qw.present) expect_length(qw, d, op, "qWeight");
-    if (kw.present) expect_length(kw, d, op, "kWeight");
+    const float* qwp = column_vector(qw, d, op, "qWeight");
+    const float* kwp = column_vector(kw, d, op, "kWeight");
     if (n == 0) return info.Env().Undefined();
-    const float* qwp = qw.present ? qw.data : nullptr;
-    const float* kwp = kw.present ? kw.data : nullptr;
     const size_t half = r / 2;
     const bool avx2 = use_avx2();
     ninodes::parallel_for(s, std::max<size_t>(1, 8192 / (3 * inner)), [&](size_t s0, size_t s1) {

@@ -11,9 +11,9 @@
 #include "core/cpu_features.h"
 #include "core/errors.h"
 #include "core/registry.h"
-#include "core/thread_pool.h"
 #include "ops/op_args.h"
 #include "ops/row_kernels.h"
+#include "ops/row_op.h"
 #include "ops/vec_math.h"
 
 namespace {
@@ -21,8 +21,6 @@ namespace {
 using ninodes::fail;
 using ninodes::use_avx2;
 using namespace ninodes::ops;
-
-size_t row_grain(size_t dim) { return std::max<size_t>(1, 16384 / std::max<size_t>(dim, 1)); }
 
 // ---- RMSNorm: y = x * (1 / sqrt(mean(x^2) + eps)) * w ------------------------------------------
 
@@ -160,6 +158,23 @@ NINODES_TARGET_AVX2 void softmax_row_avx2(const float* x, float* y, size_t d) {
 }
 #endif
 
+// The per-row dispatch of each op to its AVX2 or scalar kernel.
+void layer_norm_row(const float* x, const float* w, const float* b, float* y, size_t d, float eps, bool avx2) {
+#if NINODES_HAS_X86
+  if (avx2) return ln_row_avx2(x, w, b, y, d, eps);
+#endif
+  (void)avx2;
+  ln_row_scalar(x, w, b, y, d, eps);
+}
+
+void softmax_row(const float* x, float* y, size_t d, bool avx2) {
+#if NINODES_HAS_X86
+  if (avx2) return softmax_row_avx2(x, y, d);
+#endif
+  (void)avx2;
+  softmax_row_scalar(x, y, d);
+}
+
 }  // namespace
 
 void ninodes::ops::rms_norm_row(const float* x, const float* w, float* y, size_t d, float eps, bool avx2) {
@@ -172,34 +187,21 @@ void ninodes::ops::rms_norm_row(const float* x, const float* w, float* y, size_t
 
 namespace {
 
+// Each binding returns before the pool when there is nothing to write: that also keeps a huge row
+// count over an empty row from looping for nothing.
+
 Napi::Value rms_norm(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     const char* op = "rmsNorm";
     const F32Arg x = f32_arg(info, 0, op, "x");
     const F32Arg w = f32_arg(info, 1, op, "weight", true);
     const F32Arg y = f32_arg(info, 2, op, "out");
-    const size_t rows = ninodes::args::dim(info, 3, "rows");
-    const size_t dim = ninodes::args::dim(info, 4, "dim");
+    const RowShape s = row_shape(info, 3, op, x, y, "out");
     const float eps = static_cast<float>(ninodes::args::number(info, 5, "eps"));
-    const size_t n = ninodes::args::mul(rows, dim, op);
-    expect_length(x, n, op, "x");
-    expect_length(y, n, op, "out");
-    // Nothing to write: also keeps a huge row count over an empty row from looping for nothing.
-    if (n == 0) return info.Env().Undefined();
-    if (w.present) expect_length(w, dim, op, "weight");
-    const float* wp = w.present ? w.data : nullptr;
+    const float* wp = column_vector(w, s.dim, op, "weight");
+    if (s.n == 0) return info.Env().Undefined();
     const bool avx2 = use_avx2();
-    ninodes::parallel_for(rows, row_grain(dim), [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) {
-#if NINODES_HAS_X86
-        if (avx2) {
-          rms_row_avx2(x.data + r * dim, wp, y.data + r * dim, dim, eps);
-          continue;
-        }
-#endif
-        rms_row_scalar(x.data + r * dim, wp, y.data + r * dim, dim, eps);
-      }
-    });
+    for_each_row(s, 0, [&](size_t r, float*) { rms_norm_row(x.data + r * s.dim, wp, y.data + r * s.dim, s.dim, eps, avx2); });
     return info.Env().Undefined();
   });
 }
@@ -211,30 +213,13 @@ Napi::Value layer_norm(const Napi::CallbackInfo& info) {
     const F32Arg w = f32_arg(info, 1, op, "weight", true);
     const F32Arg b = f32_arg(info, 2, op, "bias", true);
     const F32Arg y = f32_arg(info, 3, op, "out");
-    const size_t rows = ninodes::args::dim(info, 4, "rows");
-    const size_t dim = ninodes::args::dim(info, 5, "dim");
+    const RowShape s = row_shape(info, 4, op, x, y, "out");
     const float eps = static_cast<float>(ninodes::args::number(info, 6, "eps"));
-    const size_t n = ninodes::args::mul(rows, dim, op);
-    expect_length(x, n, op, "x");
-    expect_length(y, n, op, "out");
-    // Nothing to write: also keeps a huge row count over an empty row from looping for nothing.
-    if (n == 0) return info.Env().Undefined();
-    if (w.present) expect_length(w, dim, op, "weight");
-    if (b.present) expect_length(b, dim, op, "bias");
-    const float* wp = w.present ? w.data : nullptr;
-    const float* bp = b.present ? b.data : nullptr;
+    const float* wp = column_vector(w, s.dim, op, "weight");
+    const float* bp = column_vector(b, s.dim, op, "bias");
+    if (s.n == 0) return info.Env().Undefined();
     const bool avx2 = use_avx2();
-    ninodes::parallel_for(rows, row_grain(dim), [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) {
-#if NINODES_HAS_X86
-        if (avx2) {
-          ln_row_avx2(x.data + r * dim, wp, bp, y.data + r * dim, dim, eps);
-          continue;
-        }
-#endif
-        ln_row_scalar(x.data + r * dim, wp, bp, y.data + r * dim, dim, eps);
-      }
-    });
+    for_each_row(s, 0, [&](size_t r, float*) { layer_norm_row(x.data + r * s.dim, wp, bp, y.data + r * s.dim, s.dim, eps, avx2); });
     return info.Env().Undefined();
   });
 }
@@ -244,25 +229,10 @@ Napi::Value softmax(const Napi::CallbackInfo& info) {
     const char* op = "softmax";
     const F32Arg x = f32_arg(info, 0, op, "x");
     const F32Arg y = f32_arg(info, 1, op, "out");
-    const size_t rows = ninodes::args::dim(info, 2, "rows");
-    const size_t dim = ninodes::args::dim(info, 3, "dim");
-    const size_t n = ninodes::args::mul(rows, dim, op);
-    expect_length(x, n, op, "x");
-    expect_length(y, n, op, "out");
-    // Nothing to write: also keeps a huge row count over an empty row from looping for nothing.
-    if (n == 0) return info.Env().Undefined();
+    const RowShape s = row_shape(info, 2, op, x, y, "out");
+    if (s.n == 0) return info.Env().Undefined();
     const bool avx2 = use_avx2();
-    ninodes::parallel_for(rows, row_grain(dim), [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) {
-#if NINODES_HAS_X86
-        if (avx2) {
-          softmax_row_avx2(x.data + r * dim, y.data + r * dim, dim);
-          continue;
-        }
-#endif
-        softmax_row_scalar(x.data + r * dim, y.data + r * dim, dim);
-      }
-    });
+    for_each_row(s, 0, [&](size_t r, float*) { softmax_row(x.data + r * s.dim, y.data + r * s.dim, s.dim, avx2); });
     return info.Env().Undefined();
   });
 }
