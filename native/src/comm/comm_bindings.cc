@@ -36,22 +36,14 @@ Napi::Object status_object(Napi::Env env, const CommStatus& s) {
   return out;
 }
 
+// An optional string field of commCreate's options ("" where it is missing).
 std::string string_field(const Napi::Object& o, const char* key) {
   Napi::Value v = o.Get(key);
-  if (v.IsUndefined() || v.IsNull()) return "";
-  if (!v.IsString()) ninodes::fail("INVALID_ARGUMENT", std::string("commCreate: ") + key + " must be a string");
-  return v.As<Napi::String>().Utf8Value();
+  return v.IsUndefined() || v.IsNull() ? "" : ninodes::args::string(v, std::string("commCreate: ") + key);
 }
 
 int64_t int_field(const Napi::Object& o, const char* key, int64_t lo, int64_t hi) {
-  Napi::Value v = o.Get(key);
-  if (!v.IsNumber()) ninodes::fail("INVALID_ARGUMENT", std::string("commCreate: ") + key + " must be a number");
-  const double d = v.As<Napi::Number>().DoubleValue();
-  if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) || d != static_cast<double>(static_cast<int64_t>(d))) {
-    ninodes::fail("INVALID_ARGUMENT", std::string("commCreate: ") + key + " must be an integer in " + std::to_string(lo) +
-                                          ".." + std::to_string(hi) + ", got " + std::to_string(d));
-  }
-  return static_cast<int64_t>(d);
+  return ninodes::args::integer(o.Get(key), lo, hi, std::string("commCreate: ") + key);
 }
 
 Handle handle_arg(const Napi::CallbackInfo& info, const char* fn) {
@@ -66,12 +58,8 @@ DType dtype_arg(const Napi::CallbackInfo& info, size_t i, const char* fn) {
   ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": dtype must be 'f32' or 'i32', got '" + d + "'");
 }
 
-// A typed array of 4-byte elements; returns its element count.
-size_t elements(const ninodes::args::Bytes& b, const char* fn) {
-  if (b.size % 4 != 0) ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": buffer byte length must be a multiple of 4");
-  if (reinterpret_cast<uintptr_t>(b.data) % 4 != 0) ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": buffer must be 4-byte aligned");
-  return b.size / 4;
-}
+// A typed array of 4-byte elements (f32 or i32); returns its element count.
+size_t elements(const ninodes::args::Bytes& b, const char* fn) { return ninodes::args::count<uint32_t>(b, fn); }
 
 // commCreate({ rank, size, storeKind, storePath, storeHost, storePort, prefix, iface, hostname, timeoutMs, graceMs })
 // -> Promise<{ code, message, ranks, handle? }>

@@ -52,9 +52,22 @@ inline size_t dim(const Napi::CallbackInfo& info, size_t i, const char* what) {
   return static_cast<size_t>(v);
 }
 
-inline double number(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  if (i >= info.Length() || !info[i].IsNumber()) fail("INVALID_ARGUMENT", std::string(what) + ": expected a number");
-  return info[i].As<Napi::Number>().DoubleValue();
+// number and string read an argument (info, i) or a value already in hand, such as a field of an
+// options object (info[i] past the end is undefined, which both refuse).
+inline double number(const Napi::Value& v, const std::string& what) {
+  if (!v.IsNumber()) fail("INVALID_ARGUMENT", what + ": expected a number");
+  return v.As<Napi::Number>().DoubleValue();
+}
+
+inline double number(const Napi::CallbackInfo& info, size_t i, const char* what) { return number(info[i], what); }
+
+// An integer in lo..hi (a count, a rank, a port, milliseconds).
+inline int64_t integer(const Napi::Value& v, int64_t lo, int64_t hi, const std::string& what) {
+  const double d = number(v, what);
+  if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) || d != std::floor(d)) {
+    fail("INVALID_ARGUMENT", what + " must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + std::to_string(d));
+  }
+  return static_cast<int64_t>(d);
 }
 
 inline bool boolean(const Napi::CallbackInfo& info, size_t i, const char* what) {
@@ -62,15 +75,29 @@ inline bool boolean(const Napi::CallbackInfo& info, size_t i, const char* what) 
   return info[i].As<Napi::Boolean>().Value();
 }
 
-inline std::string string(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  if (i >= info.Length() || !info[i].IsString()) fail("INVALID_ARGUMENT", std::string(what) + ": expected a string");
-  return info[i].As<Napi::String>().Utf8Value();
+inline std::string string(const Napi::Value& v, const std::string& what) {
+  if (!v.IsString()) fail("INVALID_ARGUMENT", what + ": expected a string");
+  return v.As<Napi::String>().Utf8Value();
 }
+
+inline std::string string(const Napi::CallbackInfo& info, size_t i, const char* what) { return string(info[i], what); }
 
 inline size_t mul(size_t a, size_t b, const char* what) {
   size_t r;
   if (__builtin_mul_overflow(a, b, &r) || r > (size_t(1) << 46)) fail("INVALID_SHAPE", std::string(what) + ": size overflows");
   return r;
+}
+
+// How many elements of T `b` holds: a whole number of them, suitably aligned.
+template <typename T>
+size_t count(const Bytes& b, const char* what) {
+  if (b.size % sizeof(T) != 0) {
+    fail("SHAPE_MISMATCH", std::string(what) + ": " + std::to_string(b.size) + " bytes are not a whole number of " + std::to_string(sizeof(T)) + "-byte elements");
+  }
+  if (reinterpret_cast<uintptr_t>(b.data) % alignof(T) != 0) {
+    fail("MISALIGNED_STORAGE", std::string(what) + ": storage is not " + std::to_string(alignof(T)) + "-byte aligned");
+  }
+  return b.size / sizeof(T);
 }
 
 // Checks that `b` holds exactly `count` elements of T, suitably aligned, and returns the typed pointer.
@@ -80,9 +107,7 @@ T* as(const Bytes& b, size_t count, const char* what) {
   if (b.size != need) {
     fail("SHAPE_MISMATCH", std::string(what) + ": expected " + std::to_string(need) + " bytes, got " + std::to_string(b.size));
   }
-  if (reinterpret_cast<uintptr_t>(b.data) % alignof(T) != 0) {
-    fail("MISALIGNED_STORAGE", std::string(what) + ": storage is not " + std::to_string(alignof(T)) + "-byte aligned");
-  }
+  args::count<T>(b, what);
   return reinterpret_cast<T*>(b.data);
 }
 
