@@ -1,16 +1,18 @@
-"""The MiniMax-H3 video-only forward exactly as ninodes runs it (packages/models/src/h3-*.ts), in PyTorch.
-
-Written from the same definitions as ninodes' float64 test oracle (ComfyUI's comfy/ldm/minimax/model.py
-facts): ComfyUI key names, 1x2x2 patches, sinusoidal time features of t = 1 - sigma, adaLN row 0 of
-the three modality rows, RMSNorm, per-head q/k RMSNorm, split-half RoPE on the first 6*L dims of each
-head, SwiGLU MLP, and the negated final projection. Works in any float dtype (float64 for fixtures).
+"""The trainable MiniMax-H3 video DiT of the demo: its parameters (ComfyUI key names) and their
+initialisation here, the forward itself from tools/torch-h3/h3_torch.py (the bench's PyTorch peer,
+written from packages/models/src/h3-*.ts with ninodes' fp32 roundings), so the model is trained and
+scored by the same forward the bench compares ninodes with. float32 or float64 (for fixtures).
 """
 
 import math
+import os
+import sys
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'torch-h3'))
+from h3_torch import ISLANDS, H3Torch  # noqa: E402
 
 
 class H3Config:
@@ -40,15 +42,12 @@ class H3Config:
         }
 
 
-def rms_norm(x, weight, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
-
-
 class Block(nn.Module):
+    """One DiT block's parameters (the math is H3Torch's)."""
+
     def __init__(self, cfg):
         super().__init__()
         d, inner = cfg.hidden, cfg.heads * cfg.head_dim
-        self.cfg = cfg
         self.adaln_proj = nn.Module()
         self.adaln_proj.linear = nn.Linear(cfg.t_dim, 18 * d)
         self.norm1 = nn.Module()
@@ -65,61 +64,6 @@ class Block(nn.Module):
         self.mlp = nn.Module()
         self.mlp.fc1 = nn.Linear(d, 2 * cfg.ffn, bias=False)
         self.mlp.fc2 = nn.Linear(cfg.ffn, d, bias=False)
-
-    def forward(self, x, t_emb, cos, sin):
-        cfg = self.cfg
-        b, s, d = x.shape
-        h, hd = cfg.heads, cfg.head_dim
-        inner = h * hd
-        # [B, 18d]: three modality rows of six chunks; the video row is the first
-        mod = self.adaln_proj.linear(F.silu(t_emb))[:, : 6 * d].unsqueeze(1)
-        shift_a, scale_a, gate_a, shift_m, scale_m, gate_m = mod.chunk(6, dim=-1)
-        h1 = rms_norm(x, self.norm1.weight, cfg.eps) * (1 + scale_a) + shift_a
-        qkv = self.attn.qkv_proj(h1)
-        q = qkv[..., :inner].reshape(b, s, h, hd)
-        k = qkv[..., inner: 2 * inner].reshape(b, s, h, hd)
-        v = qkv[..., 2 * inner:].reshape(b, s, h, hd)
-        q = rope_split_half(rms_norm(q, self.attn.q_norm.weight, cfg.qk_eps), cos, sin)
-        k = rope_split_half(rms_norm(k, self.attn.k_norm.weight, cfg.qk_eps), cos, sin)
-        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # [B, H, S, hd]
-        att = torch.softmax((q @ k.transpose(-1, -2)) / math.sqrt(hd), dim=-1) @ v
-        att = att.transpose(1, 2).reshape(b, s, inner)
-        x = x + self.attn.out_proj(att) * gate_a
-        h2 = rms_norm(x, self.norm2.weight, cfg.eps) * (1 + scale_m) + shift_m
-        gate, up = self.mlp.fc1(h2).chunk(2, dim=-1)
-        return x + self.mlp.fc2(F.silu(gate) * up) * gate_m
-
-
-def rope_split_half(x, cos, sin):
-    """x [B, S, H, hd]; cos/sin [S, rot/2]: pair (i, i + rot/2) of the first rot dims turns by angle i."""
-    half = cos.shape[-1]
-    c = cos[None, :, None, :]
-    s = sin[None, :, None, :]
-    x1 = x[..., :half]
-    x2 = x[..., half: 2 * half]
-    return torch.cat([x1 * c - x2 * s, x1 * s + x2 * c, x[..., 2 * half:]], dim=-1)
-
-
-def video_positions(frames, height, width):
-    """(t, h, w) per 1x2x2 patch, frame-major, on H3's area-normalized grid (video-grid.ts)."""
-    hn, wn = height // 2, width // 2
-    side = math.sqrt(height * width)
-    axis = lambda dim, n, i: 32 * ((1 - dim / side) / 2 + (dim / side) * i / n)
-    out = []
-    t = 0.0
-    for f in range(frames):
-        for i in range(hn):
-            for j in range(wn):
-                out.append((t, axis(height, hn, i), axis(width, wn, j)))
-        t += (5 / 3) * (1 if f % 5 == 0 else 4)
-    return torch.tensor(out, dtype=torch.float64)
-
-
-def rope_angles(frames, height, width, inv_freq):
-    """[S, 3L] pair angles, rounded as ninodes and ComfyUI do: positions and products in fp32."""
-    pos = video_positions(frames, height, width).to(torch.float32)
-    inv = inv_freq.to(torch.float32)
-    return torch.cat([pos[:, a: a + 1] * inv[None, :] for a in range(3)], dim=-1)
 
 
 class H3Video(nn.Module):
@@ -140,7 +84,6 @@ class H3Video(nn.Module):
         self.final_layer.video_out = nn.Linear(d, cfg.channels * 4)
         self.rope = nn.Module()
         self.rope.register_buffer('inv_freq', 10000.0 ** (-torch.arange(cfg.rope_len, dtype=torch.float32) / cfg.rope_len))
-        self._angles = {}
 
     def init_weights(self, generator):
         """DiT-style: small normal linears, adaLN and the output head zero, so every block starts as identity."""
@@ -155,43 +98,18 @@ class H3Video(nn.Module):
                 with torch.no_grad():
                     p.copy_(torch.randn(p.shape, generator=generator) * (1.0 / math.sqrt(p.shape[1])))
 
-    def time_features(self, sigma):
-        """sigma [B] -> [B, freqDim]: cos then sin of t * exp(-ln(1e4) j / half), t = 1 - max(sigma, 1e-6)."""
-        half = self.cfg.freq_dim // 2
-        dtype = sigma.dtype
-        t = 1 - sigma.clamp(min=1e-6)
-        freqs = torch.exp(-math.log(10000) * torch.arange(half, dtype=torch.float32) / half).to(dtype)
-        args = t[:, None] * freqs[None, :]
-        return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
-
-    def angles(self, frames, height, width, dtype):
-        key = (frames, height, width, dtype)
-        if key not in self._angles:
-            a = rope_angles(frames, height, width, self.rope.inv_freq).to(dtype)
-            self._angles[key] = (torch.cos(a), torch.sin(a))
-        return self._angles[key]
-
     def forward(self, latent, sigma):
-        """latent [B, C, T, H, W] (H, W even), sigma [B] -> velocity [B, C, T, H, W]."""
-        cfg = self.cfg
-        b, c, t, hh, ww = latent.shape
-        hn, wn = hh // 2, ww // 2
-        # 1x2x2 patches in frame, row, column order; a row's columns are channel-major, then dy, then dx
-        rows = latent.reshape(b, c, t, hn, 2, wn, 2).permute(0, 2, 3, 5, 1, 4, 6).reshape(b, t * hn * wn, c * 4)
-        x = self.video_patch_proj(rows)
-        t_emb = self.time_embedder.proj_out(F.silu(self.time_embedder.proj_in(self.time_features(sigma))))
-        cos, sin = self.angles(t, hh, ww, latent.dtype)
-        for block in self.blocks:
-            x = block(x, t_emb, cos, sin)
-        shift, scale = self.final_layer.adaln_proj.linear(F.silu(t_emb)).unsqueeze(1).chunk(2, dim=-1)
-        head = self.final_layer.video_out(rms_norm(x, self.final_layer.norm.weight, cfg.final_eps) * (1 + scale) + shift)
-        out = head.reshape(b, t, hn, wn, c, 2, 2).permute(0, 4, 1, 2, 5, 3, 6).reshape(b, c, t, hh, ww)
-        return -out
+        """latent [B, C, T, H, W], sigma [B] -> velocity [B, C, T, H, W], through H3Torch over these parameters."""
+        weights = dict(self.named_parameters())
+        weights.update(self.named_buffers())
+        h3 = H3Torch.from_weights(weights, 'f64' if self.video_patch_proj.weight.dtype == torch.float64 else 'f32')
+        h3.eps, h3.qk_eps, h3.final_eps = self.cfg.eps, self.cfg.qk_eps, self.cfg.final_eps
+        return h3.velocity(latent, sigma)
 
 
 def fp32_island(name):
     """Tensors ComfyUI keeps in fp32: patch embedding, time embedder, output head, the RoPE buffer."""
-    return name.startswith('video_patch_proj.') or name.startswith('time_embedder.') or name.startswith('final_layer.video_out.') or name == 'rope.inv_freq'
+    return name.startswith(ISLANDS) or name == 'rope.inv_freq'
 
 
 def flow_sigmas(steps, shift):
