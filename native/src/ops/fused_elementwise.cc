@@ -96,7 +96,6 @@ Napi::Value rms_norm_modulate(const Napi::CallbackInfo& info) {
     expect_length(shift, s.dim, op, "shift");
     expect_length(scale, s.dim, op, "scale");
     const float* wp = column_vector(w, s.dim, op, "weight");
-    if (s.n == 0) return info.Env().Undefined();
     const bool avx2 = use_avx2();
     for_each_row(s, s.dim, [&](size_t r, float* row) {
       rms_norm_row(x.data + r * s.dim, wp, row, s.dim, eps, avx2);

@@ -187,9 +187,6 @@ void ninodes::ops::rms_norm_row(const float* x, const float* w, float* y, size_t
 
 namespace {
 
-// Each binding returns before the pool when there is nothing to write: that also keeps a huge row
-// count over an empty row from looping for nothing.
-
 Napi::Value rms_norm(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     const char* op = "rmsNorm";
@@ -199,7 +196,6 @@ Napi::Value rms_norm(const Napi::CallbackInfo& info) {
     const RowShape s = row_shape(info, 3, op, x, y, "out");
     const float eps = static_cast<float>(ninodes::args::number(info, 5, "eps"));
     const float* wp = column_vector(w, s.dim, op, "weight");
-    if (s.n == 0) return info.Env().Undefined();
     const bool avx2 = use_avx2();
     for_each_row(s, 0, [&](size_t r, float*) { rms_norm_row(x.data + r * s.dim, wp, y.data + r * s.dim, s.dim, eps, avx2); });
     return info.Env().Undefined();
@@ -217,7 +213,6 @@ Napi::Value layer_norm(const Napi::CallbackInfo& info) {
     const float eps = static_cast<float>(ninodes::args::number(info, 6, "eps"));
     const float* wp = column_vector(w, s.dim, op, "weight");
     const float* bp = column_vector(b, s.dim, op, "bias");
-    if (s.n == 0) return info.Env().Undefined();
     const bool avx2 = use_avx2();
     for_each_row(s, 0, [&](size_t r, float*) { layer_norm_row(x.data + r * s.dim, wp, bp, y.data + r * s.dim, s.dim, eps, avx2); });
     return info.Env().Undefined();
@@ -230,7 +225,6 @@ Napi::Value softmax(const Napi::CallbackInfo& info) {
     const F32Arg x = f32_arg(info, 0, op, "x");
     const F32Arg y = f32_arg(info, 1, op, "out");
     const RowShape s = row_shape(info, 2, op, x, y, "out");
-    if (s.n == 0) return info.Env().Undefined();
     const bool avx2 = use_avx2();
     for_each_row(s, 0, [&](size_t r, float*) { softmax_row(x.data + r * s.dim, y.data + r * s.dim, s.dim, avx2); });
     return info.Env().Undefined();

@@ -39,9 +39,11 @@ inline const float* column_vector(const F32Arg& v, size_t dim, const char* op, c
 }
 
 // Runs row(r, scratch) for every row through the pool, about 16 K floats a task; scratch holds
-// scratch_floats floats of the task's own (a row buffer that stays in L1).
+// scratch_floats floats of the task's own (a row buffer that stays in L1). Nothing runs when there
+// is nothing to write, so a huge row count over an empty row does not loop for nothing.
 template <typename Row>
 void for_each_row(const RowShape& s, size_t scratch_floats, const Row& row) {
+  if (s.n == 0) return;
   parallel_for(s.rows, std::max<size_t>(1, 16384 / std::max<size_t>(s.dim, 1)), [&](size_t r0, size_t r1) {
     std::vector<float> scratch(scratch_floats);
     for (size_t r = r0; r < r1; ++r) row(r, scratch.data());
