@@ -27,6 +27,7 @@
 #include "ops/int8_amx.h"
 #include "ops/int8_backend.h"
 #include "ops/int8_quantize.h"
+#include "ops/int8_vnni.h"
 #include "ops/onednn_context.h"
 #include "ops/span_args.h"
 #include "tensor/float_codecs.h"
@@ -319,6 +320,16 @@ void int8_gemm(Int8Backend backend, const int8_t* a, const int8_t* b, int32_t* c
       pbuf.trim();
       return;
     }
+    case Int8Backend::kVnni: {
+      thread_local Scratch pbuf;
+      auto* packed = static_cast<int8_t*>(pbuf.get(vnni_packed_bytes(M, K)));
+      vnni_pack_activations(a, M, K, packed, onednn_team_for);
+      Int8Epilogue out;
+      out.acc = c;
+      vnni_int8_gemm(packed, b, M, K, N, out, onednn_team_for);
+      pbuf.trim();
+      return;
+    }
     case Int8Backend::kOnednn: return run_matmul({MatKind::kS8, M, K, N, false}, a, b, nullptr, c);
     case Int8Backend::kNative: return int8_gemm_native(a, b, c, M, K, N);
   }
@@ -508,18 +519,27 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
     const Int8Backend backend = resolve_int8_backend(args::string(info, 13, "int8 backend"), d.k);
     auto work = [=] {
       const ParallelFor pfor = pfor_for(backend);
-      if (backend == Int8Backend::kAmx) {
-        // Quantize (rotation fused) straight into the tile layout, then the GEMM with dequant fused.
+      if (backend == Int8Backend::kAmx || backend == Int8Backend::kVnni) {
+        // Quantize (rotation fused) straight into the kernel's layout, then the GEMM with dequant fused.
+        const bool amx = backend == Int8Backend::kAmx;
         thread_local Scratch pbuf;
-        auto* packed = static_cast<int8_t*>(pbuf.get(amx_packed_bytes(d.m, d.k)));
-        amx_quantize_pack(x, d.m, d.k, group, regular, external ? xs : nullptr, packed, xs, pfor);
+        auto* packed = static_cast<int8_t*>(pbuf.get(amx ? amx_packed_bytes(d.m, d.k) : vnni_packed_bytes(d.m, d.k)));
+        if (amx) {
+          amx_quantize_pack(x, d.m, d.k, group, regular, external ? xs : nullptr, packed, xs, pfor);
+        } else {
+          vnni_quantize_pack(x, d.m, d.k, group, regular, external ? xs : nullptr, packed, xs, pfor);
+        }
         Int8Epilogue out;
         out.acc = acc_out;
         out.y = y;
         out.x_scale = xs;
         out.w_scale = ws;
         out.bias = bias;
-        amx_int8_gemm(packed, w, d.m, d.k, d.n, out, pfor);
+        if (amx) {
+          amx_int8_gemm(packed, w, d.m, d.k, d.n, out, pfor);
+        } else {
+          vnni_int8_gemm(packed, w, d.m, d.k, d.n, out, pfor);
+        }
         pbuf.trim();
         return;
       }
