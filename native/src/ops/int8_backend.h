@@ -17,9 +17,10 @@ enum class Int8Backend { kAmx, kVnni, kOnednn, kNative };
 
 const char* int8_backend_name(Int8Backend backend);
 std::vector<Int8Backend> available_int8_backends();
-// The backend for a GEMM with inner size k: "auto" takes the default, or the next one where the
-// shape rules the AMX kernel (k % 64 != 0) or the VNNI kernel (k % 4 != 0) out. An unknown name fails INVALID_ARGUMENT; one this
+// The backend for an [m, k] x [k, n] GEMM: "auto" takes the default, or the next one where the
+// shape rules the AMX kernel (k % 64 != 0) or the VNNI kernel (k % 4 != 0, or m < 16 where oneDNN
+// runs) out. An unknown name fails INVALID_ARGUMENT; one this
 // machine (or this k) cannot run fails BACKEND_UNAVAILABLE naming why.
-Int8Backend resolve_int8_backend(const std::string& name, size_t k);
+Int8Backend resolve_int8_backend(const std::string& name, size_t m, size_t k);
 
 }  // namespace ninodes

@@ -23,6 +23,9 @@ bool vnni_int8_supported();
 // K must be a multiple of this (one broadcast is 4 int8 values of a weight row).
 constexpr size_t kVnniKStep = 4;
 
+// "auto" sends GEMMs with fewer rows to oneDNN (most of a 16-row block would be padding).
+constexpr size_t kVnniMinRows = 16;
+
 // Bytes of the packed activation buffer for m rows of k (rows padded to a multiple of 16).
 size_t vnni_packed_bytes(size_t m, size_t k);
 

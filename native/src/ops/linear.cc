@@ -478,7 +478,7 @@ Napi::Value int8_matmul(const Napi::CallbackInfo& info) {
     const int8_t* a = args::as<int8_t>(ab, args::mul(d.m, d.k, "int8Matmul"), "int8Matmul qx");
     const int8_t* b = args::as<int8_t>(bb, args::mul(d.n, d.k, "int8Matmul"), "int8Matmul qw");
     int32_t* c = args::as<int32_t>(cb, args::mul(d.m, d.n, "int8Matmul"), "int8Matmul acc");
-    const Int8Backend backend = resolve_int8_backend(args::string(info, 6, "int8 backend"), d.k);
+    const Int8Backend backend = resolve_int8_backend(args::string(info, 6, "int8 backend"), d.m, d.k);
     return AsyncOp::start(
         info.Env(), "ninodes.int8Matmul", [=] { int8_gemm(backend, a, b, c, d.m, d.k, d.n); },
         [](Napi::Env env) { return env.Undefined(); }, {info[0], info[1], info[2]});
@@ -516,7 +516,7 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
       }
     }
     const bool regular = order == "regular";
-    const Int8Backend backend = resolve_int8_backend(args::string(info, 13, "int8 backend"), d.k);
+    const Int8Backend backend = resolve_int8_backend(args::string(info, 13, "int8 backend"), d.m, d.k);
     auto work = [=] {
       const ParallelFor pfor = pfor_for(backend);
       if (backend == Int8Backend::kAmx || backend == Int8Backend::kVnni) {
