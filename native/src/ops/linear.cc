@@ -310,23 +310,16 @@ void int8_gemm(Int8Backend backend, const int8_t* a, const int8_t* b, int32_t* c
     return;
   }
   switch (backend) {
-    case Int8Backend::kAmx: {
-      thread_local Scratch pbuf;
-      auto* packed = static_cast<int8_t*>(pbuf.get(amx_packed_bytes(M, K)));
-      amx_pack_activations(a, M, K, packed, onednn_team_for);
-      Int8Epilogue out;
-      out.acc = c;
-      amx_int8_gemm(packed, b, M, K, N, out, onednn_team_for);
-      pbuf.trim();
-      return;
-    }
+    case Int8Backend::kAmx:
     case Int8Backend::kVnni: {
+      // Both hand-written kernels pack the activations into their own layout, then write raw sums.
+      const bool amx = backend == Int8Backend::kAmx;
       thread_local Scratch pbuf;
-      auto* packed = static_cast<int8_t*>(pbuf.get(vnni_packed_bytes(M, K)));
-      vnni_pack_activations(a, M, K, packed, onednn_team_for);
+      auto* packed = static_cast<int8_t*>(pbuf.get(amx ? amx_packed_bytes(M, K) : vnni_packed_bytes(M, K)));
+      (amx ? amx_pack_activations : vnni_pack_activations)(a, M, K, packed, onednn_team_for);
       Int8Epilogue out;
       out.acc = c;
-      vnni_int8_gemm(packed, b, M, K, N, out, onednn_team_for);
+      (amx ? amx_int8_gemm : vnni_int8_gemm)(packed, b, M, K, N, out, onednn_team_for);
       pbuf.trim();
       return;
     }
@@ -524,22 +517,14 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
         const bool amx = backend == Int8Backend::kAmx;
         thread_local Scratch pbuf;
         auto* packed = static_cast<int8_t*>(pbuf.get(amx ? amx_packed_bytes(d.m, d.k) : vnni_packed_bytes(d.m, d.k)));
-        if (amx) {
-          amx_quantize_pack(x, d.m, d.k, group, regular, external ? xs : nullptr, packed, xs, pfor);
-        } else {
-          vnni_quantize_pack(x, d.m, d.k, group, regular, external ? xs : nullptr, packed, xs, pfor);
-        }
+        (amx ? amx_quantize_pack : vnni_quantize_pack)(x, d.m, d.k, group, regular, external ? xs : nullptr, packed, xs, pfor);
         Int8Epilogue out;
         out.acc = acc_out;
         out.y = y;
         out.x_scale = xs;
         out.w_scale = ws;
         out.bias = bias;
-        if (amx) {
-          amx_int8_gemm(packed, w, d.m, d.k, d.n, out, pfor);
-        } else {
-          vnni_int8_gemm(packed, w, d.m, d.k, d.n, out, pfor);
-        }
+        (amx ? amx_int8_gemm : vnni_int8_gemm)(packed, w, d.m, d.k, d.n, out, pfor);
         pbuf.trim();
         return;
       }
