@@ -8,10 +8,12 @@
 #include "ops/int8_vnni.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/thread_pool.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -165,42 +167,39 @@ NINODES_TARGET_VNNI void block(const int8_t* xp, size_t k, const int8_t* w, size
 // Packed activation rows kept hot in L2 while a thread's weight columns stream past them.
 size_t rows_per_pass(size_t k) { return std::max<size_t>(48, (size_t(512) << 10) / std::max<size_t>(k, 1) / 48 * 48); }
 
-NINODES_TARGET_VNNI void gemm_columns(const int8_t* packed, const int8_t* w, size_t m, size_t k, size_t n, size_t nb0, size_t nb1,
+// One pass (rows [p0, p1) of the packed activations, hot in L2) against weight blocks [nb0, nb1).
+NINODES_TARGET_VNNI void gemm_columns(const int8_t* packed, const int8_t* w, size_t p0, size_t p1, size_t k, size_t n, size_t nb0, size_t nb1,
                                       const Int8Epilogue& out, std::vector<ColBlock>& blocks) {
   thread_local std::vector<int8_t> tail;  // the last, partial 8-row weight block, zero-padded
-  const size_t pass = rows_per_pass(k);
-  for (size_t p0 = 0; p0 < m; p0 += pass) {
-    const size_t p1 = std::min(m, p0 + pass);
-    for (size_t nb = nb0; nb < nb1; ++nb) {
-      ColBlock& cb = blocks[nb];
-      const size_t n0 = nb * kCols, nv = std::min(kCols, n - n0);
-      const int8_t* w0 = w + n0 * k;
-      if (nv < kCols) {
-        tail.assign(kCols * k, 0);
-        std::memcpy(tail.data(), w0, nv * k);
-        w0 = tail.data();
+  for (size_t nb = nb0; nb < nb1; ++nb) {
+    ColBlock& cb = blocks[nb];
+    const size_t n0 = nb * kCols, nv = std::min(kCols, n - n0);
+    const int8_t* w0 = w + n0 * k;
+    if (nv < kCols) {
+      tail.assign(kCols * k, 0);
+      std::memcpy(tail.data(), w0, nv * k);
+      w0 = tail.data();
+    }
+    if (p0 == 0) {
+      cb.n0 = n0;
+      cb.nv = nv;
+      offset_terms(w0, k, cb.comp);
+      for (size_t i = 0; i < kCols; ++i) {
+        cb.ws[i] = out.w_scale != nullptr && i < nv ? out.w_scale[n0 + i] : 0.0f;
+        cb.bias[i] = out.bias != nullptr && i < nv ? out.bias[n0 + i] : 0.0f;
       }
-      if (p0 == 0) {
-        cb.n0 = n0;
-        cb.nv = nv;
-        offset_terms(w0, k, cb.comp);
-        for (size_t i = 0; i < kCols; ++i) {
-          cb.ws[i] = out.w_scale != nullptr && i < nv ? out.w_scale[n0 + i] : 0.0f;
-          cb.bias[i] = out.bias != nullptr && i < nv ? out.bias[n0 + i] : 0.0f;
-        }
-      }
-      size_t m0 = p0;
-      for (; m0 + 16 * kMaxJ <= p1; m0 += 16 * kMaxJ) block<kMaxJ>(packed + m0 * k, k, w0, m0, 16 * kMaxJ, cb, n, out);
-      if (m0 < p1) {
-        // The last 1..47 rows: as many 16-row blocks as they need.
-        const size_t left = p1 - m0;
-        if (left > 32) {
-          block<3>(packed + m0 * k, k, w0, m0, left, cb, n, out);
-        } else if (left > 16) {
-          block<2>(packed + m0 * k, k, w0, m0, left, cb, n, out);
-        } else {
-          block<1>(packed + m0 * k, k, w0, m0, left, cb, n, out);
-        }
+    }
+    size_t m0 = p0;
+    for (; m0 + 16 * kMaxJ <= p1; m0 += 16 * kMaxJ) block<kMaxJ>(packed + m0 * k, k, w0, m0, 16 * kMaxJ, cb, n, out);
+    if (m0 < p1) {
+      // The last 1..47 rows: as many 16-row blocks as they need.
+      const size_t left = p1 - m0;
+      if (left > 32) {
+        block<3>(packed + m0 * k, k, w0, m0, left, cb, n, out);
+      } else if (left > 16) {
+        block<2>(packed + m0 * k, k, w0, m0, left, cb, n, out);
+      } else {
+        block<1>(packed + m0 * k, k, w0, m0, left, cb, n, out);
       }
     }
   }
@@ -244,7 +243,21 @@ void vnni_quantize_pack(const float* x, size_t m, size_t k, size_t group, bool r
 void vnni_int8_gemm(const int8_t* packed, const int8_t* w, size_t m, size_t k, size_t n, const Int8Epilogue& out, ParallelFor pfor) {
   if (m == 0 || n == 0) return;
   std::vector<ColBlock> blocks((n + kCols - 1) / kCols);
-  pfor(blocks.size(), 1, [&](size_t b, size_t e) { gemm_columns(packed, w, m, k, n, b, e, out, blocks); });
+  // Threads take groups of weight blocks from a shared counter, one pass of rows at a time, so a
+  // thread the OS slows down (a shared machine) does less of the pass instead of holding up the
+  // others at the join. Each output is still computed whole by one thread: same bits.
+  const size_t workers = static_cast<size_t>(std::max(1, thread_count()));
+  const size_t group = std::max<size_t>(1, std::min<size_t>(8, blocks.size() / (workers * 8)));
+  const size_t groups = (blocks.size() + group - 1) / group;
+  const size_t pass = rows_per_pass(k);
+  for (size_t p0 = 0; p0 < m; p0 += pass) {
+    const size_t p1 = std::min(m, p0 + pass);
+    std::atomic<size_t> next{0};
+    pfor(std::min(workers, groups), 1, [&](size_t, size_t) {
+      for (size_t g = next.fetch_add(1); g < groups; g = next.fetch_add(1))
+        gemm_columns(packed, w, p0, p1, k, n, g * group, std::min(blocks.size(), (g + 1) * group), out, blocks);
+    });
+  }
 }
 
 #else  // not x86-64: no VNNI; callers check vnni_int8_supported() first
