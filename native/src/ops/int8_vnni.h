@@ -38,7 +38,8 @@ void vnni_quantize_pack(const float* x, size_t m, size_t k, size_t group, bool r
                         int8_t* packed, float* scale, ParallelFor pfor);
 
 // packed x w [n, k] -> epilogue (see Int8Epilogue). Requires vnni_int8_supported() and
-// k % kVnniKStep == 0; output columns are split across threads in whole 8-column blocks.
+// k % kVnniKStep == 0; threads take output columns in groups of whole 8-column blocks, one pass
+// of rows at a time.
 void vnni_int8_gemm(const int8_t* packed, const int8_t* w, size_t m, size_t k, size_t n, const Int8Epilogue& out, ParallelFor pfor);
 
 }  // namespace ninodes
