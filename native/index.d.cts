@@ -40,7 +40,7 @@ export interface CommCreateOptions {
 }
 
 export type SimdPath = 'avx512' | 'avx2' | 'scalar';
-export type Int8BackendName = 'amx' | 'onednn' | 'native';
+export type Int8BackendName = 'amx' | 'vnni' | 'onednn' | 'native';
 
 /** buildInfo()'s answer (the registered module names are `modules`, beside it). */
 export interface NativeBuildInfo {

@@ -107,8 +107,8 @@ export const runReportSchema = z.object({
     node: z.string(),
     simd: z.string(),
     onednn: z.string(),
-    /** The int8 GEMM that int8 layers ran on (amx, onednn or native). */
-    int8Backend: z.enum(['amx', 'onednn', 'native']),
+    /** The int8 GEMM that int8 layers ran on (amx, vnni, onednn or native). */
+    int8Backend: z.enum(['amx', 'vnni', 'onednn', 'native']),
     /** What float linears multiply in: 'bf16' only for --quant bf16 on a CPU with bf16 units (PyTorch's bf16 mode). */
     computePrecision: z.enum(['f32', 'bf16']),
     cpu: z.string(),

@@ -27,6 +27,7 @@
 #include "ops/int8_amx.h"
 #include "ops/int8_backend.h"
 #include "ops/int8_quantize.h"
+#include "ops/int8_vnni.h"
 #include "ops/onednn_context.h"
 #include "ops/span_args.h"
 #include "tensor/float_codecs.h"
@@ -309,13 +310,16 @@ void int8_gemm(Int8Backend backend, const int8_t* a, const int8_t* b, int32_t* c
     return;
   }
   switch (backend) {
-    case Int8Backend::kAmx: {
+    case Int8Backend::kAmx:
+    case Int8Backend::kVnni: {
+      // Both hand-written kernels pack the activations into their own layout, then write raw sums.
+      const bool amx = backend == Int8Backend::kAmx;
       thread_local Scratch pbuf;
-      auto* packed = static_cast<int8_t*>(pbuf.get(amx_packed_bytes(M, K)));
-      amx_pack_activations(a, M, K, packed, onednn_team_for);
+      auto* packed = static_cast<int8_t*>(pbuf.get(amx ? amx_packed_bytes(M, K) : vnni_packed_bytes(M, K)));
+      (amx ? amx_pack_activations : vnni_pack_activations)(a, M, K, packed, onednn_team_for);
       Int8Epilogue out;
       out.acc = c;
-      amx_int8_gemm(packed, b, M, K, N, out, onednn_team_for);
+      (amx ? amx_int8_gemm : vnni_int8_gemm)(packed, b, M, K, N, out, onednn_team_for);
       pbuf.trim();
       return;
     }
@@ -467,7 +471,7 @@ Napi::Value int8_matmul(const Napi::CallbackInfo& info) {
     const int8_t* a = args::as<int8_t>(ab, args::mul(d.m, d.k, "int8Matmul"), "int8Matmul qx");
     const int8_t* b = args::as<int8_t>(bb, args::mul(d.n, d.k, "int8Matmul"), "int8Matmul qw");
     int32_t* c = args::as<int32_t>(cb, args::mul(d.m, d.n, "int8Matmul"), "int8Matmul acc");
-    const Int8Backend backend = resolve_int8_backend(args::string(info, 6, "int8 backend"), d.k);
+    const Int8Backend backend = resolve_int8_backend(args::string(info, 6, "int8 backend"), d.m, d.k);
     return AsyncOp::start(
         info.Env(), "ninodes.int8Matmul", [=] { int8_gemm(backend, a, b, c, d.m, d.k, d.n); },
         [](Napi::Env env) { return env.Undefined(); }, {info[0], info[1], info[2]});
@@ -505,21 +509,22 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
       }
     }
     const bool regular = order == "regular";
-    const Int8Backend backend = resolve_int8_backend(args::string(info, 13, "int8 backend"), d.k);
+    const Int8Backend backend = resolve_int8_backend(args::string(info, 13, "int8 backend"), d.m, d.k);
     auto work = [=] {
       const ParallelFor pfor = pfor_for(backend);
-      if (backend == Int8Backend::kAmx) {
-        // Quantize (rotation fused) straight into the tile layout, then the GEMM with dequant fused.
+      if (backend == Int8Backend::kAmx || backend == Int8Backend::kVnni) {
+        // Quantize (rotation fused) straight into the kernel's layout, then the GEMM with dequant fused.
+        const bool amx = backend == Int8Backend::kAmx;
         thread_local Scratch pbuf;
-        auto* packed = static_cast<int8_t*>(pbuf.get(amx_packed_bytes(d.m, d.k)));
-        amx_quantize_pack(x, d.m, d.k, group, regular, external ? xs : nullptr, packed, xs, pfor);
+        auto* packed = static_cast<int8_t*>(pbuf.get(amx ? amx_packed_bytes(d.m, d.k) : vnni_packed_bytes(d.m, d.k)));
+        (amx ? amx_quantize_pack : vnni_quantize_pack)(x, d.m, d.k, group, regular, external ? xs : nullptr, packed, xs, pfor);
         Int8Epilogue out;
         out.acc = acc_out;
         out.y = y;
         out.x_scale = xs;
         out.w_scale = ws;
         out.bias = bias;
-        amx_int8_gemm(packed, w, d.m, d.k, d.n, out, pfor);
+        (amx ? amx_int8_gemm : vnni_int8_gemm)(packed, w, d.m, d.k, d.n, out, pfor);
         pbuf.trim();
         return;
       }

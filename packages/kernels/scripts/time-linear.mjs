@@ -1,8 +1,21 @@
 // Standalone timing of the matmul-heavy ops (not a test, not the benchmark suite): fp32 linear,
-// int8 linear (rotation + quantization + matmul + dequant), bare int8 matmul, Hadamard vs memcpy,
-// and whether oneDNN fp32 matmul is bit-identical across thread counts.
+// int8 linear (rotation + quantization + matmul + dequant), bare int8 matmul, the CPU time of each
+// int8Linear pass on every int8 backend, Hadamard vs memcpy, and whether oneDNN fp32 matmul is
+// bit-identical across thread counts.
 // Usage: node packages/kernels/scripts/time-linear.mjs [M] [K] [N]   (after building the package)
-import { hadamardSync, int8Linear, int8Matmul, linear, quantizeWeightInt8, setThreads, getThreads, Tensor } from '../dist/index.js';
+import {
+  dequantizeInt8Accumulators,
+  getThreads,
+  hadamardSync,
+  int8Backends,
+  int8Linear,
+  int8Matmul,
+  linear,
+  quantizeRowsInt8,
+  quantizeWeightInt8,
+  setThreads,
+  Tensor,
+} from '../dist/index.js';
 
 const [M, K, N] = process.argv.slice(2).map(Number);
 const shapes = M ? [[M, K, N]] : [[256, 3072, 3072], [1024, 3072, 3072], [1024, 5376, 5376]];
@@ -42,6 +55,38 @@ for (const [m, k, n] of shapes) {
   console.log(
     `M=${m} K=${k} N=${n}: fp32 ${g(tf)} GFLOP/s, int8Linear ${g(ti)}, int8Matmul ${g(tm)} | int8Linear/fp32 ${(tf / ti).toFixed(2)}x, int8Linear vs bare matmul ${(ti / tm).toFixed(2)}x time`,
   );
+}
+
+// CPU time (both threads, so other load on a shared machine counts less than in wall time) of
+// int8Linear's passes: rotate + quantize, the bare matmul on each backend, the dequant epilogue,
+// and the whole int8Linear on each backend (where the amx and vnni kernels fuse the passes).
+async function bestCpu(fn, reps = 7) {
+  await fn();
+  let t = Infinity;
+  for (let i = 0; i < reps; i++) {
+    const c0 = process.cpuUsage();
+    await fn();
+    const c = process.cpuUsage(c0);
+    t = Math.min(t, (c.user + c.system) / 1000);
+  }
+  return t;
+}
+for (const [m, k, n] of shapes) {
+  const x = Tensor.fromArray('f32', [m, k], rand(m * k, 1));
+  const { q, scale } = quantizeWeightInt8(Tensor.fromArray('f32', [n, k], rand(n * k, 2)), { convrot: 256 });
+  const bias = Tensor.fromArray('f32', [n], rand(n, 5));
+  const rows = quantizeRowsInt8(x, { convrot: 256 });
+  const acc = await int8Matmul(rows.q, q);
+  const parts = [
+    `quantize ${(await bestCpu(() => quantizeRowsInt8(x, { convrot: 256 }))).toFixed(1)}`,
+    `dequant ${(await bestCpu(() => dequantizeInt8Accumulators(acc, rows.scale, scale, bias))).toFixed(1)}`,
+  ];
+  for (const backend of int8Backends()) {
+    const mm = await bestCpu(() => int8Matmul(rows.q, q, { backend }));
+    const lin = await bestCpu(() => int8Linear(x, q, scale, { convrot: 256, bias, backend }));
+    parts.push(`${backend}: matmul ${mm.toFixed(1)} int8Linear ${lin.toFixed(1)}`);
+  }
+  console.log(`M=${m} K=${k} N=${n} CPU ms (min): ${parts.join(' | ')}`);
 }
 
 // Hadamard GB/s vs memcpy (read + write of the same bytes).

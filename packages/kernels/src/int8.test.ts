@@ -325,6 +325,58 @@ describe('int8 native vs reference (random shapes)', () => {
   });
 });
 
+describe.skipIf(!int8Backends().includes('vnni'))('vnni kernel edges', () => {
+  // Integers from a fixed LCG, extremes included: -128 activations and weights stress the u8 offset.
+  const ints = (count: number, seed: number): Int8Array => {
+    let s = seed;
+    return Int8Array.from({ length: count }, (_, i) => {
+      s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+      return i % 29 === 0 ? -128 : i % 31 === 0 ? 127 : (s >>> 24) - 128;
+    });
+  };
+  // M around the 16-row blocks and 48-row register blocks, N around the 8-column blocks, K from one
+  // broadcast group to several 64-byte chunks with a tail.
+  const shapes: [number, number, number][] = [
+    [1, 4, 1], [1, 256, 9], [15, 12, 7], [16, 64, 8], [17, 68, 23], [47, 256, 16], [48, 260, 17], [49, 512, 5], [97, 132, 31], [130, 1024, 40],
+  ];
+  it.each(shapes)('int8Matmul M=%i K=%i N=%i equals the reference and the native kernel', async (m, k, n) => {
+    const a = Tensor.fromArray('i8', [m, k], ints(m * k, m * 7 + k));
+    const b = Tensor.fromArray('i8', [n, k], ints(n * k, n * 13 + k));
+    const want = reference.int8Matmul(a, b).data;
+    expect((await int8Matmul(a, b, { backend: 'vnni' })).data).toEqual(want);
+    expect((await int8Matmul(a, b, { backend: 'native' })).data).toEqual(want);
+  });
+
+  it('all -128 operands at K = 4096 (the largest sums of the u8 offset) are exact', async () => {
+    const [m, k, n] = [3, 4096, 9];
+    const a = Tensor.fromArray('i8', [m, k], new Int8Array(m * k).fill(-128));
+    const b = Tensor.fromArray('i8', [n, k], new Int8Array(n * k).fill(-128));
+    expect((await int8Matmul(a, b, { backend: 'vnni' })).data).toEqual(new Int32Array(m * n).fill(k * 128 * 128));
+  });
+
+  it.each([[1, 256, 3], [33, 768, 29], [50, 512, 8]] as [number, number, number][])('int8Linear M=%i K=%i N=%i (rotation fused into the pack) equals the reference and the other backends bit for bit', async (m, k, n) => {
+    const x = Tensor.f32([m, k], Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.37) * (1 + (i % 11))));
+    const w = Tensor.f32([n, k], Float32Array.from({ length: n * k }, (_, i) => Math.cos(i * 0.21) * (1 + (i % 3))));
+    const bias = Tensor.f32([n], Float32Array.from({ length: n }, (_, i) => (i - 4) * 0.3));
+    const { q, scale } = quantizeWeightInt8(w, { convrot: 256 });
+    const opts = { bias, convrot: 256, returnAccumulators: true };
+    const want = reference.int8Linear(x, q, scale, opts);
+    for (const backend of int8Backends()) {
+      const got = await int8Linear(x, q, scale, { ...opts, backend });
+      expect(got.acc?.data, backend).toEqual(want.acc?.data);
+      expect(bitsOf(got.xScale), backend).toEqual(bitsOf(want.xScale));
+      expect(bitsOf(got.y), backend).toEqual(bitsOf(want.y));
+    }
+  });
+
+  it('rejects K not a multiple of 4 by name; auto runs it on the next backend exactly', async () => {
+    const a = Tensor.fromArray('i8', [2, 6], ints(12, 1));
+    const b = Tensor.fromArray('i8', [3, 6], ints(18, 2));
+    await expect(int8Matmul(a, b, { backend: 'vnni' })).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' });
+    expect((await int8Matmul(a, b)).data).toEqual(reference.int8Matmul(a, b).data);
+  });
+});
+
 describe.each(int8Backends())('int8 backend %s', (backend) => {
   const initial = getThreads();
   afterAll(() => setThreads(initial));
@@ -402,6 +454,7 @@ describe('int8 backend choice', () => {
     const list = int8Backends();
     expect(list).toContain('native');
     if (!/\bamx_int8\b/.test(flags)) expect(list).not.toContain('amx');
+    if (!/\bavx512_vnni\b/.test(flags)) expect(list).not.toContain('vnni');
     if (!/\b(avx512_vnni|avx_vnni|amx_int8)\b/.test(flags)) expect(list).not.toContain('onednn');
     // The default is the first listed, unless the environment forces a path.
     if (process.env.NINODES_INT8_BACKEND === undefined && process.env.NINODES_SIMD !== 'scalar') expect(int8Backend()).toBe(list[0]);

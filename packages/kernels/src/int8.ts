@@ -137,7 +137,7 @@ export async function dequantizeInt8Accumulators(acc: Tensor, xScale: Tensor, wS
   return y;
 }
 
-/** The int8 GEMM that `'auto'` picks on this machine (shapes with K % 64 != 0 skip `amx`). */
+/** The int8 GEMM that `'auto'` picks on this machine (shapes with K % 64 != 0 skip `amx`; `vnni` leaves K % 4 != 0 and M < 16 to `onednn`). */
 export function int8Backend(): Int8BackendName {
   return callNative('int8Backend', (addon) => addon.int8Backend());
 }

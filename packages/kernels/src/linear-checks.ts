@@ -73,6 +73,7 @@ export interface Int8LinearOptions {
 
 /**
  * The exact int8 GEMMs: `amx` (hand-written AMX tiles, fused dequant; AMX-INT8 CPUs, K % 64 == 0),
+ * `vnni` (hand-written AVX512-VNNI kernel, fused dequant; K % 4 == 0),
  * `onednn` (oneDNN s8s8, where it is exact: VNNI or AMX), `native` (AVX2 or scalar, any CPU).
  */
 import type { Int8BackendName } from '@ninodes/native';
@@ -84,7 +85,7 @@ export interface Int8MatmulOptions {
   backend?: Int8BackendChoice;
 }
 
-const BACKEND_CHOICES: readonly Int8BackendChoice[] = ['auto', 'amx', 'onednn', 'native'];
+const BACKEND_CHOICES: readonly Int8BackendChoice[] = ['auto', 'amx', 'vnni', 'onednn', 'native'];
 
 export function checkBackend(value: unknown, where: string): Int8BackendChoice {
   if (value === undefined) return 'auto';

@@ -194,6 +194,7 @@ export const kernelsSuite: Suite = {
           },
           metrics: () => ({
             int8_backend_amx: { value: int8Backend() === 'amx' ? 1 : 0, unit: 'bool' },
+            int8_backend_vnni: { value: int8Backend() === 'vnni' ? 1 : 0, unit: 'bool' },
             int8_backend_onednn: { value: int8Backend() === 'onednn' ? 1 : 0, unit: 'bool' },
           }),
         };
