@@ -231,6 +231,17 @@ describe('int8 native vs reference (random shapes)', () => {
         expect(bitsOf(y)).toEqual(new Uint32Array(expected.buffer));
         const noBias = await int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, returnAccumulators: true, backend });
         expect(bitsOf(await dequantizeInt8Accumulators(noBias.acc!, noBias.xScale, qw.scale))).toEqual(bitsOf(noBias.y));
+        // Accumulators into `accOut`: the same integers, in the caller's memory.
+        const accOut = Tensor.zeros('i32', [c.m, c.n]);
+        const into = await int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, bias, returnAccumulators: true, accOut, backend });
+        expect(into.acc).toBe(accOut);
+        expect(Array.from(accOut.data)).toEqual(Array.from(r.acc!.data));
+        await expect(int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, returnAccumulators: true, accOut: Tensor.zeros('i32', [c.m, c.n + 1]) })).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+        await expect(int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, returnAccumulators: true, accOut: Tensor.zeros('f32', [c.m, c.n]) as unknown as Tensor<'i32'> })).rejects.toMatchObject({ code: 'DTYPE_MISMATCH' });
+        // Into `out`: the same bits, in the caller's memory.
+        const out = Tensor.zeros('f32', [c.m, c.n]);
+        expect(await dequantizeInt8Accumulators(r.acc!, r.xScale, qw.scale, bias, out)).toBe(out);
+        expect(bitsOf(out)).toEqual(bitsOf(r.y));
       }
     }
   });

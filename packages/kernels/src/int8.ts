@@ -98,7 +98,20 @@ export async function int8Linear(
   const y = outputF32(opts.out, d.outShape, 'int8Linear', [x, qw, wScale, opts.bias, opts.xScale]);
   const xScale = outputF32(opts.xScaleOut, [d.m, 1], 'int8Linear xScaleOut', [x, qw, wScale, opts.bias, y]);
   if (external !== undefined) xScale.data.set(external);
-  const acc = opts.returnAccumulators === true ? Tensor.zeros('i32', [d.m, d.n]) : undefined;
+  let acc: Tensor<'i32'> | undefined;
+  if (opts.returnAccumulators === true) {
+    if (opts.accOut === undefined) acc = Tensor.zeros('i32', [d.m, d.n]);
+    else {
+      requireDType(opts.accOut, ['i32'], 'int8Linear accOut');
+      requireShape(opts.accOut, [d.m, d.n], 'int8Linear accOut');
+      for (const t of [x, qw, wScale, opts.bias, opts.xScale, y, xScale]) {
+        if (t && t.buffer === opts.accOut.buffer && opts.accOut.byteOffset < t.byteOffset + t.byteLength && t.byteOffset < opts.accOut.byteOffset + opts.accOut.byteLength) {
+          throw new KernelsError('INVALID_ARGUMENT', 'int8Linear accOut overlaps another tensor of the call', { where: 'int8Linear accOut', hint: 'pass memory disjoint from the inputs and outputs' });
+        }
+      }
+      acc = opts.accOut as Tensor<'i32'>;
+    }
+  }
   await callNativeAsync('int8Linear', (addon) =>
     addon.int8Linear(
       x.bytes(),
@@ -124,15 +137,15 @@ export async function int8Linear(
  * The epilogue of int8Linear on accumulators computed elsewhere (tensor parallelism: int32 sums
  * reduced across ranks): y = float(acc) * (x_scale * w_scale) + bias, by the native code int8Linear
  * runs (same f32 order, no FMA), so the bits equal int8Linear's y. acc [M, N] i32, xScale [M, 1],
- * wScale [N] or [N, 1], bias [N].
+ * wScale [N] or [N, 1], bias [N]; y into `out` ([M, N] f32, see outputF32) when given.
  */
-export async function dequantizeInt8Accumulators(acc: Tensor, xScale: Tensor, wScale: Tensor, bias?: Tensor): Promise<Tensor<'f32'>> {
+export async function dequantizeInt8Accumulators(acc: Tensor, xScale: Tensor, wScale: Tensor, bias?: Tensor, out?: Tensor): Promise<Tensor<'f32'>> {
   requireDType(acc, ['i32'], 'dequantizeInt8Accumulators acc');
   const [m, n] = matrixDims(acc, 'dequantizeInt8Accumulators acc');
   checkExternalScale(xScale, m, 'dequantizeInt8Accumulators xScale');
   checkWeightScale(wScale, n, 'dequantizeInt8Accumulators wScale');
   checkBias(bias, n, 'dequantizeInt8Accumulators');
-  const y = Tensor.zeros('f32', [m, n]);
+  const y = outputF32(out, [m, n], 'dequantizeInt8Accumulators', [acc, xScale, wScale, bias]);
   await callNativeAsync('dequantizeInt8Accumulators', (addon) => addon.int8Dequantize(acc.bytes(), xScale.bytes(), wScale.bytes(), bias?.bytes() ?? null, y.bytes(), m, n));
   return y;
 }

@@ -26,7 +26,10 @@ try {
         for (let r = 0; r < job.m; r++) part.set(x.subarray(r * l.inFeatures + job.rank * k, r * l.inFeatures + (job.rank + 1) * k), r * k);
         local = part;
       }
-      const y = await op.forward(kernels.Tensor.fromArray('f32', [job.m, local.length / job.m], local));
+      // Row-parallel layers write into the caller's buffer, as the model's workspace asks them to.
+      const into = l.role === 'row' ? kernels.Tensor.zeros('f32', [job.m, l.outFeatures]) : undefined;
+      const y = await op.forward(kernels.Tensor.fromArray('f32', [job.m, local.length / job.m], local), into);
+      if (into !== undefined && y !== into) throw new Error(`row-parallel ${l.name} did not write into out`);
       out.y[l.name] = { shape: y.shape, b64: Buffer.from(y.data.buffer, y.data.byteOffset, y.data.byteLength).toString('base64') };
     }
   }
