@@ -114,11 +114,15 @@ class RowParallelLinear implements LinearOp {
  * A `gathered` layer: this rank computes its slice of the output columns (its rows of the weight,
  * bias included) and the ranks concatenate their slices, so every rank gets the whole output. No
  * arithmetic crosses ranks (each output element is computed whole by one rank, with the row scale of
- * the whole input), so the bytes are the unsplit layer's for every format.
+ * the whole input), so the bytes are the unsplit layer's for every format. With a `parts` layout
+ * (H3's block adaLN, one part per modality) each rank holds its slice of every part, so
+ * `forwardRows` over whole parts (the modalities a forward reads) splits that work evenly too.
  */
 class GatheredLinear implements LinearOp {
   readonly spec: LinearSpec;
   readonly format: string;
+  /** Equal parts of the output, each split across the ranks (1: one plain split). */
+  private readonly parts: number;
 
   constructor(
     private readonly local: LinearOp,
@@ -127,30 +131,89 @@ class GatheredLinear implements LinearOp {
   ) {
     this.spec = whole;
     this.format = local.format;
+    const fused = local.spec.shard?.fused;
+    this.parts = fused?.kind === 'parts' ? fused.parts : 1;
   }
 
-  async forward(x: Tensor<'f32'>): Promise<Tensor<'f32'>> {
-    const part = await this.local.forward(x);
-    const [m, n] = part.shape as [number, number];
-    const all = await this.comm.allgather(part.data);
-    part.dispose();
-    const w = this.comm.size;
-    if (m === 1) return Tensor.fromArray('f32', [1, n * w], all);
-    // [rank][row][n] -> [row][rank · n]
-    const out = new Float32Array(m * n * w);
-    for (let r = 0; r < w; r++) {
-      for (let i = 0; i < m; i++) out.set(all.subarray((r * m + i) * n, (r * m + i + 1) * n), i * n * w + r * n);
+  forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+    return this.gather(x, 0, this.parts, out);
+  }
+
+  /**
+   * Output features [start, stop): over whole parts, each rank computes its slice of those parts
+   * only; otherwise the whole output is computed and the range copied out (same bits either way).
+   */
+  async forwardRows(x: Tensor<'f32'>, start: number, stop: number, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+    const n = this.spec.outFeatures;
+    if (!Number.isInteger(start) || !Number.isInteger(stop) || start < 0 || stop <= start || stop > n) {
+      throw new TpError('SHAPE_MISMATCH', `linear '${this.spec.name}': output features [${start}, ${stop}) are not a non-empty part of [0, ${n})`, {
+        value: { start, stop },
+        where: this.spec.name,
+        hint: `pass 0 <= start < stop <= ${n}`,
+      });
     }
-    return Tensor.fromArray('f32', [m, n * w], out);
+    const part = n / this.parts;
+    if (start % part === 0 && stop % part === 0) return this.gather(x, start / part, stop / part, out);
+    const all = await this.gather(x, 0, this.parts);
+    const m = all.shape[0] as number;
+    const w = stop - start;
+    const y = out ?? Tensor.zeros('f32', [m, w]);
+    for (let i = 0; i < m; i++) y.data.set(all.data.subarray(i * n + start, i * n + stop), i * w);
+    return y;
+  }
+
+  /** Parts [p0, p1) of the output: this rank's slices of them, allgathered and put in order. */
+  private async gather(x: Tensor<'f32'>, p0: number, p1: number, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+    const w = this.comm.size;
+    const len = this.spec.outFeatures / this.parts / w; // one rank's slice of one part
+    const whole = p0 === 0 && p1 === this.parts;
+    const local = whole ? await this.local.forward(x) : await this.localRows(x, p0 * len, p1 * len);
+    const m = local.shape[0] as number;
+    const all = await this.comm.allgather(local.data);
+    local.dispose();
+    const parts = p1 - p0;
+    const width = parts * len * w;
+    const y = out ?? Tensor.zeros('f32', [m, width]);
+    // [rank][row][part][len] -> [row][part][rank][len]
+    const dst = y.data;
+    for (let r = 0; r < w; r++) {
+      for (let i = 0; i < m; i++) {
+        for (let p = 0; p < parts; p++) {
+          const from = ((r * m + i) * parts + p) * len;
+          dst.set(all.subarray(from, from + len), i * width + (p * w + r) * len);
+        }
+      }
+    }
+    return y;
+  }
+
+  private localRows(x: Tensor<'f32'>, start: number, stop: number): Promise<Tensor<'f32'>> {
+    const rows = this.local.forwardRows;
+    if (rows !== undefined) return rows.call(this.local, x, start, stop);
+    return this.local.forward(x).then((all) => {
+      const m = all.shape[0] as number;
+      const n = all.shape[1] as number;
+      const y = Tensor.zeros('f32', [m, stop - start]);
+      for (let i = 0; i < m; i++) y.data.set(all.data.subarray(i * n + start, i * n + stop), i * (stop - start));
+      all.dispose();
+      return y;
+    });
   }
 
   /** The whole weight [N, K]: a collective, every rank must call it. */
   async materializedWeight(): Promise<Tensor<'f32'>> {
     const part = await this.local.materializedWeight();
     const all = await this.comm.allgather(part.data);
-    const shape = [this.spec.outFeatures, this.spec.inFeatures];
     part.dispose();
-    return Tensor.fromArray('f32', shape, all);
+    const { outFeatures: n, inFeatures: k } = this.spec;
+    const w = this.comm.size;
+    const len = n / this.parts / w;
+    // Rank r's rows: its slice of each part in turn -> the file's row order.
+    const out = new Float32Array(n * k);
+    for (let r = 0; r < w; r++) {
+      for (let p = 0; p < this.parts; p++) out.set(all.subarray((r * this.parts + p) * len * k, (r * this.parts + p + 1) * len * k), (p * w + r) * len * k);
+    }
+    return Tensor.fromArray('f32', [n, k], out);
   }
 }
 
@@ -182,13 +245,15 @@ function byRole(local: LinearOp, comm: Communicator, scratch: AccumulatorScratch
 }
 
 /**
- * The whole layer `whole` from a rank's local op of its `gathered` (or column, fused 'none') shard:
- * forward concatenates the ranks' output columns (allgather), so every rank gets [M, N].
+ * The whole layer `whole` from a rank's local op of its `gathered` (or column, fused 'none' or
+ * 'parts') shard: forward concatenates the ranks' output columns (allgather), so every rank gets
+ * [M, N]; forwardRows over whole parts computes only those.
  */
 export function gatheredLinear(local: LinearOp, comm: Communicator, whole: LinearSpec): LinearOp {
   const shard = local.spec.shard;
-  if (shard === undefined || (shard.role !== 'gathered' && shard.role !== 'column') || shard.fused.kind !== 'none' || local.spec.outFeatures * comm.size !== whole.outFeatures || local.spec.inFeatures !== whole.inFeatures) {
-    throw new TpError('SHAPE_MISMATCH', `linear '${local.spec.name}' [${local.spec.outFeatures}, ${local.spec.inFeatures}] is not one of ${comm.size} plain row slices of [${whole.outFeatures}, ${whole.inFeatures}]`, {
+  const plain = shard?.fused.kind === 'none' || shard?.fused.kind === 'parts';
+  if (shard === undefined || (shard.role !== 'gathered' && shard.role !== 'column') || !plain || local.spec.outFeatures * comm.size !== whole.outFeatures || local.spec.inFeatures !== whole.inFeatures) {
+    throw new TpError('SHAPE_MISMATCH', `linear '${local.spec.name}' [${local.spec.outFeatures}, ${local.spec.inFeatures}] is not one of ${comm.size} row slices (plain, or of equal parts) of [${whole.outFeatures}, ${whole.inFeatures}]`, {
       value: { local: local.spec, whole },
       where: local.spec.name,
     });
