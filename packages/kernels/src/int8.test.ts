@@ -204,6 +204,13 @@ describe('int8 native vs reference (random shapes)', () => {
     expect(bitsOf(copy)).toEqual(bitsOf(x));
     expect(() => quantizeRowsInt8(x, { convrot: 256, rotated: x })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(() => quantizeRowsInt8(x, { convrot: 256, rotated: Tensor.zeros('f32', [m, k - 1]) })).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    // opts.qOut: the same integers, in the caller's memory.
+    const qOut = Tensor.zeros('i8', [m, k]);
+    const into = quantizeRowsInt8(x, { convrot: 256, qOut });
+    expect(into.q).toBe(qOut);
+    expect(qOut.data).toEqual(first.q.data);
+    expect(() => quantizeRowsInt8(x, { qOut: Tensor.zeros('i8', [m, k + 1]) })).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    expect(() => quantizeRowsInt8(x, { qOut: x })).toThrow(expect.objectContaining({ code: 'DTYPE_MISMATCH' }));
   });
 
   it('dequantizeInt8Accumulators gives int8Linear y bit for bit (|acc| past 2^24, N with a tail, every backend)', async () => {

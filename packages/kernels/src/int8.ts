@@ -19,9 +19,9 @@ import { Tensor } from './tensor.js';
 
 export type { Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
 
-function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string, rotated?: Tensor): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
+function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string, rotated?: Tensor, qOut?: Tensor<'i8'>): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   const [rows, cols] = matrixDims(x, where);
-  const q = Tensor.zeros('i8', [rows, cols]);
+  const q = qOut ?? Tensor.zeros('i8', [rows, cols]);
   const scale = Tensor.zeros('f32', [rows, 1]);
   if (external !== undefined) scale.data.set(external);
   callNative(where, (addon) => addon.quantizeRowsInt8(x.bytes(), q.bytes(), scale.bytes(), rows, cols, external !== undefined, group, 'regular', rotated?.bytes() ?? null));
@@ -46,7 +46,16 @@ export function quantizeRowsInt8(x: Tensor, options?: QuantizeRowsOptions): { q:
       throw new KernelsError('INVALID_ARGUMENT', 'quantizeRowsInt8: opts.rotated overlaps the input', { where: 'quantizeRowsInt8 opts.rotated', hint: 'pass a separate tensor of the same shape' });
     }
   }
-  return quantize(x, group, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8', opts.rotated);
+  if (opts.qOut !== undefined) {
+    requireDType(opts.qOut, ['i8'], 'quantizeRowsInt8 opts.qOut');
+    requireShape(opts.qOut, x.shape, 'quantizeRowsInt8 opts.qOut');
+    for (const t of [x, opts.rotated, opts.scale]) {
+      if (t !== undefined && t.buffer === opts.qOut.buffer && opts.qOut.byteOffset < t.byteOffset + t.byteLength && t.byteOffset < opts.qOut.byteOffset + opts.qOut.byteLength) {
+        throw new KernelsError('INVALID_ARGUMENT', 'quantizeRowsInt8: opts.qOut overlaps another tensor of the call', { where: 'quantizeRowsInt8 opts.qOut', hint: 'pass memory disjoint from the inputs' });
+      }
+    }
+  }
+  return quantize(x, group, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8', opts.rotated, opts.qOut);
 }
 
 /** Offline weight path: rotate rows W·Hᵀ per group (if convrot), then per-output-row absmax/127. */

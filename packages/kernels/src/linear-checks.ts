@@ -53,6 +53,8 @@ export interface QuantizeRowsOptions {
    * itself): a second quantization of the same rows with other scales then needs no second rotation.
    */
   rotated?: Tensor;
+  /** Where the quantized rows go (i8 of x's shape, disjoint from x); default a fresh tensor. */
+  qOut?: Tensor;
 }
 
 export interface Int8LinearOptions {

@@ -21,27 +21,38 @@ type Int8Operands = { q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | f
 type WithInt8 = LinearOp & { int8Weight?(): Promise<Int8Operands | undefined> };
 
 /**
- * int32 accumulators shared by a rank's row-parallel int8 layers (they run one at a time): a
- * steady-state step allocates none of these [M, N] buffers (each 1.5 MB at M = 256, N = 1536), which
- * otherwise cost a rank several garbage collections per step. A call that finds it in use (another
- * layer's forward still running) gets fresh memory.
+ * One buffer shared by a rank's row-parallel int8 layers (they run one at a time): the int32
+ * accumulators [M, N] (1.5 MB at M = 256, N = 1536) or the quantized slice [M, K]. A steady-state
+ * step allocates none of them, which otherwise cost a rank several garbage collections per step. A
+ * call that finds it in use (another layer's forward still running) gets fresh memory.
  */
-class AccumulatorScratch {
-  private tensor: Tensor<'i32'> | undefined;
+class SharedScratch<D extends 'i32' | 'i8'> {
+  /** The largest buffer asked for so far; callers get [m, n] views of its start. */
+  private backing: Tensor<D> | undefined;
   private busy = false;
 
-  /** The shared [m, n] buffer (or fresh memory while it is in use); give it back with release. */
-  take(m: number, n: number): Tensor<'i32'> {
-    if (this.busy) return Tensor.zeros('i32', [m, n]);
+  constructor(private readonly dtype: D) {}
+
+  /** An [m, n] view of the shared buffer (or fresh memory while it is in use); give it back with release. */
+  take(m: number, n: number): Tensor<D> {
+    if (this.busy) return Tensor.zeros(this.dtype, [m, n]);
     this.busy = true;
-    if (this.tensor?.shape[0] !== m || this.tensor.shape[1] !== n) this.tensor = Tensor.zeros('i32', [m, n]);
-    return this.tensor;
+    if (this.backing === undefined || this.backing.numel < m * n) this.backing = Tensor.zeros(this.dtype, [m * n]);
+    return this.backing.view(this.dtype, [m, n]);
   }
 
-  release(t: Tensor<'i32'>): void {
-    if (t === this.tensor) this.busy = false;
+  release(t: Tensor<D>): void {
+    if (t.buffer === this.backing?.buffer) this.busy = false;
   }
 }
+
+/** The scratch a provider's row-parallel layers share. */
+interface RowScratch {
+  readonly acc: SharedScratch<'i32'>;
+  readonly q: SharedScratch<'i8'>;
+}
+
+const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8') });
 
 class RowParallelLinear implements LinearOp {
   readonly spec: LinearSpec;
@@ -50,7 +61,7 @@ class RowParallelLinear implements LinearOp {
   constructor(
     private readonly local: WithInt8,
     private readonly comm: Communicator,
-    private readonly scratch: AccumulatorScratch,
+    private readonly scratch: RowScratch,
   ) {
     this.spec = local.spec;
     this.format = local.format;
@@ -71,24 +82,29 @@ class RowParallelLinear implements LinearOp {
       // 256-column group, so each rank's slice rotates to the slice of the full rotation, and the max
       // of the ranks' scales is the full row's scale, exactly.
       const convrot = int8.convrot;
-      const local = quantizeRowsInt8(x, { convrot });
-      local.q.dispose();
-      const xScale = local.scale;
+      const m = x.shape[0] as number;
+      // Only the scales are wanted here; the integers go to scratch.
+      const qOut = this.scratch.q.take(m, k);
+      let xScale: Tensor<'f32'>;
+      try {
+        xScale = quantizeRowsInt8(x, { convrot, qOut }).scale;
+      } finally {
+        this.scratch.q.release(qOut);
+      }
       await this.comm.allreduce(xScale.data, 'max');
       // int8Linear with the shared scale rotates and quantizes the slice as the unsplit layer would
       // and returns its exact int32 accumulators (its y, a partial result, is overwritten below): its
       // GEMM is the fast path of this machine, the bare int8Matmul is not (2.4 vs 1.75 ms for the whole
       // int8Linear at M = 256, K = 768, N = 1536 on a Zen 4 EPYC, CPU time).
-      const m = x.shape[0] as number;
       const y = out ?? Tensor.zeros('f32', [m, this.spec.outFeatures]);
-      const acc = this.scratch.take(m, this.spec.outFeatures);
+      const acc = this.scratch.acc.take(m, this.spec.outFeatures);
       try {
         await int8Linear(x, int8.q, int8.scale, { convrot, xScale, returnAccumulators: true, accOut: acc, out: y });
         // Integer sums are exact: the reduced accumulators are the unsplit layer's.
         await this.comm.allreduce(acc.data, 'sum');
         await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias, y);
       } finally {
-        this.scratch.release(acc);
+        this.scratch.acc.release(acc);
       }
       return y;
     }
@@ -233,11 +249,11 @@ function checkShardComm(local: LinearOp, comm: Communicator): void {
  * as they are (a `gathered` layer's local op too: `gatheredLinear` concatenates its outputs).
  */
 export function parallelLinear(local: LinearOp, comm: Communicator): LinearOp {
-  return byRole(local, comm, new AccumulatorScratch());
+  return byRole(local, comm, rowScratch());
 }
 
-/** parallelLinear with the accumulator scratch of a provider's layers. */
-function byRole(local: LinearOp, comm: Communicator, scratch: AccumulatorScratch): LinearOp {
+/** parallelLinear with the scratch of a provider's row-parallel layers. */
+function byRole(local: LinearOp, comm: Communicator, scratch: RowScratch): LinearOp {
   const shard = local.spec.shard;
   if (shard === undefined || shard.role !== 'row') return local;
   checkShardComm(local, comm);
@@ -282,7 +298,7 @@ export function parallelLinearProvider(options: ParallelProviderOptions): Linear
       hint: 'make the plan with the world size the ranks were started with',
     });
   }
-  const scratch = new AccumulatorScratch();
+  const scratch = rowScratch();
   return {
     linear(spec: LinearSpec): LinearOp {
       const planned = plan.linear(spec.name);
