@@ -93,9 +93,10 @@ class RowParallelLinear implements LinearOp {
       }
       await this.comm.allreduce(xScale.data, 'max');
       // int8Linear with the shared scale rotates and quantizes the slice as the unsplit layer would
-      // and returns its exact int32 accumulators (its y, a partial result, is overwritten below): its
-      // GEMM is the fast path of this machine, the bare int8Matmul is not (2.4 vs 1.75 ms for the whole
-      // int8Linear at M = 256, K = 768, N = 1536 on a Zen 4 EPYC, CPU time).
+      // and returns its exact int32 accumulators (its y, a partial result, is overwritten below): one
+      // pass over the slice instead of a second quantization and int8Matmul, whose oneDNN path was the
+      // slower one here (2.4 ms for int8Matmul alone vs 1.75 ms for the whole int8Linear at M = 256,
+      // K = 768, N = 1536 on a Zen 4 EPYC, CPU time, before the hand-written VNNI kernel).
       const y = out ?? Tensor.zeros('f32', [m, this.spec.outFeatures]);
       const acc = this.scratch.acc.take(m, this.spec.outFeatures);
       try {
