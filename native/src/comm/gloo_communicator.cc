@@ -159,6 +159,9 @@ class TimedStore : public gloo::rendezvous::Store {
   // True when `key` exists now (no waiting).
   bool has(const std::string& key) { return check_({prefix_ + key}); }
 
+  // Deletes `key` (written by any rank of this run); a missing key is no error.
+  void remove(const std::string& key) { remove_(prefix_ + key); }
+
   // Deletes every key this store wrote (never another run's). Best effort: a store that fails
   // here is left as it is, the run's outcome does not depend on it.
   void remove_written() noexcept {
@@ -201,6 +204,9 @@ void Communicator::close() {
   // this rank's "alive" key stays until every peer it found alive has finished reading the others'
   // (its "diagnosed" key is up, or its "alive" key is already gone), at most `grace`: a survivor
   // that diagnoses later than this one would otherwise find no sign of life and name this rank too.
+  // Then the survivors' failure keys go too: each of them has finished its diagnosis (or had the
+  // grace to), so no rank reads them any more, and one that was killed before its own close (a
+  // launcher's SIGKILL, an OOM kill) would otherwise leave them in a shared Redis for good.
   if (store_) {
     try {
       const auto deadline = Clock::now() + options_.grace;
@@ -208,8 +214,12 @@ void Communicator::close() {
         const std::string alive = "alive/" + std::to_string(r), done = "diagnosed/" + std::to_string(r);
         while (Clock::now() < deadline && store_->has(alive) && !store_->has(done)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
+      for (int r : survivors_) {
+        store_->remove("alive/" + std::to_string(r));
+        store_->remove("diagnosed/" + std::to_string(r));
+      }
     } catch (...) {
-      // best effort: the keys go below either way
+      // best effort: this rank's own keys go below either way
     }
     store_->remove_written();
   }

@@ -212,6 +212,13 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
       const died = await runRanks({ mode: 'die', victim: 1, size: 2, store: { kind: 'redis', host: '127.0.0.1', port }, prefix: 'redis-die', timeoutMs: 20_000, graceMs: 500 }, [0, 1]);
       expect(died[0]!.result).toMatchObject({ ok: false, error: { code: 'COMM_PEER_LOST', ranks: [1] } });
       expect(keys()).toEqual([]);
+      // A survivor killed after its diagnosis (before its close could delete its "alive" and
+      // "diagnosed" keys): the other survivor deletes them when it closes.
+      const killed = await runRanks({ mode: 'die', victim: 2, killedAfterFailure: 1, size: 3, store: { kind: 'redis', host: '127.0.0.1', port }, prefix: 'redis-killed', timeoutMs: 20_000, graceMs: 1000 }, [0, 1, 2]);
+      expect(killed[0]!.result).toMatchObject({ ok: false, error: { code: 'COMM_PEER_LOST', ranks: [2] } });
+      expect(killed[1]!.result).toMatchObject({ ok: false, error: { code: 'COMM_PEER_LOST', ranks: [2] } });
+      expect(killed[1]!.signal).toBe('SIGKILL');
+      expect(keys()).toEqual([]);
       // A run whose prefix is in use (its keys exist) is refused instead of mixing two runs, and
       // deletes nothing it did not write.
       spawnSync('redis-cli', ['-p', String(port), 'SET', 'redis-busy/rank_0', 'other-run']);

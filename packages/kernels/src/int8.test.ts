@@ -204,6 +204,13 @@ describe('int8 native vs reference (random shapes)', () => {
     expect(bitsOf(copy)).toEqual(bitsOf(x));
     expect(() => quantizeRowsInt8(x, { convrot: 256, rotated: x })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(() => quantizeRowsInt8(x, { convrot: 256, rotated: Tensor.zeros('f32', [m, k - 1]) })).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    // opts.qOut: the same integers, in the caller's memory.
+    const qOut = Tensor.zeros('i8', [m, k]);
+    const into = quantizeRowsInt8(x, { convrot: 256, qOut });
+    expect(into.q).toBe(qOut);
+    expect(qOut.data).toEqual(first.q.data);
+    expect(() => quantizeRowsInt8(x, { qOut: Tensor.zeros('i8', [m, k + 1]) })).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    expect(() => quantizeRowsInt8(x, { qOut: x })).toThrow(expect.objectContaining({ code: 'DTYPE_MISMATCH' }));
   });
 
   it('dequantizeInt8Accumulators gives int8Linear y bit for bit (|acc| past 2^24, N with a tail, every backend)', async () => {
@@ -231,6 +238,17 @@ describe('int8 native vs reference (random shapes)', () => {
         expect(bitsOf(y)).toEqual(new Uint32Array(expected.buffer));
         const noBias = await int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, returnAccumulators: true, backend });
         expect(bitsOf(await dequantizeInt8Accumulators(noBias.acc!, noBias.xScale, qw.scale))).toEqual(bitsOf(noBias.y));
+        // Accumulators into `accOut`: the same integers, in the caller's memory.
+        const accOut = Tensor.zeros('i32', [c.m, c.n]);
+        const into = await int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, bias, returnAccumulators: true, accOut, backend });
+        expect(into.acc).toBe(accOut);
+        expect(Array.from(accOut.data)).toEqual(Array.from(r.acc!.data));
+        await expect(int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, returnAccumulators: true, accOut: Tensor.zeros('i32', [c.m, c.n + 1]) })).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+        await expect(int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, returnAccumulators: true, accOut: Tensor.zeros('f32', [c.m, c.n]) as unknown as Tensor<'i32'> })).rejects.toMatchObject({ code: 'DTYPE_MISMATCH' });
+        // Into `out`: the same bits, in the caller's memory.
+        const out = Tensor.zeros('f32', [c.m, c.n]);
+        expect(await dequantizeInt8Accumulators(r.acc!, r.xScale, qw.scale, bias, out)).toBe(out);
+        expect(bitsOf(out)).toEqual(bitsOf(r.y));
       }
     }
   });

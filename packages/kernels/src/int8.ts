@@ -19,9 +19,9 @@ import { Tensor } from './tensor.js';
 
 export type { Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
 
-function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string, rotated?: Tensor): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
+function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string, rotated?: Tensor, qOut?: Tensor<'i8'>): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   const [rows, cols] = matrixDims(x, where);
-  const q = Tensor.zeros('i8', [rows, cols]);
+  const q = qOut ?? Tensor.zeros('i8', [rows, cols]);
   const scale = Tensor.zeros('f32', [rows, 1]);
   if (external !== undefined) scale.data.set(external);
   callNative(where, (addon) => addon.quantizeRowsInt8(x.bytes(), q.bytes(), scale.bytes(), rows, cols, external !== undefined, group, 'regular', rotated?.bytes() ?? null));
@@ -46,7 +46,16 @@ export function quantizeRowsInt8(x: Tensor, options?: QuantizeRowsOptions): { q:
       throw new KernelsError('INVALID_ARGUMENT', 'quantizeRowsInt8: opts.rotated overlaps the input', { where: 'quantizeRowsInt8 opts.rotated', hint: 'pass a separate tensor of the same shape' });
     }
   }
-  return quantize(x, group, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8', opts.rotated);
+  if (opts.qOut !== undefined) {
+    requireDType(opts.qOut, ['i8'], 'quantizeRowsInt8 opts.qOut');
+    requireShape(opts.qOut, x.shape, 'quantizeRowsInt8 opts.qOut');
+    for (const t of [x, opts.rotated, opts.scale]) {
+      if (t !== undefined && t.buffer === opts.qOut.buffer && opts.qOut.byteOffset < t.byteOffset + t.byteLength && t.byteOffset < opts.qOut.byteOffset + opts.qOut.byteLength) {
+        throw new KernelsError('INVALID_ARGUMENT', 'quantizeRowsInt8: opts.qOut overlaps another tensor of the call', { where: 'quantizeRowsInt8 opts.qOut', hint: 'pass memory disjoint from the inputs' });
+      }
+    }
+  }
+  return quantize(x, group, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8', opts.rotated, opts.qOut);
 }
 
 /** Offline weight path: rotate rows W·Hᵀ per group (if convrot), then per-output-row absmax/127. */
@@ -98,7 +107,20 @@ export async function int8Linear(
   const y = outputF32(opts.out, d.outShape, 'int8Linear', [x, qw, wScale, opts.bias, opts.xScale]);
   const xScale = outputF32(opts.xScaleOut, [d.m, 1], 'int8Linear xScaleOut', [x, qw, wScale, opts.bias, y]);
   if (external !== undefined) xScale.data.set(external);
-  const acc = opts.returnAccumulators === true ? Tensor.zeros('i32', [d.m, d.n]) : undefined;
+  let acc: Tensor<'i32'> | undefined;
+  if (opts.returnAccumulators === true) {
+    if (opts.accOut === undefined) acc = Tensor.zeros('i32', [d.m, d.n]);
+    else {
+      requireDType(opts.accOut, ['i32'], 'int8Linear accOut');
+      requireShape(opts.accOut, [d.m, d.n], 'int8Linear accOut');
+      for (const t of [x, qw, wScale, opts.bias, opts.xScale, y, xScale]) {
+        if (t && t.buffer === opts.accOut.buffer && opts.accOut.byteOffset < t.byteOffset + t.byteLength && t.byteOffset < opts.accOut.byteOffset + opts.accOut.byteLength) {
+          throw new KernelsError('INVALID_ARGUMENT', 'int8Linear accOut overlaps another tensor of the call', { where: 'int8Linear accOut', hint: 'pass memory disjoint from the inputs and outputs' });
+        }
+      }
+      acc = opts.accOut as Tensor<'i32'>;
+    }
+  }
   await callNativeAsync('int8Linear', (addon) =>
     addon.int8Linear(
       x.bytes(),
@@ -124,15 +146,15 @@ export async function int8Linear(
  * The epilogue of int8Linear on accumulators computed elsewhere (tensor parallelism: int32 sums
  * reduced across ranks): y = float(acc) * (x_scale * w_scale) + bias, by the native code int8Linear
  * runs (same f32 order, no FMA), so the bits equal int8Linear's y. acc [M, N] i32, xScale [M, 1],
- * wScale [N] or [N, 1], bias [N].
+ * wScale [N] or [N, 1], bias [N]; y into `out` ([M, N] f32, see outputF32) when given.
  */
-export async function dequantizeInt8Accumulators(acc: Tensor, xScale: Tensor, wScale: Tensor, bias?: Tensor): Promise<Tensor<'f32'>> {
+export async function dequantizeInt8Accumulators(acc: Tensor, xScale: Tensor, wScale: Tensor, bias?: Tensor, out?: Tensor): Promise<Tensor<'f32'>> {
   requireDType(acc, ['i32'], 'dequantizeInt8Accumulators acc');
   const [m, n] = matrixDims(acc, 'dequantizeInt8Accumulators acc');
   checkExternalScale(xScale, m, 'dequantizeInt8Accumulators xScale');
   checkWeightScale(wScale, n, 'dequantizeInt8Accumulators wScale');
   checkBias(bias, n, 'dequantizeInt8Accumulators');
-  const y = Tensor.zeros('f32', [m, n]);
+  const y = outputF32(out, [m, n], 'dequantizeInt8Accumulators', [acc, xScale, wScale, bias]);
   await callNativeAsync('dequantizeInt8Accumulators', (addon) => addon.int8Dequantize(acc.bytes(), xScale.bytes(), wScale.bytes(), bias?.bytes() ?? null, y.bytes(), m, n));
   return y;
 }

@@ -53,6 +53,8 @@ export interface QuantizeRowsOptions {
    * itself): a second quantization of the same rows with other scales then needs no second rotation.
    */
   rotated?: Tensor;
+  /** Where the quantized rows go (i8 of x's shape, disjoint from x); default a fresh tensor. */
+  qOut?: Tensor;
 }
 
 export interface Int8LinearOptions {
@@ -63,6 +65,8 @@ export interface Int8LinearOptions {
   xScale?: Tensor;
   /** Also return the raw int32 accumulators [M, N] (row-parallel reductions). */
   returnAccumulators?: boolean;
+  /** Where the returned accumulators go ([M, N] i32, disjoint from the other tensors); default a fresh tensor. */
+  accOut?: Tensor;
   /** Which exact int8 GEMM runs (default `'auto'`); every backend gives the same bits. */
   backend?: Int8BackendChoice;
   /** Where y goes ([..., N] f32, see outputF32); default a fresh tensor. */

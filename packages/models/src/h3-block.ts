@@ -152,7 +152,8 @@ export class H3Block {
     const whole = segs.length === 1 && segs[0]?.start === 0 && segs[0].stop === s;
     // The adaLN output holds three modality rows (6·hidden each) per timestep; only the run of
     // modalities [lo, hi] this forward reads is computed (a video-only forward: one third of the
-    // block's biggest linear). Ops without forwardRows (a tensor-parallel gather) compute all three.
+    // block's biggest linear; a tensor-parallel gather splits it across the ranks). Ops without
+    // forwardRows compute all three.
     const modalities = segs.map((seg) => seg.row % 3);
     const adaln = this.linears.adaln;
     const forwardRows = adaln.forwardRows?.bind(adaln);

@@ -69,11 +69,11 @@ describe('h3Layout', () => {
       expect(lin.get('blocks.3.attn.out_proj')).toMatchObject({ role: 'row', fused: { kind: 'none' } });
       expect(lin.get('blocks.3.mlp.fc1')).toMatchObject({ role: 'column', fused: { kind: 'halves' }, outFeatures: 2048 });
       expect(lin.get('blocks.3.mlp.fc2')).toMatchObject({ role: 'row', inFeatures: 1024 });
-      expect(lin.get('blocks.3.adaln_proj.linear')).toMatchObject({ role: 'gathered', fused: { kind: 'none' }, bias: true });
+      expect(lin.get('blocks.3.adaln_proj.linear')).toMatchObject({ role: 'gathered', fused: { kind: 'parts', parts: 3 }, bias: true });
       expect(lin.get('video_patch_proj')).toMatchObject({ role: 'replicated', fp32Island: true, storedFormat: 'f32' });
       expect(lin.get('time_embedder.proj_in')).toMatchObject({ fp32Island: true });
       expect(lin.get('final_layer.video_out')).toMatchObject({ fp32Island: true, storedFormat: 'f32' });
-      expect(lin.get('final_layer.adaln_proj.linear')).toMatchObject({ role: 'gathered', fp32Island: false });
+      expect(lin.get('final_layer.adaln_proj.linear')).toMatchObject({ role: 'gathered', fused: { kind: 'none' }, fp32Island: false });
       expect(layout.groups.find((g) => g.name === 'rope')?.tensors.map((t) => t.name)).toEqual(['rope.inv_freq']);
       expect(layout.groups.find((g) => g.name === 'blocks.0')?.linears.map((l) => l.name)).toEqual([
         'blocks.0.adaln_proj.linear', 'blocks.0.attn.qkv_proj', 'blocks.0.attn.out_proj', 'blocks.0.mlp.fc1', 'blocks.0.mlp.fc2',

@@ -40,7 +40,10 @@ export const H3_POST_GROUPS = ['final_layer'] as const;
  * stream's linears gathered too, everything else (embedders, final projection) whole.
  */
 export function h3ParallelRole(config: H3Config, layer: Pick<H3LinearLayer, 'name' | 'block'>): { role: ParallelRole; fused: FusedLayout } {
-  if (layer.name.endsWith('adaln_proj.linear')) return { role: 'gathered', fused: { kind: 'none' } };
+  // A block's adaLN output holds three modality parts (video, text, audio; 6·hidden each) per
+  // timestep row: each rank takes its slice of every part, so a forward that reads one modality
+  // (forwardRows) splits that work evenly. The final layer's has no modality parts.
+  if (layer.name.endsWith('adaln_proj.linear')) return { role: 'gathered', fused: layer.block === undefined ? { kind: 'none' } : { kind: 'parts', parts: 3 } };
   // The text stream (its projection and refiner blocks) runs whole on every rank, once per step:
   // its weights split by output rows, its outputs gathered.
   if (layer.name === 'condition_proj' || layer.name.startsWith('token_refiner.')) return { role: 'gathered', fused: { kind: 'none' } };

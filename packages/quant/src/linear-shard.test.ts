@@ -85,6 +85,21 @@ describe('column-parallel shards', () => {
     }
   });
 
+  it('parts (H3 block adaLN, one part per modality): each rank gets its slice of each part, bias with them', async () => {
+    const n = 3 * inner; // 192 rows: 3 parts of 64, 2 ranks take 32 of each
+    const b = (src.tensor('fc1.bias').data as Float32Array);
+    for (const rank of [0, 1]) {
+      const shard: LinearShard = { rank, size: 2, role: 'gathered', fused: { kind: 'parts', parts: 3 } };
+      const op = provider.linear({ name: 'fc1', inFeatures: k, outFeatures: n / 2, bias: true, shard });
+      const y = await op.forward(Tensor.fromArray('f32', [m, k], x));
+      const rows = [0, 1, 2].flatMap((j) => range(j * 64 + rank * 32, j * 64 + (rank + 1) * 32));
+      expect(maxRelError(y.data, ref(x, w, b, m, k, rows))).toBeLessThan(1e-6);
+    }
+    const parts = (p: number, size: number): unknown => provider.linear({ name: 'fc1', inFeatures: k, outFeatures: n / size, bias: true, shard: { rank: 0, size, role: 'gathered', fused: { kind: 'parts', parts: p } } });
+    expect(code(() => parts(5, 2))).toBe('SHARD_NOT_DIVISIBLE@fc1');
+    expect(code(() => parts(0, 2))).toBe('INVALID_SHARD@fc1');
+  });
+
   it('coded errors: widths that do not match the shard, worlds that do not divide, bad ranks', () => {
     const qkv = (size: number, rank: number, n: number): unknown => provider.linear({ name: 'qkv', inFeatures: k, outFeatures: n, bias: false, shard: { rank, size, role: 'column', fused: { kind: 'qkv', heads, headDim: hd } } });
     expect(code(() => qkv(2, 0, 3 * inner))).toBe('SHAPE_MISMATCH@qkv');

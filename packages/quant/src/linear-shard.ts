@@ -45,11 +45,16 @@ export function shardGeometry(name: string, n: number, k: number, shard: LinearS
       const len = (fused.heads / size) * fused.headDim;
       return { slice: { rows: [0, 1, 2].map((j) => [j * inner + rank * len, j * inner + (rank + 1) * len] as const) }, n: 3 * len, k };
     }
-    case 'halves': {
-      if (n % (2 * size) !== 0) throw notDivisible(name, `each half of ${n} rows`, n, size);
-      const half = n / 2;
-      const len = half / size;
-      return { slice: { rows: [[rank * len, (rank + 1) * len], [half + rank * len, half + (rank + 1) * len]] }, n: 2 * len, k };
+    case 'halves':
+    case 'parts': {
+      const parts = fused.kind === 'halves' ? 2 : fused.parts;
+      if (!Number.isSafeInteger(parts) || parts < 1) {
+        throw new QuantError('INVALID_SHARD', `layer '${name}': ${String(parts)} parts is not a positive integer`, { value: parts, where: name });
+      }
+      if (n % (parts * size) !== 0) throw notDivisible(name, `each of ${parts} parts of ${n} rows`, n, size);
+      const part = n / parts;
+      const len = part / size;
+      return { slice: { rows: Array.from({ length: parts }, (_, j) => [j * part + rank * len, j * part + (rank + 1) * len] as const) }, n: parts * len, k };
     }
     case 'none': {
       if (n % size !== 0) throw notDivisible(name, `N = ${n}`, n, size);

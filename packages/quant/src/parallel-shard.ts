@@ -12,12 +12,15 @@ export type ParallelRole =
 /**
  * How the output rows of a fused linear are laid out, so a column split keeps each segment's
  * meaning: a rank of a `qkv` layer takes its heads' rows from each of q, k and v; a rank of a
- * `halves` layer (fc1 = [gate | up]) takes its slice of each half.
+ * `halves` layer (fc1 = [gate | up]) takes its slice of each half; a rank of a `parts` layer its
+ * slice of each of `parts` equal parts (H3's block adaLN: one part per modality, so a forward that
+ * needs one modality's rows splits that work evenly across the ranks).
  */
 export type FusedLayout =
   | { readonly kind: 'none' }
   | { readonly kind: 'qkv'; readonly heads: number; readonly headDim: number }
-  | { readonly kind: 'halves' };
+  | { readonly kind: 'halves' }
+  | { readonly kind: 'parts'; readonly parts: number };
 
 /** This process's part of a tensor-parallel world. */
 export interface Shard {

@@ -43,6 +43,9 @@ const LAYERS: Layer[] = [
   // adaLN-like: split by output rows, the ranks' output columns gathered (M = 5 rows: the reorder).
   { name: 'ada8', n: 96, k: 256, int8: true, role: 'gathered', fused: { kind: 'none' } },
   { name: 'ada32', n: 48, k: 64, int8: false, role: 'gathered', fused: { kind: 'none' } },
+  // H3's block adaLN: three modality parts, each rank holding its slice of every part.
+  { name: 'ada8p', n: 96, k: 256, int8: true, role: 'gathered', fused: { kind: 'parts', parts: 3 } },
+  { name: 'ada32p', n: 48, k: 64, int8: false, role: 'gathered', fused: { kind: 'parts', parts: 3 } },
 ];
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-tp-'));
@@ -204,6 +207,19 @@ describe('parallel linears across rank processes', () => {
         }
         // Row-parallel, gathered and replicated layers: every rank holds the same bytes.
         for (const o of outs) expect(Buffer.from(o.buffer).equals(Buffer.from(outs[0]!.buffer)), `${l.name} ranks agree`).toBe(true);
+        if (l.role === 'gathered') {
+          // forwardRows over whole parts and over a range that cuts them: the columns of one rank's output.
+          const part = l.n / (l.fused.kind === 'parts' ? l.fused.parts : 1);
+          for (const [a, b] of (part < l.n ? [[part, l.n], [0, part], [5, part + 3]] : [[0, part], [5, part - 3]]) as [number, number][]) {
+            const cols = new Float32Array(M * (b - a));
+            for (let i = 0; i < M; i++) cols.set(whole.subarray(i * l.n + a, i * l.n + b), i * (b - a));
+            for (const r of ranks) expect(Buffer.from(f32(r.y![`${l.name}[${a},${b})`]!.b64).buffer).equals(Buffer.from(cols.buffer)), `${l.name}[${a},${b}) rank ${r.rank}`).toBe(true);
+          }
+          if (!l.int8) {
+            const w = weightOf(l);
+            for (const r of ranks) expect(Buffer.from(f32(r.y![`${l.name}.weight`]!.b64).buffer).equals(Buffer.from(w.buffer)), `${l.name} weight rank ${r.rank}`).toBe(true);
+          }
+        }
         // A gathered layer computes each output element whole on one rank: one rank's bytes, any format.
         if (l.int8 || l.role === 'gathered') {
           expect(Buffer.from(outs[0]!.buffer).equals(Buffer.from(whole.buffer)), `${l.name} equals one rank`).toBe(true);

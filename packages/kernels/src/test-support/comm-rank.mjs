@@ -54,5 +54,10 @@ try {
 } catch (e) {
   out.ok = false;
   out.error = { code: e.code, message: e.message, ranks: e.ranks, name: e.name };
+  // A survivor killed after its diagnosis, before it closes (its failure keys are in the store).
+  if (job.killedAfterFailure === job.rank) {
+    console.log(JSON.stringify(out));
+    process.kill(process.pid, 'SIGKILL');
+  }
 }
 console.log(JSON.stringify(out));

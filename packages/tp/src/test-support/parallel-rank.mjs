@@ -26,8 +26,22 @@ try {
         for (let r = 0; r < job.m; r++) part.set(x.subarray(r * l.inFeatures + job.rank * k, r * l.inFeatures + (job.rank + 1) * k), r * k);
         local = part;
       }
-      const y = await op.forward(kernels.Tensor.fromArray('f32', [job.m, local.length / job.m], local));
+      // Row-parallel layers write into the caller's buffer, as the model's workspace asks them to.
+      const into = l.role === 'row' ? kernels.Tensor.zeros('f32', [job.m, l.outFeatures]) : undefined;
+      const y = await op.forward(kernels.Tensor.fromArray('f32', [job.m, local.length / job.m], local), into);
+      if (into !== undefined && y !== into) throw new Error(`row-parallel ${l.name} did not write into out`);
       out.y[l.name] = { shape: y.shape, b64: Buffer.from(y.data.buffer, y.data.byteOffset, y.data.byteLength).toString('base64') };
+      if (l.role === 'gathered') {
+        // Output features of whole parts (each rank computes its slices of them) and a range that
+        // cuts parts; the whole weight, gathered back into the file's row order.
+        const part = l.outFeatures / (l.fused.kind === 'parts' ? l.fused.parts : 1);
+        for (const [a, b] of part < l.outFeatures ? [[part, l.outFeatures], [0, part], [5, part + 3]] : [[0, part], [5, part - 3]]) {
+          const r = await op.forwardRows(kernels.Tensor.fromArray('f32', [job.m, local.length / job.m], local), a, b);
+          out.y[`${l.name}[${a},${b})`] = { shape: r.shape, b64: Buffer.from(r.data.buffer, r.data.byteOffset, r.data.byteLength).toString('base64') };
+        }
+        const w = await op.materializedWeight();
+        out.y[`${l.name}.weight`] = { shape: w.shape, b64: Buffer.from(w.data.buffer, w.data.byteOffset, w.data.byteLength).toString('base64') };
+      }
     }
   }
   out.ok = true;
