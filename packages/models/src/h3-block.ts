@@ -1,4 +1,4 @@
-import { Tensor } from '@ninodes/kernels';
+import { type LinearPrecision, Tensor } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
 import { type H3Config, rotDim } from './h3-config.js';
 import type { Shard } from '@ninodes/quant';
@@ -95,6 +95,11 @@ export class H3Block {
   private readonly params: ParameterReader;
   /** Receives per-op wall times when set (bench); undefined costs nothing. */
   profiler: OpProfiler | undefined;
+  /**
+   * What attention computes in: 'bf16' is kernels' bf16 attention (q, k, v rounded to bf16, PyTorch's
+   * bf16 SDPA; needs bf16 units, else BACKEND_UNAVAILABLE), 'f32' (default) the f32 kernel.
+   */
+  attentionPrecision: LinearPrecision = 'f32';
 
   /**
    * With a `shard`, the block is one tensor-parallel rank's part: its heads (heads / size) and its
@@ -205,7 +210,7 @@ export class H3Block {
       }),
     );
     const attOut = buf('att', headsMajor);
-    const att = await timedAsync(prof, 'attention', () => attention(q, k, v, { scale: 1 / Math.sqrt(hd), ...(attOut ? { out: attOut } : {}) }));
+    const att = await timedAsync(prof, 'attention', () => attention(q, k, v, { scale: 1 / Math.sqrt(hd), precision: this.attentionPrecision, ...(attOut ? { out: attOut } : {}) }));
     const attnOut = await lin(this.linears.out, timed(prof, 'layout', () => mergeHeads(att, buf('merged', [s, inner]))), 'attn_out');
     const x1 = timed(prof, 'elementwise', () => gateRows(x, attnOut, 2, buf('x1', x.shape)));
 

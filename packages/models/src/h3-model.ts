@@ -1,4 +1,4 @@
-import { NinodesError, Tensor } from '@ninodes/kernels';
+import { type LinearPrecision, NinodesError, Tensor, buildInfo } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
 import type { CheckpointSource } from '@ninodes/memory';
 import { type CaptureSink, captureFromEnv } from './capture.js';
@@ -35,6 +35,12 @@ export interface H3ModelOptions {
   readonly shard?: Shard;
   /** Awaited around every execution group, in ModelLayout order (see h3Layout). */
   readonly hooks?: GroupHooks;
+  /**
+   * What attention computes in (blocks and token refiner): 'bf16' runs kernels' bf16 attention
+   * (PyTorch's bf16 SDPA; needs `buildInfo().bf16Units`, else the first forward fails
+   * BACKEND_UNAVAILABLE). Default 'f32'. openH3Model picks 'bf16' for bf16 compute where it can.
+   */
+  readonly attentionPrecision?: LinearPrecision;
 }
 
 /** One forward of the packed [text | audio | video] model. */
@@ -86,6 +92,8 @@ export class H3VideoModel implements VelocityModel {
   readonly refiner: readonly H3RefinerBlock[];
   /** The layer ops of the embedders and final layer, by checkpoint layer name (without prefix). */
   readonly linears: ReadonlyMap<string, LinearOp>;
+  /** What attention computes in (H3ModelOptions.attentionPrecision), for reports. */
+  readonly attentionPrecision: LinearPrecision;
   private readonly source: CheckpointSource;
   private readonly capture: CaptureSink | undefined;
   private readonly paramCache = new Map<string, Tensor<'f32'>>();
@@ -97,14 +105,16 @@ export class H3VideoModel implements VelocityModel {
   /** Settable later with `setHooks` (an executor attaches after the model is built). */
   private hooks: GroupHooks | undefined;
 
-  private constructor(source: CheckpointSource, provider: LinearProvider, config: H3Config, prefix: string, capture: CaptureSink | undefined, shard: Shard | undefined) {
+  private constructor(source: CheckpointSource, provider: LinearProvider, config: H3Config, prefix: string, capture: CaptureSink | undefined, shard: Shard | undefined, attentionPrecision: LinearPrecision) {
     this.source = source;
+    this.attentionPrecision = attentionPrecision;
     this.config = config;
     this.prefix = prefix;
     this.capture = capture;
     const params = (name: string): Tensor<'f32'> => this.param(name);
     this.blocks = Array.from({ length: config.layers }, (_, i) => new H3Block(config, i, provider, params, prefix, undefined, shard));
     this.refiner = config.textDim === undefined ? [] : Array.from({ length: config.refinerLayers ?? 0 }, (_, i) => new H3RefinerBlock(config, i, provider, params, prefix));
+    for (const b of [...this.blocks, ...this.refiner]) b.attentionPrecision = attentionPrecision;
     const linears = new Map<string, LinearOp>();
     for (const l of h3Linears(config)) {
       if (l.block !== undefined || l.name.startsWith('token_refiner.')) continue;
@@ -167,8 +177,15 @@ export class H3VideoModel implements VelocityModel {
       const e = source.entry(name);
       if (e.shape.length !== p.shape.length || e.shape.some((d, i) => d !== p.shape[i])) throw wrongShape(source, name, e.shape, p.shape);
     }
+    if (options.attentionPrecision === 'bf16' && !buildInfo().bf16Units) {
+      throw new ModelsError('BACKEND_UNAVAILABLE', "attention precision 'bf16' needs a CPU with AVX512_BF16 (this one has none, or NINODES_SIMD caps it)", {
+        value: options.attentionPrecision,
+        where: 'H3ModelOptions.attentionPrecision',
+        hint: "use attentionPrecision 'f32' on this CPU",
+      });
+    }
     const capture = options.capture === false ? undefined : (options.capture ?? captureFromEnv());
-    const model = new H3VideoModel(source, provider, config, prefix, capture, options.shard);
+    const model = new H3VideoModel(source, provider, config, prefix, capture, options.shard, options.attentionPrecision ?? 'f32');
     model.setProfiler(options.profiler);
     model.setHooks(options.hooks);
     return model;

@@ -1,4 +1,4 @@
-import { type Tensor } from '@ninodes/kernels';
+import type { LinearPrecision, Tensor } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
 import { type ParameterReader, checkWidth, headsFirst, mergeHeads, splitHeads } from './h3-block.js';
 import type { H3Config } from './h3-config.js';
@@ -17,6 +17,8 @@ export class H3RefinerBlock {
   readonly linears: { readonly qkv: LinearOp; readonly out: LinearOp; readonly fc1: LinearOp; readonly fc2: LinearOp };
   private readonly config: H3Config;
   private readonly params: ParameterReader;
+  /** What attention computes in (see H3Block.attentionPrecision). */
+  attentionPrecision: LinearPrecision = 'f32';
 
   constructor(config: H3Config, index: number, provider: LinearProvider, params: ParameterReader, prefix = '') {
     this.config = config;
@@ -40,7 +42,7 @@ export class H3RefinerBlock {
     const q = headsFirst(rmsNorm(splitHeads(qkv, s, 3 * inner, 0, heads, hd, false), this.params(`${p}.attn.q_norm.weight`), qkEps));
     const k = headsFirst(rmsNorm(splitHeads(qkv, s, 3 * inner, inner, heads, hd, false), this.params(`${p}.attn.k_norm.weight`), qkEps));
     const v = splitHeads(qkv, s, 3 * inner, 2 * inner, heads, hd, true);
-    const att = await attention(q, k, v, { scale: 1 / Math.sqrt(hd) });
+    const att = await attention(q, k, v, { scale: 1 / Math.sqrt(hd), precision: this.attentionPrecision });
     const x1 = add(await lin(this.linears.out, mergeHeads(att)), x);
     const f1 = await lin(this.linears.fc1, rmsNorm(x1, this.params(`${p}.norm2.weight`), eps));
     return add(await lin(this.linears.fc2, swiglu(f1)), x1);
