@@ -31,7 +31,6 @@
 #include "core/thread_pool.h"
 #include "ops/attention_args.h"
 #include "ops/vec_math.h"
-#include "tensor/float_codecs.h"
 
 namespace {
 
@@ -49,10 +48,6 @@ constexpr size_t kPvRows = 4;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
-
-// Same rounding as the vector conversions (vcvtneps2bf16: nearest even); NaN is never an input
-// that matters here (it propagates either way).
-inline uint16_t to_bf16(float f) { return ninodes::codec::f32_to_bf16(f); }
 
 inline uint32_t pair_at(const uint16_t* p) {
   uint32_t v;
@@ -156,35 +151,53 @@ void pv_rows(const uint16_t* ph, const uint16_t* vt, float* ob, const float* alp
   }
 }
 
+// f32 -> bf16 of n ≤ 16 values (zeros past n), nearest even; vcvtneps2bf16 also flushes f32
+// denormals to zero, a change below 1.2e-38 that no attention output can show.
+NINODES_TARGET_BF16 inline __m256i bf16x16(const float* src, size_t n) {
+  const __mmask16 m = n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1);
+  return (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src));
+}
+
 // Packs one head's k and v into the pairwise layouts (zero padded: padded keys get p = 0, padded
 // head-dim columns contribute 0 to the scores and are never written out).
-void pack_head(const Problem& p, size_t head, Scratch& sc) {
+NINODES_TARGET_BF16 void pack_head(const Problem& p, size_t head, Scratch& sc) {
   const size_t d = p.dim, dp = sc.dp, blocks = (p.seq_k + kKeyBlock - 1) / kKeyBlock;
   sc.kfull.assign(blocks * kKeyBlock * dp, 0);
   sc.vfull.assign(blocks * kKeyBlock * dp, 0);
   const float* kh = p.k + head * p.seq_k * d;
   const float* vh = p.v + head * p.seq_k * d;
+  alignas(64) uint32_t pairs[8];
   for (size_t j = 0; j < p.seq_k; ++j) {
-    const size_t b = j / kKeyBlock, jj = j % kKeyBlock;
-    uint16_t* kb = sc.kfull.data() + b * kKeyBlock * dp;
-    uint16_t* vb = sc.vfull.data() + b * kKeyBlock * dp + (jj / 2) * dp * 2 + jj % 2;
-    const float* kr = kh + j * d;
-    const float* vr = vh + j * d;
-    for (size_t i = 0; i < d; ++i) {
-      kb[(i / 2) * kKeyBlock * 2 + jj * 2 + i % 2] = to_bf16(kr[i]);
-      vb[i * 2] = to_bf16(vr[i]);
+    // k row j: 8 pairs along D per conversion, each to its (pair, key) slot of the block.
+    uint32_t* kb = reinterpret_cast<uint32_t*>(sc.kfull.data() + (j / kKeyBlock) * kKeyBlock * dp) + j % kKeyBlock;
+    for (size_t i = 0; i < d; i += 16) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), bf16x16(kh + j * d + i, d - i));
+      for (size_t t = 0; t < 8; ++t) kb[(i / 2 + t) * kKeyBlock] = pairs[t];
+    }
+  }
+  // v rows j, j + 1 (j even, so both in one block): their bf16 values interleaved along D.
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
+                                              1, 16, 0);
+  for (size_t j = 0; j < p.seq_k; j += 2) {
+    const bool second = j + 1 < p.seq_k;
+    uint16_t* vb = sc.vfull.data() + (j / kKeyBlock) * kKeyBlock * dp + ((j % kKeyBlock) / 2) * dp * 2;
+    for (size_t i = 0; i < d; i += 16) {
+      const __m256i a = bf16x16(vh + j * d + i, d - i);
+      const __m256i b = second ? bf16x16(vh + (j + 1) * d + i, d - i) : _mm256_setzero_si256();
+      const __m512i ab = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+      _mm512_storeu_si512(vb + i * 2, _mm512_permutexvar_epi16(interleave, ab));
     }
   }
   sc.packed_head = head;
 }
 
-void unit(const Problem& p, size_t head, size_t q0, size_t nq, Scratch& sc) {
+NINODES_TARGET_BF16 void unit(const Problem& p, size_t head, size_t q0, size_t nq, Scratch& sc) {
   const size_t d = p.dim, dp = sc.dp;
   if (sc.packed_head != head) pack_head(p, head, sc);
   std::fill(sc.qb.begin(), sc.qb.end(), 0);
   for (size_t r = 0; r < nq; ++r) {
     const float* qr = p.q + (head * p.seq_q + q0 + r) * d;
-    for (size_t i = 0; i < d; ++i) sc.qb[r * dp + i] = to_bf16(qr[i]);
+    for (size_t i = 0; i < d; i += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc.qb.data() + r * dp + i), bf16x16(qr + i, d - i));
   }
   std::fill(sc.ob.begin(), sc.ob.end(), 0.f);
   std::fill(sc.m.begin(), sc.m.end(), kNegInf);
