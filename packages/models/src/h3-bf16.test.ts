@@ -4,10 +4,11 @@
 // PyTorch fixture's two H3 blocks (`out.final_f64`) and the float64 oracle of the whole h3-tiny forward.
 // Attention runs in bf16 too (kernels' bf16 attention, as PyTorch's bf16 SDPA sees bf16 q, k, v).
 // Bounds: measured on an AMD EPYC (Zen 4, AVX512_BF16) at 7.4e-4 (fixture blocks) and 8.4e-3
-// (h3-tiny) with bf16 attention (8.4e-4 and 8.9e-3 with f32 attention), set at ~3x. PyTorch's own bf16 mode (tools/torch-h3, autocast) on the same h3-tiny
-// weights measures 8.0e-3 against a float64 forward where ours measures 9.6e-3 (bench `model`,
-// [1,24,1,16,16]: `torch_bf16_err_vs_f64`, `ours_err_vs_f64`). The lower bounds prove the bf16 path
-// ran: the f32 path lands near 1e-6 and fails them.
+// (h3-tiny) with bf16 attention (8.4e-4 and 8.9e-3 with f32 attention), set at ~3x. PyTorch's own
+// bf16 mode (tools/torch-h3, autocast, bf16 SDPA) on the same h3-tiny weights measures 8.0e-3
+// against a float64 forward where ours measures 7.3e-3 with bf16 attention (9.6e-3 with f32
+// attention; bench `model` --quick, [1,24,1,16,16]: `torch_bf16_err_vs_f64`, `ours_err_vs_f64`).
+// The lower bounds prove the bf16 path ran: the f32 path lands near 1e-6 and fails them.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
