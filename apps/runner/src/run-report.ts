@@ -111,6 +111,8 @@ export const runReportSchema = z.object({
     int8Backend: z.enum(['amx', 'vnni', 'onednn', 'native']),
     /** What float linears multiply in: 'bf16' only for --quant bf16 on a CPU with bf16 units (PyTorch's bf16 mode). */
     computePrecision: z.enum(['f32', 'bf16']),
+    /** What attention computed in: 'bf16' (kernels' bf16 attention) by default for --quant bf16 on a CPU with bf16 units, or as --attention asked. */
+    attentionPrecision: z.enum(['f32', 'bf16']),
     cpu: z.string(),
   }),
 });

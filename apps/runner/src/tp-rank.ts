@@ -1,9 +1,9 @@
 // One rank of a tensor-parallel run, composed: the communicator, the plan read off the checkpoint's
 // layout, quant's provider (reading only this rank's slices) wrapped by tp's parallel ops, and the
 // H3 model built from this rank's heads and MLP slice.
-import { type Communicator, createCommunicator } from '@ninodes/kernels';
+import { type Communicator, type LinearPrecision, createCommunicator } from '@ninodes/kernels';
 import { type OpenedH3Model, islandAwareProvider, layoutOf, openH3Model } from '@ninodes/models';
-import { type ComputeMode, type LinearProvider, createLinearProvider, openCheckpoint } from '@ninodes/quant';
+import { type ComputeMode, type LinearProvider, createLinearProvider, floatPrecision, openCheckpoint } from '@ninodes/quant';
 import { type ShardPlan, parallelLinearProvider, shardPlan } from '@ninodes/tp';
 import type { TpRankEnv } from './tp-env.js';
 
@@ -15,7 +15,8 @@ export interface TpRankModel {
   close(): Promise<void>;
 }
 
-export async function openTpRank(modelPath: string, compute: ComputeMode, env: TpRankEnv): Promise<TpRankModel> {
+/** `attention`: what attention computes in (default as openH3Model picks it for `compute`). */
+export async function openTpRank(modelPath: string, compute: ComputeMode, env: TpRankEnv, attention?: LinearPrecision): Promise<TpRankModel> {
   const comm = await createCommunicator({
     rank: env.rank,
     size: env.size,
@@ -40,7 +41,9 @@ export async function openTpRank(modelPath: string, compute: ComputeMode, env: T
       base = islandAwareProvider(main, asStored, islands);
     }
     const provider = parallelLinearProvider({ provider: base, plan, comm });
-    const opened = openH3Model(modelPath, { provider, shard: { rank: env.rank, size: env.size }, config: layout.config, prefix: layout.prefix });
+    // A given provider tells openH3Model nothing of the compute mode: the attention precision is passed.
+    const attentionPrecision = attention ?? floatPrecision(compute);
+    const opened = openH3Model(modelPath, { provider, shard: { rank: env.rank, size: env.size }, config: layout.config, prefix: layout.prefix, attentionPrecision });
     return {
       comm,
       plan,

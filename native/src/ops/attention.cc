@@ -26,6 +26,7 @@
 #include "core/errors.h"
 #include "core/registry.h"
 #include "core/thread_pool.h"
+#include "ops/attention_args.h"
 #include "ops/op_args.h"
 #include "ops/vec_math.h"
 
@@ -33,19 +34,13 @@ namespace {
 
 using ninodes::fail;
 using namespace ninodes::ops;
+using Problem = ninodes::ops::AttentionProblem;
+constexpr auto parse = ninodes::ops::parse_attention;
+constexpr auto empty_output = ninodes::ops::attention_output_empty;
 
 constexpr size_t kQueryBlock = 32;
 constexpr size_t kKeyBlock = 64;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-struct Problem {
-  const float* q;
-  const float* k;
-  const float* v;
-  float* out;
-  size_t heads, seq_q, seq_k, dim;
-  float scale;
-};
 
 size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
@@ -366,9 +361,6 @@ void run_units(const Problem& p, size_t blocks, size_t u0, size_t u1) {
 }
 #endif
 
-// Nothing to compute when the output is empty; this also keeps huge sequence lengths paired with
-// an empty head dimension from looping over nothing.
-bool empty_output(const Problem& p) { return p.heads == 0 || p.seq_q == 0 || p.dim == 0; }
 
 void run_tiled(const Problem& p) {
   if (empty_output(p)) return;
@@ -460,25 +452,6 @@ void run_naive(const Problem& p) {
       }
     });
   }
-}
-
-Problem parse(const Napi::CallbackInfo& info, const char* op) {
-  const F32Arg q = f32_arg(info, 0, op, "q");
-  const F32Arg k = f32_arg(info, 1, op, "k");
-  const F32Arg v = f32_arg(info, 2, op, "v");
-  const F32Arg out = f32_arg(info, 3, op, "out");
-  const size_t h = ninodes::args::dim(info, 4, "heads");
-  const size_t s = ninodes::args::dim(info, 5, "seqQ");
-  const size_t t = ninodes::args::dim(info, 6, "seqK");
-  const size_t d = ninodes::args::dim(info, 7, "headDim");
-  const double scale = ninodes::args::number(info, 8, "scale");
-  if (!std::isfinite(scale)) fail("INVALID_ARGUMENT", std::string(op) + ": scale must be finite");
-  if (d > 65536) fail("INVALID_ARGUMENT", std::string(op) + ": headDim above 65536 is not supported");
-  expect_length(q, ninodes::args::mul(ninodes::args::mul(h, s, op), d, op), op, "q");
-  expect_length(k, ninodes::args::mul(ninodes::args::mul(h, t, op), d, op), op, "k");
-  expect_length(v, ninodes::args::mul(ninodes::args::mul(h, t, op), d, op), op, "v");
-  expect_length(out, ninodes::args::mul(ninodes::args::mul(h, s, op), d, op), op, "out");
-  return Problem{q.data, k.data, v.data, out.data, h, s, t, d, static_cast<float>(scale)};
 }
 
 Napi::Value attention(const Napi::CallbackInfo& info) {

@@ -3,7 +3,8 @@ import { Tensor, tensorAllocations } from './tensor.js';
 import { outputF32 } from './arg-checks.js';
 import { attention } from './ops/attention.js';
 import { gatedResidual, rmsNormModulate } from './ops/fused-elementwise.js';
-import { modulate } from './ops/elementwise.js';
+import { add, modulate } from './ops/elementwise.js';
+import { buildInfo } from './build-info.js';
 import { rmsNorm } from './ops/norms.js';
 import { ropeSplitHalf } from './ops/rope.js';
 import { silu, swiglu } from './ops/activations.js';
@@ -52,11 +53,15 @@ describe('out tensors (issue 16: no allocation in the steady state)', () => {
       ['silu', () => silu(x), (o) => silu(x, o), [6, 64]],
       ['swiglu', () => swiglu(x), (o) => swiglu(x, o), [6, 32]],
       ['rmsNorm', () => rmsNorm(x, w, 1e-6), (o) => rmsNorm(x, w, 1e-6, o), [6, 64]],
+      ['add', () => add(x, branch), (o) => add(x, branch, o), [6, 64]],
       ['modulate', () => modulate(x, shift, sc), (o) => modulate(x, shift, sc, o), [6, 64]],
       ['rmsNormModulate', () => rmsNormModulate(x, w, shift, sc, 1e-6), (o) => rmsNormModulate(x, w, shift, sc, 1e-6, o), [6, 64]],
       ['gatedResidual', () => gatedResidual(x, branch, sc), (o) => gatedResidual(x, branch, sc, o), [6, 64]],
       ['ropeSplitHalf', () => ropeSplitHalf(qkv, angles, 32), (o) => ropeSplitHalf(qkv, angles, 32, o), [6, 4, 64]],
       ['attention', () => attention(qkv, qkv, qkv), (o) => attention(qkv, qkv, qkv, { out: o }), [6, 4, 64]],
+      ...(buildInfo().bf16Units
+        ? [['attention bf16', () => attention(qkv, qkv, qkv, { precision: 'bf16' }), (o: Tensor<'f32'>) => attention(qkv, qkv, qkv, { precision: 'bf16', out: o }), [6, 4, 64]] satisfies (typeof cases)[number]]
+        : []),
       ['linear', () => linear(x, wl, bias), (o) => linear(x, wl, bias, { out: o }), [6, 32]],
       ['int8Linear', async () => (await int8Linear(x256, wq.q, wq.scale, { convrot: 256, bias })).y, async (o) => (await int8Linear(x256, wq.q, wq.scale, { convrot: 256, bias, out: o, xScaleOut: rowScales })).y, [6, 32]],
     ];

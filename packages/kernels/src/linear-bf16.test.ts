@@ -2,19 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { buildInfo, cast, linear, Tensor } from './index.js';
-
-/** f32 -> bf16 -> f32, round to nearest even on the bit pattern (written here, independent of the addon). */
-function roundBf16(v: Float32Array): Float64Array {
-  const bits = new Uint32Array(new Float32Array(v).buffer);
-  const out = new Float32Array(bits.length);
-  const outBits = new Uint32Array(out.buffer);
-  for (let i = 0; i < bits.length; i++) {
-    const b = bits[i] as number;
-    const lsb = (b >>> 16) & 1;
-    outBits[i] = ((b + 0x7fff + lsb) >>> 16) << 16;
-  }
-  return Float64Array.from(out);
-}
+import { roundBf16 } from './test-support/numeric.js';
 
 function rand(n: number, seed: number): Float32Array {
   let s = seed;

@@ -2,11 +2,13 @@
 // the activations rounded to bf16 at each linear input, as PyTorch's bf16 mode does. That changes the
 // results; these tests bound the change against float64 references that share no code with ours: the
 // PyTorch fixture's two H3 blocks (`out.final_f64`) and the float64 oracle of the whole h3-tiny forward.
-// Bounds: measured on an AMD EPYC (Zen 4, AVX512_BF16) at 8.4e-4 (fixture blocks) and 8.9e-3
-// (h3-tiny), set at ~3x. PyTorch's own bf16 mode (tools/torch-h3, autocast) on the same h3-tiny
-// weights measures 8.0e-3 against a float64 forward where ours measures 9.6e-3 (bench `model`,
-// [1,24,1,16,16]: `torch_bf16_err_vs_f64`, `ours_err_vs_f64`). The lower bounds prove the bf16 path
-// ran: the f32 path lands near 1e-6 and fails them.
+// Attention runs in bf16 too (kernels' bf16 attention, as PyTorch's bf16 SDPA sees bf16 q, k, v).
+// Bounds: measured on an AMD EPYC (Zen 4, AVX512_BF16) at 7.4e-4 (fixture blocks) and 8.4e-3
+// (h3-tiny) with bf16 attention (8.4e-4 and 8.9e-3 with f32 attention), set at ~3x. PyTorch's own
+// bf16 mode (tools/torch-h3, autocast, bf16 SDPA) on the same h3-tiny weights measures 8.0e-3
+// against a float64 forward where ours measures 7.3e-3 with bf16 attention (9.6e-3 with f32
+// attention; bench `model` --quick, [1,24,1,16,16]: `torch_bf16_err_vs_f64`, `ours_err_vs_f64`).
+// The lower bounds prove the bf16 path ran: the f32 path lands near 1e-6 and fails them.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,10 +44,17 @@ describe.runIf(hasBf16)('bf16 compute error against float64 references (CPU with
       const f32 = (name: string): Tensor<'f32'> => castF32(source.tensor(name));
       const provider = createLinearProvider(source, { compute: 'bf16' });
       expect(floatPrecision('bf16')).toBe('bf16');
-      let x = f32('in.x');
-      for (let i = 0; i < config.layers; i++) x = await new H3Block(config, i, provider, f32).forward(x, f32('in.t_emb'), f32('in.rope_angles'));
-      const err = maxRelError(x.data, (source.tensor('out.final_f64') as Tensor<'f64'>).data);
-      log(`fixture blocks, bf16 compute: max relative error vs out.final_f64: ${err}`);
+      const run = async (attention: 'f32' | 'bf16'): Promise<number> => {
+        let x = f32('in.x');
+        for (let i = 0; i < config.layers; i++) {
+          const block = new H3Block(config, i, provider, f32);
+          block.attentionPrecision = attention;
+          x = await block.forward(x, f32('in.t_emb'), f32('in.rope_angles'));
+        }
+        return maxRelError(x.data, (source.tensor('out.final_f64') as Tensor<'f64'>).data);
+      };
+      const err = await run('bf16');
+      log(`fixture blocks, bf16 compute: max relative error vs out.final_f64: ${err} (bf16 attention), ${await run('f32')} (f32 attention)`);
       expect(err).toBeLessThan(2.5e-3);
       expect(err).toBeGreaterThan(1e-4);
     } finally {
@@ -59,19 +68,52 @@ describe.runIf(hasBf16)('bf16 compute error against float64 references (CPU with
     const [T, H, W] = [1, 8, 10];
     const latent = gaussianNoise([1, 24, T, H, W], 145);
     const sigma = flowSigmas(8, 12)[1] as number;
-    const { model, close } = openH3Model(path, { compute: 'bf16', capture: false });
-    let got: Float32Array;
-    try {
-      got = (await model.forward(latent, sigma)).data;
-    } finally {
-      close();
-    }
+    const forward = async (attentionPrecision?: 'f32'): Promise<Float32Array> => {
+      const { model, close } = openH3Model(path, { compute: 'bf16', capture: false, ...(attentionPrecision ? { attentionPrecision } : {}) });
+      try {
+        // bf16 compute runs attention in bf16 where the CPU has bf16 units (as PyTorch's bf16 SDPA).
+        expect(model.attentionPrecision).toBe(attentionPrecision ?? 'bf16');
+        return Float32Array.from((await model.forward(latent, sigma)).data);
+      } finally {
+        close();
+      }
+    };
+    const got = await forward();
+    const withF32Attention = await forward('f32');
     const ck = readSafetensorsFile(path);
     const c = H3_PRESETS['h3-tiny'].config;
     const want = refForward((n) => tensorF64(ck, n), { ...c, channels: c.latentChannels }, Float64Array.from(latent.data), T, H, W, sigma);
     const err = maxRelError(got, want);
-    log(`h3-tiny forward [1,24,${T},${H},${W}], bf16 compute: max relative error vs float64: ${err}`);
+    log(`h3-tiny forward [1,24,${T},${H},${W}], bf16 compute: max relative error vs float64: ${err} (bf16 attention), ${maxRelError(withF32Attention, want)} (f32 attention)`);
+    // The bf16 attention really ran: it moves the output by more than f32 attention's rounding would.
+    expect(maxRelError(got, Float64Array.from(withF32Attention))).toBeGreaterThan(1e-4);
     expect(err).toBeLessThan(2.5e-2);
     expect(err).toBeGreaterThan(1e-4);
+  });
+
+  it('int8 compute keeps f32 attention (its outputs unchanged) unless bf16 attention is asked for', async () => {
+    const path = join(dir, 'h3-tiny-int8.safetensors');
+    await writeSyntheticH3Checkpoint(path, { preset: 'h3-tiny' });
+    for (const [options, want] of [
+      [{ compute: 'int8_convrot' }, 'f32'],
+      [{ compute: 'auto' }, 'f32'],
+      [{ compute: 'int8_convrot', attentionPrecision: 'bf16' }, 'bf16'],
+    ] as const) {
+      const { model, close } = openH3Model(path, { ...options, capture: false });
+      close();
+      expect(model.attentionPrecision).toBe(want);
+      expect(model.blocks.every((b) => b.attentionPrecision === want)).toBe(true);
+    }
+  });
+});
+
+describe.runIf(!hasBf16)('bf16 attention on a CPU without bf16 units', () => {
+  it('bf16 compute keeps f32 attention; asking for bf16 attention is BACKEND_UNAVAILABLE', async () => {
+    const path = join(dir, 'h3-tiny-nobf16.safetensors');
+    await writeSyntheticH3Checkpoint(path, { preset: 'h3-tiny' });
+    const { model, close } = openH3Model(path, { compute: 'bf16', capture: false });
+    close();
+    expect(model.attentionPrecision).toBe('f32');
+    expect(() => openH3Model(path, { compute: 'bf16', attentionPrecision: 'bf16', capture: false })).toThrow(expect.objectContaining({ code: 'BACKEND_UNAVAILABLE' }));
   });
 });

@@ -1,4 +1,4 @@
-import { Tensor } from '@ninodes/kernels';
+import { type LinearPrecision, Tensor } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
 import { type H3Config, rotDim } from './h3-config.js';
 import type { Shard } from '@ninodes/quant';
@@ -95,6 +95,11 @@ export class H3Block {
   private readonly params: ParameterReader;
   /** Receives per-op wall times when set (bench); undefined costs nothing. */
   profiler: OpProfiler | undefined;
+  /**
+   * What attention computes in: 'bf16' is kernels' bf16 attention (q, k, v rounded to bf16, PyTorch's
+   * bf16 SDPA; needs bf16 units, else BACKEND_UNAVAILABLE), 'f32' (default) the f32 kernel.
+   */
+  attentionPrecision: LinearPrecision = 'f32';
 
   /**
    * With a `shard`, the block is one tensor-parallel rank's part: its heads (heads / size) and its
@@ -172,22 +177,23 @@ export class H3Block {
     // Chunk c of a segment's adaLN row (timestep t = row / 3, modality m = row % 3): the output is
     // [M, span·6·hidden] with modality m's six chunks at (span·6t + 6(m − lo) + c)·hidden.
     const at = (seg: ModSegment, c: number): number => 6 * span * Math.floor(seg.row / 3) + 6 * ((seg.row % 3) - lo) + c;
-    const perRows = (v: Tensor<'f32'>, f: (rows: Tensor<'f32'>, seg: ModSegment) => Tensor<'f32'>): Tensor<'f32'> => {
-      if (whole) return f(v, segs[0] as ModSegment);
-      const w = v.shape[1] as number;
-      const out = new Float32Array(s * w);
-      for (const seg of segs) out.set(f(v.rows(seg.start, seg.stop), seg).data, seg.start * w);
-      return Tensor.fromArray('f32', [s, w], out);
+    // Each segment's rows are written straight into their rows of `dst` (a workspace buffer, else fresh).
+    const perRows = (v: Tensor<'f32'>, dst: Tensor<'f32'> | undefined, f: (rows: Tensor<'f32'>, seg: ModSegment, out: Tensor<'f32'> | undefined) => Tensor<'f32'>): Tensor<'f32'> => {
+      if (whole) return f(v, segs[0] as ModSegment, dst);
+      const out = dst ?? Tensor.zeros('f32', [s, v.shape[1] as number]);
+      for (const seg of segs) f(v.rows(seg.start, seg.stop), seg, out.rows(seg.start, seg.stop));
+      return out;
     };
-    const modulateRows = (v: Tensor<'f32'>, c: number): Tensor<'f32'> => perRows(v, (r, seg) => modulate(r, chunk(mod, at(seg, c), d), chunk(mod, at(seg, c + 1), d)));
+    const modulateRows = (v: Tensor<'f32'>, c: number, dst: Tensor<'f32'> | undefined): Tensor<'f32'> =>
+      perRows(v, dst, (r, seg, o) => modulate(r, chunk(mod, at(seg, c), d), chunk(mod, at(seg, c + 1), d), o));
     const gateRows = (base: Tensor<'f32'>, out: Tensor<'f32'>, c: number, dst?: Tensor<'f32'>): Tensor<'f32'> =>
-      whole ? gatedResidual(base, out, chunk(mod, at(segs[0] as ModSegment, c), d), dst) : perRows(base, (r, seg) => gatedResidual(r, out.rows(seg.start, seg.stop), chunk(mod, at(seg, c), d)));
+      perRows(base, dst, (r, seg, o) => gatedResidual(r, whole ? out : out.rows(seg.start, seg.stop), chunk(mod, at(seg, c), d), o));
 
     // One fused pass (RMSNorm then modulate, same bits) when one modality row covers every token.
     const normModulate = (v: Tensor<'f32'>, weight: string, c: number): Tensor<'f32'> =>
       whole
         ? timed(prof, 'norm', () => rmsNormModulate(v, this.params(weight), chunk(mod, at(segs[0] as ModSegment, c), d), chunk(mod, at(segs[0] as ModSegment, c + 1), d), eps, buf('h', v.shape)))
-        : timed(prof, 'elementwise', () => modulateRows(timed(prof, 'norm', () => rmsNorm(v, this.params(weight), eps)), c));
+        : timed(prof, 'elementwise', () => modulateRows(timed(prof, 'norm', () => rmsNorm(v, this.params(weight), eps, buf('norm', v.shape))), c, buf('h', v.shape)));
     const h1 = normModulate(x, `${p}.norm1.weight`, 0);
     const qkv = await lin(this.linears.qkv, h1, 'qkv');
     const rot = rotDim(this.config);
@@ -206,7 +212,7 @@ export class H3Block {
       }),
     );
     const attOut = buf('att', headsMajor);
-    const att = await timedAsync(prof, 'attention', () => attention(q, k, v, { scale: 1 / Math.sqrt(hd), ...(attOut ? { out: attOut } : {}) }));
+    const att = await timedAsync(prof, 'attention', () => attention(q, k, v, { scale: 1 / Math.sqrt(hd), precision: this.attentionPrecision, ...(attOut ? { out: attOut } : {}) }));
     const attnOut = await lin(this.linears.out, timed(prof, 'layout', () => mergeHeads(att, buf('merged', [s, inner]))), 'attn_out');
     const x1 = timed(prof, 'elementwise', () => gateRows(x, attnOut, 2, buf('x1', x.shape)));
 

@@ -1,4 +1,4 @@
-import { NinodesError, Tensor } from '@ninodes/kernels';
+import { type LinearPrecision, NinodesError, Tensor, buildInfo } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
 import type { CheckpointSource } from '@ninodes/memory';
 import { type CaptureSink, captureFromEnv } from './capture.js';
@@ -35,6 +35,12 @@ export interface H3ModelOptions {
   readonly shard?: Shard;
   /** Awaited around every execution group, in ModelLayout order (see h3Layout). */
   readonly hooks?: GroupHooks;
+  /**
+   * What attention computes in (blocks and token refiner): 'bf16' runs kernels' bf16 attention
+   * (PyTorch's bf16 SDPA; needs `buildInfo().bf16Units`, else the first forward fails
+   * BACKEND_UNAVAILABLE). Default 'f32'. openH3Model picks 'bf16' for bf16 compute where it can.
+   */
+  readonly attentionPrecision?: LinearPrecision;
 }
 
 /** One forward of the packed [text | audio | video] model. */
@@ -86,6 +92,8 @@ export class H3VideoModel implements VelocityModel {
   readonly refiner: readonly H3RefinerBlock[];
   /** The layer ops of the embedders and final layer, by checkpoint layer name (without prefix). */
   readonly linears: ReadonlyMap<string, LinearOp>;
+  /** What attention computes in (H3ModelOptions.attentionPrecision), for reports. */
+  readonly attentionPrecision: LinearPrecision;
   private readonly source: CheckpointSource;
   private readonly capture: CaptureSink | undefined;
   private readonly paramCache = new Map<string, Tensor<'f32'>>();
@@ -97,14 +105,16 @@ export class H3VideoModel implements VelocityModel {
   /** Settable later with `setHooks` (an executor attaches after the model is built). */
   private hooks: GroupHooks | undefined;
 
-  private constructor(source: CheckpointSource, provider: LinearProvider, config: H3Config, prefix: string, capture: CaptureSink | undefined, shard: Shard | undefined) {
+  private constructor(source: CheckpointSource, provider: LinearProvider, config: H3Config, prefix: string, capture: CaptureSink | undefined, shard: Shard | undefined, attentionPrecision: LinearPrecision) {
     this.source = source;
+    this.attentionPrecision = attentionPrecision;
     this.config = config;
     this.prefix = prefix;
     this.capture = capture;
     const params = (name: string): Tensor<'f32'> => this.param(name);
     this.blocks = Array.from({ length: config.layers }, (_, i) => new H3Block(config, i, provider, params, prefix, undefined, shard));
     this.refiner = config.textDim === undefined ? [] : Array.from({ length: config.refinerLayers ?? 0 }, (_, i) => new H3RefinerBlock(config, i, provider, params, prefix));
+    for (const b of [...this.blocks, ...this.refiner]) b.attentionPrecision = attentionPrecision;
     const linears = new Map<string, LinearOp>();
     for (const l of h3Linears(config)) {
       if (l.block !== undefined || l.name.startsWith('token_refiner.')) continue;
@@ -167,8 +177,15 @@ export class H3VideoModel implements VelocityModel {
       const e = source.entry(name);
       if (e.shape.length !== p.shape.length || e.shape.some((d, i) => d !== p.shape[i])) throw wrongShape(source, name, e.shape, p.shape);
     }
+    if (options.attentionPrecision === 'bf16' && !buildInfo().bf16Units) {
+      throw new ModelsError('BACKEND_UNAVAILABLE', "attention precision 'bf16' needs a CPU with AVX512_BF16 (this one has none, or NINODES_SIMD caps it)", {
+        value: options.attentionPrecision,
+        where: 'H3ModelOptions.attentionPrecision',
+        hint: "use attentionPrecision 'f32' on this CPU",
+      });
+    }
     const capture = options.capture === false ? undefined : (options.capture ?? captureFromEnv());
-    const model = new H3VideoModel(source, provider, config, prefix, capture, options.shard);
+    const model = new H3VideoModel(source, provider, config, prefix, capture, options.shard, options.attentionPrecision ?? 'f32');
     model.setProfiler(options.profiler);
     model.setHooks(options.hooks);
     return model;
@@ -225,16 +242,17 @@ export class H3VideoModel implements VelocityModel {
    */
   async timeEmbeddings(ts: readonly number[], workspace?: Workspace): Promise<Tensor<'f32'>> {
     if (this.config.curveGrid !== undefined) return curveTimeEmbedding(this.param('adaln_t_table'), ts);
-    const ws = ts.length === 1 ? workspace : undefined;
+    const ws = workspace;
     const rows: Tensor<'f32'>[] = [];
     const projIn = this.linear('time_embedder.proj_in');
     const projOut = this.linear('time_embedder.proj_out');
-    for (const t of ts) {
-      const feats = timestepFeatures(t, this.config.freqDim, ws?.f32('time.features', [1, this.config.freqDim]));
-      const h = await projIn.forward(feats, ws?.f32('time.hidden', [1, projIn.spec.outFeatures]));
-      rows.push(await projOut.forward(silu(h, ws?.f32('time.silu', h.shape)), ws?.f32('time.emb', [1, projOut.spec.outFeatures])));
+    // Each timestep's MLP in its own buffers (the rows are stacked after the last one ran).
+    for (const [i, t] of ts.entries()) {
+      const feats = timestepFeatures(t, this.config.freqDim, ws?.f32(`time.features.${i}`, [1, this.config.freqDim]));
+      const h = await projIn.forward(feats, ws?.f32(`time.hidden.${i}`, [1, projIn.spec.outFeatures]));
+      rows.push(await projOut.forward(silu(h, ws?.f32(`time.silu.${i}`, h.shape)), ws?.f32(`time.emb.${i}`, [1, projOut.spec.outFeatures])));
     }
-    return rows.length === 1 ? (rows[0] as Tensor<'f32'>) : concatRows(rows);
+    return rows.length === 1 ? (rows[0] as Tensor<'f32'>) : concatRows(rows, ws, 'time.rows');
   }
 
   /** What every adaLN linear takes: SiLU(t_emb) in the full form, t_emb itself in the curve form. */
@@ -243,7 +261,7 @@ export class H3VideoModel implements VelocityModel {
   }
 
   /** Text states [1, L, W] -> rows [L, hidden]: condition_proj and the refiner unless W is already hidden. */
-  private async textRows(context: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+  private async textRows(context: Tensor<'f32'>, ws: Workspace | undefined): Promise<Tensor<'f32'>> {
     const { hidden, textDim } = this.config;
     const w = context.shape[context.rank - 1] as number;
     if (context.dtype !== 'f32' || context.rank !== 3 || context.shape[0] !== 1 || !(context.shape[1] as number >= 1) || (w !== hidden && w !== textDim)) {
@@ -255,13 +273,14 @@ export class H3VideoModel implements VelocityModel {
     }
     const rows = context.reshape([context.shape[1] as number, w]);
     if (w === hidden) return rows;
-    let x = await this.group('condition_proj', () => this.linear('condition_proj').forward(rows));
+    const proj = this.linear('condition_proj');
+    let x = await this.group('condition_proj', () => proj.forward(rows, ws?.f32('text.proj', [rows.shape[0] as number, proj.spec.outFeatures])));
     for (const b of this.refiner) {
       const input = x;
-      x = await this.group(`token_refiner.blocks.${b.index}`, () => b.forward(input));
+      x = await this.group(`token_refiner.blocks.${b.index}`, () => b.forward(input, ws));
     }
     const xs = x;
-    return this.group('token_refiner', () => rmsNorm(xs, this.param('token_refiner.final_norm.weight'), this.config.finalEps));
+    return this.group('token_refiner', () => rmsNorm(xs, this.param('token_refiner.final_norm.weight'), this.config.finalEps, ws?.f32('text.rows', xs.shape)));
   }
 
   /**
@@ -318,9 +337,9 @@ export class H3VideoModel implements VelocityModel {
     if (cap) cap.beginCall();
     const prof = this.profiler;
     const d = this.config.hidden;
-    const text = context === undefined ? undefined : await this.textRows(context);
+    const text = context === undefined ? undefined : await this.textRows(context, ws);
     const textLen = text === undefined ? 0 : (text.shape[0] as number);
-    const audioRows = audio === undefined ? undefined : packAudio(audio, audioChannels as number);
+    const audioRows = audio === undefined ? undefined : packAudio(audio, audioChannels as number, audio.rank === 4 ? ws?.f32('audio.rows', [(audio.shape[2] as number) * (audio.shape[3] as number), audioChannels as number]) : undefined);
     const audioFrames = audioRows === undefined ? 0 : (audioRows.shape[0] as number) / 2;
     // Timesteps as ComfyUI derives them: sigma clamped at 1e-6 in fp32; audio on its own schedule.
     const sv = Math.max(Math.fround(sigma), 1e-6);
@@ -336,13 +355,19 @@ export class H3VideoModel implements VelocityModel {
     const angles = await this.group('rope', () => timed(prof, 'rope', () => this.ropeAngles(dims.frames, dims.height + (dims.height % 2), dims.width + (dims.width % 2), textLen, audioFrames)));
     const patchProj = this.linear('video_patch_proj');
     const videoEmbed = await this.group('video_patch_proj', () => timedAsync(prof, 'linear', () => patchProj.forward(rows, ws?.f32('embed', [tokens, patchProj.spec.outFeatures]))));
-    const audioEmbed = audioRows === undefined ? undefined : await this.group('audio_patch_proj', () => this.linear('audio_patch_proj').forward(audioRows));
+    const audioEmbed =
+      audioRows === undefined
+        ? undefined
+        : await this.group('audio_patch_proj', () => {
+            const proj = this.linear('audio_patch_proj');
+            return proj.forward(audioRows, ws?.f32('audio.embed', [audioRows.shape[0] as number, proj.spec.outFeatures]));
+          });
     let x = videoEmbed;
     let segments: ModSegment[] | undefined;
     const audioStart = textLen;
     const videoStart = textLen + 2 * audioFrames;
     if (text !== undefined || audioEmbed !== undefined) {
-      x = concatRows([...(text ? [text] : []), ...(audioEmbed ? [audioEmbed] : []), videoEmbed]);
+      x = concatRows([...(text ? [text] : []), ...(audioEmbed ? [audioEmbed] : []), videoEmbed], ws, 'packed');
       segments = [];
       if (textLen > 0) segments.push({ start: 0, stop: textLen, row: rowOf(tV) * 3 + H3_MODALITY.text });
       if (audioFrames > 0) segments.push({ start: audioStart, stop: videoStart, row: rowOf(tA) * 3 + H3_MODALITY.audio });
@@ -386,17 +411,17 @@ export class H3VideoModel implements VelocityModel {
   }
 }
 
-/** Rows of several [Si, W] tensors stacked into one [ΣSi, W]. */
-function concatRows(parts: readonly Tensor<'f32'>[]): Tensor<'f32'> {
+/** Rows of several [Si, W] tensors stacked into one [ΣSi, W] (in the workspace's buffer when given). */
+function concatRows(parts: readonly Tensor<'f32'>[], ws: Workspace | undefined, key: string): Tensor<'f32'> {
   const w = parts[0]?.shape[1] as number;
   const total = parts.reduce((n, p) => n + (p.shape[0] as number), 0);
-  const out = new Float32Array(total * w);
+  const out = ws?.f32(key, [total, w]) ?? Tensor.zeros('f32', [total, w]);
   let r = 0;
   for (const p of parts) {
-    out.set(p.data, r * w);
+    out.data.set(p.data, r * w);
     r += p.shape[0] as number;
   }
-  return Tensor.fromArray('f32', [total, w], out);
+  return out;
 }
 
 function missing(source: CheckpointSource, name: string): NinodesError {

@@ -13,7 +13,7 @@ export function timeShiftSigma(sigma: number, from: number, to: number): number 
 }
 
 /** Audio latent [1, C, 2, T] -> rows [2·T, C], channel-major (stereo channel 0's frames, then 1's). */
-export function packAudio(audio: Tensor<'f32'>, channels: number): Tensor<'f32'> {
+export function packAudio(audio: Tensor<'f32'>, channels: number, into?: Tensor<'f32'>): Tensor<'f32'> {
   const [b, c, ch, t] = audio.shape as [number, number, number, number];
   if (audio.rank !== 4 || b !== 1 || c !== channels || ch !== H3_AUDIO_STEREO || !(t >= 1)) {
     throw new ModelsError('SHAPE_MISMATCH', `audio latent must be [1, ${channels}, ${H3_AUDIO_STEREO}, T], got [${audio.shape.join(', ')}]`, {
@@ -23,9 +23,11 @@ export function packAudio(audio: Tensor<'f32'>, channels: number): Tensor<'f32'>
     });
   }
   const src = audio.data;
-  const out = new Float32Array(ch * t * c);
+  const dst = into ?? Tensor.zeros('f32', [ch * t, c]);
+  if (dst.numel !== ch * t * c) throw new ModelsError('SHAPE_MISMATCH', `packAudio: into holds ${dst.numel} values, needs ${ch * t * c}`, { value: dst.shape, where: 'packAudio(into)' });
+  const out = dst.data;
   for (let s = 0; s < ch; s++) for (let f = 0; f < t; f++) for (let k = 0; k < c; k++) out[(s * t + f) * c + k] = src[(k * ch + s) * t + f] as number;
-  return Tensor.fromArray('f32', [ch * t, c], out);
+  return dst.reshape([ch * t, c]);
 }
 
 /** Rows [2·T, C] -> audio latent [1, C, 2, T]; `negate` flips the sign (ComfyUI returns −head). */

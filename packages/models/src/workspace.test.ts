@@ -58,6 +58,34 @@ describe('H3 forward in the steady state (issue 16)', () => {
     });
   }
 
+  it('text + audio streams (per-row modulation by segment): sampler steps 2..N create only the audio velocity', async () => {
+    const streamsPath = join(dir, 'ws-streams.safetensors');
+    await writeSyntheticH3Checkpoint(streamsPath, { config: { ...config, audioChannels: 32, textDim: 320, refinerLayers: 2 }, seed: 6 });
+    const { model, close } = openH3Model(streamsPath, { compute: 'f32', capture: false });
+    try {
+      const perStep: number[] = [];
+      let before = 0;
+      await runSampler(model, {
+        frames: 2,
+        height: 6,
+        width: 8,
+        steps: 5,
+        audioFrames: 5,
+        context: gaussianNoise([1, 7, 320], 3),
+        onStepStart: () => {
+          before = tensorAllocations();
+        },
+        onStep: () => perStep.push(tensorAllocations() - before),
+      });
+      // Step 1 (sigma 1: audio and video share one timestep) sizes the buffers, step 2 those of two
+      // timesteps; from then on only the audio velocity, which the caller owns, is new.
+      expect(perStep[0]).toBeGreaterThan(10);
+      expect(perStep.slice(2)).toEqual([1, 1, 1]);
+    } finally {
+      close();
+    }
+  });
+
   it('the reused buffers give the bits of fresh ones (a concurrent forward runs without the workspace)', async () => {
     const { model, close } = openH3Model(path, { compute: 'f32', capture: false });
     try {

@@ -16,6 +16,7 @@ import {
   add,
   attention,
   attentionNaive,
+  buildInfo,
   byteSizeOf,
   cast,
   dequantize,
@@ -275,6 +276,34 @@ export const kernelsSuite: Suite = {
             torch_sdpa: torch,
           },
           metrics: () => attentionMemory(ctx, h, s, d),
+        };
+      },
+    },
+    {
+      name: 'attention_bf16',
+      description:
+        "attention(q, k, v [H,S,D], { precision: 'bf16' }) on the CPU's bf16 units (issue 16: vdpbf16ps, f32 accumulation, softmax in f32) against the f32 tiled kernel on the same f32 inputs and torch SDPA on bf16 q, k, v; no instances on a CPU without bf16 units",
+      params: {
+        // h3-small's attention at h3-tiny's default latent (768 tokens, 12 heads of 128), and longer sequences.
+        full: buildInfo().bf16Units ? [{ heads: 12, seq: 768, dim: 128 }, ...[2048, 4096].flatMap((seq) => [64, 128].map((dim) => ({ heads: 2, seq, dim })))] : [],
+        quick: buildInfo().bf16Units ? [{ heads: 12, seq: 768, dim: 128 }, { heads: 2, seq: 1024, dim: 64 }] : [],
+      },
+      work: (p) => ({ flops: 4 * (p.heads as number) * (p.seq as number) ** 2 * (p.dim as number) }),
+      targets: [{ source: 'issue 16', description: 'bf16 attention faster than f32 attention', on: { ratio: 'f32' }, op: '<=', value: 1 }],
+      budget: { minRuns: 5 },
+      setup: async (p, ctx) => {
+        const [h, s, d] = [p.heads as number, p.seq as number, p.dim as number];
+        const q = randomF32([h, s, d], 6);
+        const k = randomF32([h, s, d], 7);
+        const v = randomF32([h, s, d], 8);
+        const out = Tensor.zeros('f32', [h, s, d]);
+        const torch = torchOf(await attentionContenders(ctx, { batch: 1, heads: h, seq: s, dim: d }, 'bf16'));
+        return {
+          run: () => attention(q, k, v, { precision: 'bf16', out }),
+          against: {
+            f32: { kind: 'baseline', contender: { run: () => attention(q, k, v, { out }) } },
+            torch_sdpa_bf16: torch,
+          },
         };
       },
     },

@@ -18,7 +18,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
-import { type Tensor, tensorAllocations } from '@ninodes/kernels';
+import { type LinearPrecision, type Tensor, buildInfo, tensorAllocations } from '@ninodes/kernels';
 import {
   type H3PresetName,
   type H3VideoModel,
@@ -88,8 +88,9 @@ function stepFlops(s: StepParams): number {
 }
 
 /** The model in `format`, fp32 islands (patch, time embedder, video_out) kept as stored, as a user runs it. */
-function openModel(path: string, format: StepFormat): { model: H3VideoModel; close: () => void } {
-  return openH3Model(path, { compute: format, capture: false });
+/** `attention` unset: what openH3Model picks for the format (bf16 attention for bf16 where the CPU has bf16 units). */
+function openModel(path: string, format: StepFormat, attention?: LinearPrecision): { model: H3VideoModel; close: () => void } {
+  return openH3Model(path, { compute: format, capture: false, ...(attention === undefined ? {} : { attentionPrecision: attention }) });
 }
 
 async function forwardOnce(model: H3VideoModel, latent: Tensor<'f32'>): Promise<void> {
@@ -217,6 +218,14 @@ const step: BenchCase = {
       const fp32 = openModel(path, 'f32');
       closers.push(fp32.close);
       against.fp32 = { kind: 'baseline', contender: { run: () => forwardOnce(fp32.model, latent) } };
+    }
+    // The attention precision A/B in the same rounds: bf16 against itself with f32 attention, int8
+    // convrot against itself with bf16 attention (the opt-in, `run --attention bf16`).
+    const other: LinearPrecision = model.attentionPrecision === 'bf16' ? 'f32' : 'bf16';
+    if (s.format !== 'f32' && (other === 'f32' || buildInfo().bf16Units)) {
+      const alt = openModel(path, s.format, other);
+      closers.push(alt.close);
+      against[`${other}_attention`] = { kind: 'baseline', contender: { run: () => forwardOnce(alt.model, latent) } };
     }
     return {
       run: () => forwardOnce(model, latent),

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Tensor } from '@ninodes/kernels';
+import { Tensor, buildInfo } from '@ninodes/kernels';
 import { openSafetensors, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { H3_DEFAULTS, gaussianNoise, writeSyntheticH3Checkpoint } from '@ninodes/models';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,6 +66,7 @@ describe('ninodes run', () => {
     expect(r.status).toBe(0);
     expect(readdirSync(out).sort()).toEqual(['latent.safetensors', 'preview.png', 'report.json']);
     const report = runReportSchema.parse(JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')));
+    expect(report.env.attentionPrecision).toBe('f32');
     expect(report.config).toMatchObject({ quant: 'fp32', steps: 2, startStep: 0, endStep: 2, frames: 2, height: 8, width: 8, seed: 145, threads: 1 });
     expect(report.timing.stepSeconds).toHaveLength(2);
     // Shift 12 over 2 steps: sigmas 1, 12·0.5/(1 + 11·0.5) = 12/13, 0.
@@ -82,6 +83,32 @@ describe('ninodes run', () => {
     expect(Array.from(written.data).some((v, i) => v !== latent.data[i])).toBe(true);
     source.close();
     expect(readFileSync(join(out, 'preview.png')).subarray(1, 4).toString()).toBe('PNG');
+  });
+
+  it('reports the attention precision: f32 for fp32 and int8, bf16 for --quant bf16 where the CPU has bf16 units, or as --attention asks', async () => {
+    const units = buildInfo().bf16Units;
+    const small = ['--frames', '1', '--height', '8', '--width', '8', '--steps', '1', '--threads', '1', '--json'];
+    const cases: Array<[string[], string]> = [
+      [['--quant', 'int8_convrot'], 'f32'],
+      [['--quant', 'bf16'], units ? 'bf16' : 'f32'],
+      [['--quant', 'bf16', '--attention', 'f32'], 'f32'],
+      ...(units ? [[['--quant', 'int8_convrot', '--attention', 'bf16'], 'bf16'] as [string[], string]] : []),
+    ];
+    const hashes = new Map<string, string>();
+    for (const [flags, want] of cases) {
+      const r = await cli('run', '--model', ckpt, ...small, ...flags, '--out', join(dir, `att-${flags.join('')}`));
+      expect(r.status).toBe(0);
+      const report = runReportSchema.parse(JSON.parse(r.stdout));
+      expect(report.env.attentionPrecision).toBe(want);
+      hashes.set(flags.join(' '), report.output.latentSha256);
+    }
+    // int8 weights with bf16 attention is another computation than with f32 attention.
+    if (units) expect(hashes.get('--quant int8_convrot --attention bf16')).not.toBe(hashes.get('--quant int8_convrot'));
+    if (!units) {
+      const r = await cli('run', '--model', ckpt, ...small, '--attention', 'bf16', '--out', join(dir, 'att-unavailable'));
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain('BACKEND_UNAVAILABLE');
+    }
   });
 
   it('is deterministic: the same seed gives the same latent hash', async () => {

@@ -50,6 +50,8 @@ export const runSchema = z
     shift: z.coerce.number().positive().max(1e6).optional(),
     seed: z.coerce.number().int().nonnegative().max(2 ** 32 - 1).default(145),
     quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']).default('fp32'),
+    // Unset: bf16 with --quant bf16 on a CPU with bf16 units (PyTorch's bf16 SDPA), else f32.
+    attention: z.enum(['f32', 'bf16']).optional(),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
     out: z.string().min(1).default('ninodes-run'),
     alloc: z.string().min(1).optional(),
@@ -157,6 +159,7 @@ export const run = defineCommand({
     shift: { type: 'string', value: 'S', description: "flow-matching time shift, refused if it collapses the schedule [default: the checkpoint's ninodes.sampler metadata, else 12]" },
     seed: { type: 'string', value: 'N', description: 'seed of the starting noise, 0 to 2^32-1' },
     quant: { type: 'string', value: '<mode>', description: 'compute mode: fp32, bf16, int8_convrot or fp8' },
+    attention: { type: 'string', value: '<precision>', description: 'attention precision: f32 or bf16 (q, k, v rounded to bf16; needs AVX512_BF16) [default: bf16 with --quant bf16 where the CPU has bf16 units, else f32]' },
     threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
     alloc: { type: 'string', value: '<alloc>', description: 'DisTorch-style placement, e.g. "cpu,2gb;disk,*": groups past the budget stream from the mapped file' },
     budget: { type: 'string', value: '<bytes>', description: 'everything the run may hold in RAM (measured): the weights kept resident get it less the reserve for activations and streaming, the rest streams from disk (exclusive with --alloc)' },
@@ -224,6 +227,7 @@ export const run = defineCommand({
       if (rank === undefined) {
         opened = openH3Model(modelPath, {
           compute: QUANT_TO_COMPUTE[args.quant],
+          ...(args.attention === undefined ? {} : { attentionPrecision: args.attention }),
           ...(streaming ? { wrapSource: (s) => (staged = new StagedSource(s)) } : {}),
           ...(loraOptions.length === 0
             ? {}
@@ -236,7 +240,7 @@ export const run = defineCommand({
         });
         if (loras !== undefined) context.stderr.write(`${describeLoras(loras.applied).join('\n')}\n`);
       } else {
-        tp = await openTpRank(modelPath, QUANT_TO_COMPUTE[args.quant], rank);
+        tp = await openTpRank(modelPath, QUANT_TO_COMPUTE[args.quant], rank, args.attention);
         opened = tp.opened;
       }
       const { model } = opened;
@@ -342,7 +346,7 @@ export const run = defineCommand({
           latentSha256,
           files: RUN_FILES.filter((f) => f !== 'audio.safetensors' || result.audio !== undefined),
         },
-        env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), computePrecision: floatPrecision(QUANT_TO_COMPUTE[args.quant]), cpu: cpus()[0]?.model ?? 'unknown' },
+        env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), computePrecision: floatPrecision(QUANT_TO_COMPUTE[args.quant]), attentionPrecision: model.attentionPrecision, cpu: cpus()[0]?.model ?? 'unknown' },
         ...(tpReport === undefined ? {} : { tp: tpReport }),
         ...(loras === undefined ? {} : { lora: loraReport(loras.applied) }),
       });
@@ -424,7 +428,7 @@ async function launch(args: RunArgs, context: CommandContext): Promise<number> {
   }
   const argv = ['run', '--model', modelPath];
   for (const key of ['latent', 'context', 'audio', 'audio-frames', 'start-step', 'end-step'] as const) if (args[key] !== undefined) argv.push(`--${key}`, String(args[key]));
-  for (const key of ['frames', 'height', 'width', 'steps', 'shift', 'seed', 'quant', 'out'] as const) if (args[key] !== undefined) argv.push(`--${key}`, String(args[key]));
+  for (const key of ['frames', 'height', 'width', 'steps', 'shift', 'seed', 'quant', 'attention', 'out'] as const) if (args[key] !== undefined) argv.push(`--${key}`, String(args[key]));
   if (args.json) argv.push('--json');
   if (args.force) argv.push('--force');
   // Threads split evenly: --threads T over N ranks, or every core when T is 0.

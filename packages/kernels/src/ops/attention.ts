@@ -2,12 +2,20 @@ import { KernelsError } from '../error-codes.js';
 import { Tensor } from '../tensor.js';
 import { callNativeAsync } from '../native-addon.js';
 import { outputF32, requireF32, requireRank } from '../arg-checks.js';
+import type { LinearPrecision } from '../linear.js';
 
 export interface AttentionOptions {
   /** Score scale; default 1/√D. */
   scale?: number;
   /** Where the result goes ([H, S, D] f32, see outputF32); default a fresh tensor. */
   out?: Tensor<'f32'>;
+  /**
+   * 'f32' (default): everything in f32. 'bf16': q, k, v rounded to bf16 (nearest even), q·kᵀ and
+   * P·V on the CPU's bf16 units with f32 accumulation, the softmax in f32 and its exps rounded to
+   * bf16 for P·V — PyTorch's bf16 SDPA on CPU. Needs `buildInfo().bf16Units`, else
+   * BACKEND_UNAVAILABLE (never a silent switch).
+   */
+  precision?: LinearPrecision;
 }
 
 export interface AttentionPlan {
@@ -48,13 +56,20 @@ export function planAttention(q: unknown, k: unknown, v: unknown, opts: Attentio
 /**
  * softmax(q·kᵀ·scale)·v per head, q [H,S,D], k/v [H,T,D] -> [H,S,D]. Tiled flash-style with an
  * online softmax: O(S·D) memory, fp32 accumulation, parallel over heads and query blocks, the same
- * bits for any thread count. With T = 0 the output is zeros.
+ * bits for any thread count. With T = 0 the output is zeros. `precision: 'bf16'` runs the bf16
+ * kernel (see AttentionOptions.precision).
  */
 export async function attention(q: Tensor<'f32'>, k: Tensor<'f32'>, v: Tensor<'f32'>, opts?: AttentionOptions): Promise<Tensor<'f32'>> {
   const p = planAttention(q, k, v, opts);
+  const precision = opts?.precision ?? 'f32';
+  if (precision !== 'f32' && precision !== 'bf16') {
+    throw new KernelsError('INVALID_ARGUMENT', `attention: precision must be 'f32' or 'bf16', got '${String(precision)}'`, { value: precision, where: 'attention(opts.precision)' });
+  }
   const out = outputF32(opts?.out, p.q.shape, 'attention', [p.q, p.k, p.v]);
   await callNativeAsync('attention', (n) =>
-    n.attentionF32(p.q.data, p.k.data, p.v.data, out.data, p.heads, p.seqQ, p.seqK, p.headDim, p.scale),
+    precision === 'bf16'
+      ? n.attentionBf16(p.q.data, p.k.data, p.v.data, out.data, p.heads, p.seqQ, p.seqK, p.headDim, p.scale)
+      : n.attentionF32(p.q.data, p.k.data, p.v.data, out.data, p.heads, p.seqQ, p.seqK, p.headDim, p.scale),
   );
   return out;
 }

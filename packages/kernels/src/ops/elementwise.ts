@@ -31,12 +31,12 @@ export function planModulate(x: unknown, shift: unknown, scale: unknown) {
   return p;
 }
 
-/** a + b; b broadcasts when its shape is a trailing part of a's shape. */
-export function add(a: Tensor<'f32'>, b: Tensor<'f32'>): Tensor<'f32'> {
+/** a + b; b broadcasts when its shape is a trailing part of a's shape. Into `out` when given (see outputF32). */
+export function add(a: Tensor<'f32'>, b: Tensor<'f32'>, out?: Tensor<'f32'>): Tensor<'f32'> {
   const p = planBinary('add', a, b);
-  const out = Tensor.zeros('f32', p.a.shape);
-  callNative('add', (n) => n.addF32(p.a.data, p.b.data, out.data));
-  return out;
+  const y = outputF32(out, p.a.shape, 'add', [p.a, p.b]);
+  callNative('add', (n) => n.addF32(p.a.data, p.b.data, y.data));
+  return y;
 }
 
 /** a · b; b broadcasts when its shape is a trailing part of a's shape. */

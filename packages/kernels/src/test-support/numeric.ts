@@ -21,6 +21,19 @@ export function randomValues(n: number, seed: number, scale = 1): Float32Array {
   return out;
 }
 
+/** f32 -> bf16 -> f32, round to nearest even on the bit pattern (written here, independent of the addon). */
+export function roundBf16(v: Float32Array): Float64Array {
+  const bits = new Uint32Array(new Float32Array(v).buffer);
+  const out = new Float32Array(bits.length);
+  const outBits = new Uint32Array(out.buffer);
+  for (let i = 0; i < bits.length; i++) {
+    const b = bits[i] as number;
+    const lsb = (b >>> 16) & 1;
+    outBits[i] = ((b + 0x7fff + lsb) >>> 16) << 16;
+  }
+  return Float64Array.from(out);
+}
+
 export function randomF32(shape: readonly number[], seed: number, scale = 1): Tensor<'f32'> {
   const n = shape.reduce((a, b) => a * b, 1);
   return Tensor.fromArray('f32', shape, randomValues(n, seed, scale));
