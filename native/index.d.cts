@@ -183,6 +183,10 @@ export interface NativeAddon {
   ioUnmap(handle: MappingHandle): boolean;
   ioMadvise(handle: MappingHandle, offset: number, length: number, advice: MadviseAdvice): void;
   ioTouchPages(handle: MappingHandle, offset: number, length: number): number;
+  /** Reads the range's pages in and maps them on a worker thread (MADV_POPULATE_READ, else one byte per page); resolves with the bytes (whole pages). */
+  ioPopulate(handle: MappingHandle, offset: number, length: number): Promise<number>;
+  /** posix_fadvise on a descriptor; length 0 means to the end of the file. */
+  ioFadvise(fd: number, offset: number, length: number, advice: MadviseAdvice): void;
   ioSumBytes(handle: MappingHandle, offset: number, length: number): number;
   ioAssertIntact(handle: MappingHandle): void;
   ioMallocTrim(pad: number): boolean;

@@ -42,7 +42,7 @@ export {
   type NvmlDeviceRecord,
   type NvmlProbeResult,
 } from './probe-gpu.js';
-export { MappedFile, fileIdentity, mallocTrim, pageSize, type FileIdentity, type MadviseAdvice, type MapFileOptions } from './io-mmap.js';
+export { MappedFile, adviseFile, fileIdentity, mallocTrim, pageSize, type FileIdentity, type MadviseAdvice, type MapFileOptions } from './io-mmap.js';
 // kernels-B: GGUF block decode, fp32 transformer ops
 export { dequantize, dequantizeSync, type DequantizeOptions, type DequantizeResult, type DequantizeTarget } from './gguf-dequantize.js';
 export { GGUF_QUANTIZE_TARGETS, quantizeGguf, quantizeGgufSync, type GgufQuantizeTarget } from './gguf-quantize.js';
