@@ -100,10 +100,12 @@ describe('opGroupLoader with a StagedSource', () => {
       for (const g of GROUPS) {
         await exec.beforeGroup(g);
         expect(staged.isStaged(`${g}.fc.weight`)).toBe(kept);
-        // Whatever the op uses from the mapping (the bias; the weight when run as stored) was
-        // populated before the model got the group; a weight read into a buffer never was.
-        expect(populated.has(`${g}.fc.bias`), `${g} bias`).toBe(true);
-        expect(populated.has(`${g}.fc.weight`), `${g} weight`).toBe(kept);
+        // What a streamed group's op uses from the mapping (the bias; the weight when run as
+        // stored) was populated before the model got the group; a weight read into a buffer never
+        // was, nor the resident group's tensors (the compute faults in what it reads, once).
+        const streamed = g !== 'embed';
+        expect(populated.has(`${g}.fc.bias`), `${g} bias`).toBe(streamed);
+        expect(populated.has(`${g}.fc.weight`), `${g} weight`).toBe(streamed && kept);
         const y = await (ops.get(g) as ReturnType<typeof provider.linear>).forward(x);
         expect(Buffer.from(y.bytes()).equals(Buffer.from(want.get(g) as Uint8Array)), `${g} step ${step}`).toBe(true);
         await exec.afterGroup(g);
@@ -113,7 +115,7 @@ describe('opGroupLoader with a StagedSource', () => {
     expect(stats[2]?.bytesStreamed).toBeGreaterThan(0);
     // The executor's count of populated bytes is what the source populated.
     expect(stats.reduce((a, s) => a + s.bytesPopulated, 0)).toBe(populatedBytes);
-    expect(populatedBytes).toBeGreaterThanOrEqual(GROUPS.length * (kept ? 2 * N * K : 4 * N));
+    expect(populatedBytes).toBeGreaterThanOrEqual((GROUPS.length - 1) * (kept ? 2 * N * K : 4 * N));
     const weightViews = viewed.filter((n) => n.endsWith('.weight')).sort();
     if (asStored) {
       // One view per weight for the whole run (a new one per load would be a new external buffer),

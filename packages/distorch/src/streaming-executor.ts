@@ -16,9 +16,19 @@ export interface LoadedGroup<T> {
   readonly populatedBytes?: number;
 }
 
+/** How the executor loads a group. */
+export interface LoadOptions {
+  /**
+   * The group is placed off the compute device: read again each time it is needed, usually ahead of
+   * its use. A loader prefetches what the compute would otherwise fault in (populates mapped pages);
+   * a resident group (false) is loaded once on first use and its pages are left to the compute.
+   */
+  readonly streamed: boolean;
+}
+
 /** Reads one group's weights from where they are placed and prepares them for compute. */
 export interface GroupLoader<T> {
-  load(group: LayoutGroup): Promise<LoadedGroup<T>>;
+  load(group: LayoutGroup, options?: LoadOptions): Promise<LoadedGroup<T>>;
   /** Page-cache hint for the group's file pages (prefetch `willneed`, after release `dontneed`). */
   advise?(group: LayoutGroup, advice: 'willneed' | 'dontneed'): void;
   /** Bytes of released buffers the loader keeps for reuse: resident, but the next load takes them instead of allocating. */
@@ -312,7 +322,7 @@ export class StreamingExecutor<T> implements GroupHooks {
     this.current.peakHeldBytes = Math.max(this.current.peakHeldBytes, this.streamedHeld + this.residentHeld);
     const t0 = now();
     const slot: Slot<T> = { index: i, group, streamed, size, state: 'loading', promise: undefined as unknown as Promise<LoadedGroup<T>>, loaded: undefined, pins: 0, seconds: undefined, used: false };
-    slot.promise = this.loader.load(group).then(
+    slot.promise = this.loader.load(group, { streamed }).then(
       (loaded) => {
         slot.loaded = loaded;
         slot.state = 'loaded';
