@@ -112,6 +112,8 @@ export interface NativeAddon {
 
   // tensor/float_convert.cc
   castElements(src: Uint8Array, from: string, dst: Uint8Array, to: string, n: number): void;
+  /** castElements on a worker thread (the same bits). */
+  castElementsAsync(src: Uint8Array, from: string, dst: Uint8Array, to: string, n: number): Promise<void>;
   encodeFp8(src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number, clamp: boolean, stochastic: boolean, seed: number): void;
   decodeFp8(src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number): void;
 
@@ -142,6 +144,8 @@ export interface NativeAddon {
 
   // ops/int8_quantize.cc, ops/int8_backend.cc
   quantizeRowsInt8(x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string, rotated?: Uint8Array | null): void;
+  // ops/int8_quantize_async.cc: the weight path of quantizeRowsInt8 (computed scales, regular order) on a worker thread.
+  quantizeWeightInt8Async(w: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, group: number): Promise<void>;
   int8Backend(): Int8BackendName;
   int8Backends(): Int8BackendName[];
 

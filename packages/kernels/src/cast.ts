@@ -1,6 +1,6 @@
 import { requireDType } from './arg-checks.js';
 import { type CastTarget, CAST_SOURCES, requireCastTarget } from './reference/cast.js';
-import { callNative } from './native-addon.js';
+import { callNative, callNativeAsync } from './native-addon.js';
 import { Tensor } from './tensor.js';
 
 export type { CastSource, CastTarget } from './reference/cast.js';
@@ -14,5 +14,14 @@ export function cast<T extends CastTarget>(x: Tensor, to: T): Tensor<T> {
   requireCastTarget(to);
   const out = Tensor.zeros(to, x.shape);
   callNative('cast', (n) => n.castElements(x.bytes(), x.dtype, out.bytes(), to, x.numel));
+  return out;
+}
+
+/** `cast` on a worker thread, so a large conversion leaves the JS thread free; the same bits. */
+export async function castAsync<T extends CastTarget>(x: Tensor, to: T): Promise<Tensor<T>> {
+  requireDType(x, CAST_SOURCES, 'cast input');
+  requireCastTarget(to);
+  const out = Tensor.zeros(to, x.shape);
+  await callNativeAsync('cast', (n) => n.castElementsAsync(x.bytes(), x.dtype, out.bytes(), to, x.numel));
   return out;
 }

@@ -58,6 +58,18 @@ export function quantizeWeightInt8(w: Tensor, options?: QuantizeWeightOptions): 
   return quantize(w, group, undefined, 'quantizeWeightInt8');
 }
 
+/** `quantizeWeightInt8` on a worker thread (a streamed weight converts while the model computes); the same bits. */
+export async function quantizeWeightInt8Async(w: Tensor, options?: QuantizeWeightOptions): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'> }> {
+  requireDType(w, ['f32'], 'quantizeWeightInt8 weight');
+  const opts = optionsOf(options, 'quantizeWeightInt8 options');
+  const [rows, cols] = matrixDims(w, 'quantizeWeightInt8 weight');
+  const { group } = resolveConvrot(opts.convrot, cols, 'quantizeWeightInt8');
+  const q = Tensor.zeros('i8', [rows, cols]);
+  const scale = Tensor.zeros('f32', [rows, 1]);
+  await callNativeAsync('quantizeWeightInt8', (n) => n.quantizeWeightInt8Async(w.bytes(), q.bytes(), scale.bytes(), rows, cols, group));
+  return { q, scale };
+}
+
 /**
  * Exact int32 qx·qwᵀ: qx [M, K] i8, qw [N, K] i8 -> [M, N] i32. Same bits for any thread count and
  * any backend; `options.backend` picks one (a backend this machine cannot run is BACKEND_UNAVAILABLE).
