@@ -15,6 +15,7 @@ import {
 } from './linear-checks.js';
 import { callNative, callNativeAsync } from './native-addon.js';
 import { KernelsError } from './error-codes.js';
+import { allocateNative } from './native-memory.js';
 import { Tensor } from './tensor.js';
 
 export type { Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
@@ -64,8 +65,9 @@ export async function quantizeWeightInt8Async(w: Tensor, options?: QuantizeWeigh
   const opts = optionsOf(options, 'quantizeWeightInt8 options');
   const [rows, cols] = matrixDims(w, 'quantizeWeightInt8 weight');
   const { group } = resolveConvrot(opts.convrot, cols, 'quantizeWeightInt8');
-  const q = Tensor.zeros('i8', [rows, cols]);
-  const scale = Tensor.zeros('f32', [rows, 1]);
+  // Native outputs, every element written: no zeroing of a weight's worth of bytes on this thread.
+  const q = allocateNative('i8', [rows, cols]);
+  const scale = allocateNative('f32', [rows, 1]);
   await callNativeAsync('quantizeWeightInt8', (n) => n.quantizeWeightInt8Async(w.bytes(), q.bytes(), scale.bytes(), rows, cols, group));
   return { q, scale };
 }
