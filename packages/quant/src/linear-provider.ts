@@ -434,6 +434,9 @@ class QuantLinear implements QuantLinearOp {
         }
       }
     })();
+    // The f32 intermediate of a conversion goes now, not when the GC finds it: a streamed run
+    // converts weights every step and the budget counts resident memory.
+    if (!borrowed && data.kind !== 'f32') w.dispose();
     // Only an f32 result is `w` itself; every other kind is a new tensor the prepared weight owns.
     return preparedWeight(data, { borrowed: borrowed && data.kind === 'f32' });
   }
