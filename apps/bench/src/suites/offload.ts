@@ -222,6 +222,15 @@ const step: BenchCase = {
           budget: { value: ours.budget, unit: 'bytes' },
         };
         if (rate !== undefined) {
+          // A cold step that streams but reads nothing from disk was not cold: another process maps
+          // the file (the bench cache is shared), so the drop could not evict its pages.
+          if (streamed > 0 && median(reads.bytes) === 0) {
+            throw new BenchError('BENCH_CACHE_DROP_FAILED', `the cold steps streamed ${streamed} bytes but read none from disk: ${path} stayed in the page cache`, {
+              value: path,
+              where: 'offload step (cold)',
+              hint: 'another process maps the checkpoint; point NINODES_BENCH_CACHE at a directory of your own',
+            });
+          }
           const compute = median(times.resident);
           m.read_rate = { value: rate, unit: 'bytes/s' };
           m.cold_bound_ratio = { value: median(times.ours) / Math.max(compute, streamed / rate), unit: 'ratio', better: 'lower' };
