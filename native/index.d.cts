@@ -112,6 +112,8 @@ export interface NativeAddon {
 
   // tensor/float_convert.cc
   castElements(src: Uint8Array, from: string, dst: Uint8Array, to: string, n: number): void;
+  /** castElements on a worker thread (the same bits). */
+  castElementsAsync(src: Uint8Array, from: string, dst: Uint8Array, to: string, n: number): Promise<void>;
   encodeFp8(src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number, clamp: boolean, stochastic: boolean, seed: number): void;
   decodeFp8(src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number): void;
 
@@ -142,6 +144,8 @@ export interface NativeAddon {
 
   // ops/int8_quantize.cc, ops/int8_backend.cc
   quantizeRowsInt8(x: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, external: boolean, group: number, order: string, rotated?: Uint8Array | null): void;
+  // ops/int8_quantize_async.cc: the weight path of quantizeRowsInt8 (computed scales, regular order) on a worker thread.
+  quantizeWeightInt8Async(w: Uint8Array, q: Uint8Array, scale: Uint8Array, rows: number, cols: number, group: number): Promise<void>;
   int8Backend(): Int8BackendName;
   int8Backends(): Int8BackendName[];
 
@@ -185,6 +189,10 @@ export interface NativeAddon {
   ioUnmap(handle: MappingHandle): boolean;
   ioMadvise(handle: MappingHandle, offset: number, length: number, advice: MadviseAdvice): void;
   ioTouchPages(handle: MappingHandle, offset: number, length: number): number;
+  /** Reads the range's pages in and maps them on a worker thread (MADV_POPULATE_READ, else one byte per page); resolves with the bytes (whole pages). */
+  ioPopulate(handle: MappingHandle, offset: number, length: number): Promise<number>;
+  /** posix_fadvise on a descriptor; length 0 means to the end of the file. */
+  ioFadvise(fd: number, offset: number, length: number, advice: MadviseAdvice): void;
   ioSumBytes(handle: MappingHandle, offset: number, length: number): number;
   ioAssertIntact(handle: MappingHandle): void;
   ioMallocTrim(pad: number): boolean;

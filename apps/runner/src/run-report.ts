@@ -55,6 +55,11 @@ export const runReportSchema = z.object({
           overBudgetLoads: z.number().int().nonnegative(),
           waitSeconds: z.number().nonnegative(),
           loadSeconds: z.number().nonnegative(),
+          blockingSeconds: z.number().nonnegative(),
+          // Loading (reads, populated pages, conversions) hidden behind compute, and waited for or blocked by.
+          hiddenSeconds: z.number().nonnegative(),
+          exposedSeconds: z.number().nonnegative(),
+          bytesPopulated: z.number().int().nonnegative(),
           overlap: z.number().min(0).max(1),
           // Accounted (what the loaders report) and measured (RSS: anonymous + file-backed).
           peakHeldBytes: z.number().int().nonnegative(),

@@ -21,9 +21,13 @@ class AsyncOp : public Napi::AsyncWorker {
   using Work = std::function<void()>;
   using Done = std::function<Napi::Value(Napi::Env)>;
 
+  // `pinned`: memory the caller has already pinned (pin_locked) that no JS value in keep_alive
+  // covers (a mapping reached through its handle); the op unpins it when it settles.
   static Napi::Promise start(Napi::Env env, const char* name, Work work, Done done,
-                             const std::vector<Napi::Value>& keep_alive) {
+                             const std::vector<Napi::Value>& keep_alive,
+                             const std::vector<PinnableMemory*>& pinned = {}) {
     auto* op = new AsyncOp(env, name, std::move(work), std::move(done));
+    op->pins_ = pinned;
     for (const Napi::Value& value : keep_alive) {
       if (!value.IsObject()) continue;
       op->refs_.push_back(Napi::Persistent(value.As<Napi::Object>()));

@@ -13,6 +13,7 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,10 +23,12 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <memory>
 #include <string>
 #include <vector>
 #include <algorithm>
 
+#include "core/async.h"
 #include "core/errors.h"
 #include "core/registry.h"
 #include "core/memory_pins.h"
@@ -267,6 +270,82 @@ Napi::Value touch_pages(const Napi::CallbackInfo& info) {
   });
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux >= 5.14; older headers lack the name
+#endif
+
+// Faults in [start, start + length) of a mapping on the calling thread. Linux >= 5.14:
+// madvise(MADV_POPULATE_READ) reads the pages in and maps them without touching them from user space;
+// older kernels answer EINVAL, then one byte per page is read (the fault guard turns a page past a
+// truncated file's end into zeros and a FILE_TRUNCATED error). Returns whether madvise did it.
+bool populate_pages(Mapping* m, uint64_t start, uint64_t length) {
+  if (length == 0) return true;
+  for (;;) {
+    if (madvise(m->addr + start, static_cast<size_t>(length), MADV_POPULATE_READ) == 0) return true;
+    if (errno == EINTR || errno == EAGAIN) continue;
+    if (errno == EFAULT) ninodes::fail("FILE_TRUNCATED", ninodes::truncated_message(m->path));
+    if (errno == EINVAL) break;
+    ninodes::fail("MADVISE_FAILED", std::string("madvise(MADV_POPULATE_READ) failed: ") + std::strerror(errno));
+  }
+  const volatile unsigned char* base = reinterpret_cast<const unsigned char*>(m->addr);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  unsigned sink = 0;
+  for (uint64_t i = start; i < start + length; i += page) sink += base[i];
+  (void)sink;
+  fail_if_truncated(m);
+  return false;
+}
+
+// ioPopulate(handle, offset, length): a Promise that settles once every page of the range is read
+// from the file and mapped into this process (a worker thread does the reads: prefetch that leaves
+// the JS thread computing). Resolves with the bytes populated (the range widened to whole pages).
+// The mapping is pinned while the op runs: closing the file early unmaps it after the op settles.
+Napi::Value populate(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Mapping* m = handle_arg(info, "ioPopulate");
+    const uint64_t offset = static_cast<uint64_t>(number_arg(info, 1, "ioPopulate", "offset"));
+    const uint64_t length = static_cast<uint64_t>(number_arg(info, 2, "ioPopulate", "length"));
+    check_range(m, offset, length, "ioPopulate");
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t start = offset / page * page;
+    const uint64_t end = length == 0 ? start : std::min<uint64_t>(m->length, (offset + length + page - 1) / page * page);
+    {
+      std::lock_guard<std::mutex> lock(ninodes::pin_mutex());
+      m->pin_locked();
+    }
+    auto bytes = std::make_shared<double>(0);
+    return ninodes::AsyncOp::start(
+        info.Env(), "ninodes.ioPopulate",
+        [m, start, end, bytes]() {
+          populate_pages(m, start, end - start);
+          *bytes = static_cast<double>(end - start);
+        },
+        [bytes](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, *bytes); }, {info[0]}, {m});
+  });
+}
+
+// ioFadvise(fd, offset, length, advice): posix_fadvise on an open descriptor ('dontneed' drops the
+// file's cached pages that no mapping maps; 'willneed' starts reading them). Length 0: to the end.
+Napi::Value fadvise_range(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const int fd = static_cast<int>(number_arg(info, 0, "ioFadvise", "fd"));
+    const uint64_t offset = static_cast<uint64_t>(number_arg(info, 1, "ioFadvise", "offset"));
+    const uint64_t length = static_cast<uint64_t>(number_arg(info, 2, "ioFadvise", "length"));
+    if (info.Length() < 4 || !info[3].IsString()) ninodes::fail("INVALID_ARGUMENT", "ioFadvise: advice must be a string");
+    const std::string name = info[3].As<Napi::String>();
+    int advice;
+    if (name == "willneed") advice = POSIX_FADV_WILLNEED;
+    else if (name == "dontneed") advice = POSIX_FADV_DONTNEED;
+    else if (name == "sequential") advice = POSIX_FADV_SEQUENTIAL;
+    else if (name == "random") advice = POSIX_FADV_RANDOM;
+    else if (name == "normal") advice = POSIX_FADV_NORMAL;
+    else ninodes::fail("INVALID_ARGUMENT", "ioFadvise: unknown advice '" + name + "' (willneed, dontneed, sequential, random, normal)");
+    const int rc = posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(length), advice);
+    if (rc != 0) ninodes::fail("FADVISE_FAILED", std::string("posix_fadvise(") + name + ") failed: " + std::strerror(rc));
+    return info.Env().Undefined();
+  });
+}
+
 // ioSumBytes(handle, offset, length): reads every byte of the range (the full-read benchmark) and
 // returns their sum, exact below 2^53 (any file under ~35 TB). Chunks are summed in parallel; integer
 // addition makes the result independent of the thread count.
@@ -323,6 +402,8 @@ NINODES_MODULE(io_mmap) {
   exports.Set("ioDetach", Napi::Function::New(env, detach, "ioDetach"));
   exports.Set("ioUnmap", Napi::Function::New(env, unmap, "ioUnmap"));
   exports.Set("ioMadvise", Napi::Function::New(env, madvise_range, "ioMadvise"));
+  exports.Set("ioPopulate", Napi::Function::New(env, populate, "ioPopulate"));
+  exports.Set("ioFadvise", Napi::Function::New(env, fadvise_range, "ioFadvise"));
   exports.Set("ioTouchPages", Napi::Function::New(env, touch_pages, "ioTouchPages"));
   exports.Set("ioSumBytes", Napi::Function::New(env, sum_bytes, "ioSumBytes"));
   exports.Set("ioAssertIntact", Napi::Function::New(env, assert_intact, "ioAssertIntact"));

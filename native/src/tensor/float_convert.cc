@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/async.h"
 #include "core/cpu_features.h"
 #include "core/errors.h"
 #include "core/registry.h"
@@ -174,9 +175,16 @@ void from_f32(Kind to, const float* src, uint8_t* dst, size_t n) {
   }
 }
 
-// cast(src, srcDtype, dst, dstDtype, n)
-Napi::Value cast(const Napi::CallbackInfo& info) {
-  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+// The checked arguments of castElements / castElementsAsync.
+struct CastArgs {
+  args::Bytes src;
+  Kind from;
+  args::Bytes dst;
+  Kind to;
+  size_t n;
+};
+
+CastArgs cast_args(const Napi::CallbackInfo& info) {
     const args::Bytes src = args::bytes(info, 0, "cast source");
     const Kind from = kind_of(args::string(info, 1, "cast source dtype"), "cast source");
     const args::Bytes dst = args::bytes(info, 2, "cast target");
@@ -188,6 +196,15 @@ Napi::Value cast(const Napi::CallbackInfo& info) {
     if (reinterpret_cast<uintptr_t>(src.data) % size_of(from) != 0 || reinterpret_cast<uintptr_t>(dst.data) % size_of(to) != 0) {
       fail("MISALIGNED_STORAGE", "cast: storage is not aligned to its element size");
     }
+    return {src, from, dst, to, n};
+}
+
+void cast_elements(const CastArgs& a) {
+    const args::Bytes& src = a.src;
+    const args::Bytes& dst = a.dst;
+    const Kind from = a.from;
+    const Kind to = a.to;
+    const size_t n = a.n;
     parallel_for(n, kGrain, [&](size_t b, size_t e) {
       if (to == Kind::f32) return to_f32(from, src.data + b * size_of(from), reinterpret_cast<float*>(dst.data) + b, e - b);
       if (from == Kind::f32) return from_f32(to, reinterpret_cast<const float*>(src.data) + b, dst.data + b * size_of(to), e - b);
@@ -198,7 +215,22 @@ Napi::Value cast(const Napi::CallbackInfo& info) {
         from_f32(to, tmp, dst.data + i * size_of(to), m);
       }
     });
+}
+
+// cast(src, srcDtype, dst, dstDtype, n)
+Napi::Value cast(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    cast_elements(cast_args(info));
     return info.Env().Undefined();
+  });
+}
+
+// castElementsAsync(src, srcDtype, dst, dstDtype, n): the same conversion on a worker thread (a
+// weight converted while the model computes); the same bits as castElements.
+Napi::Value cast_async(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const CastArgs a = cast_args(info);
+    return AsyncOp::start(info.Env(), "ninodes.castElements", [a]() { cast_elements(a); }, [](Napi::Env env) { return env.Undefined(); }, {info[0], info[2]});
   });
 }
 
@@ -292,6 +324,7 @@ Napi::Value decode_fp8(const Napi::CallbackInfo& info) {
 
 NINODES_MODULE(float_convert) {
   exports.Set("castElements", Napi::Function::New(env, ninodes::cast, "castElements"));
+  exports.Set("castElementsAsync", Napi::Function::New(env, ninodes::cast_async, "castElementsAsync"));
   exports.Set("encodeFp8", Napi::Function::New(env, ninodes::encode_fp8, "encodeFp8"));
   exports.Set("decodeFp8", Napi::Function::New(env, ninodes::decode_fp8, "decodeFp8"));
 }

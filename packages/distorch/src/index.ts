@@ -22,6 +22,7 @@ export { formatPlacement } from './format-placement.js';
 export {
   StreamingExecutor,
   type GroupLoader,
+  type LoadOptions,
   type LoadedGroup,
   type ResidentProbe,
   type StepStats,

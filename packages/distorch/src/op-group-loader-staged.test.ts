@@ -78,6 +78,17 @@ describe('opGroupLoader with a StagedSource', () => {
       verified++;
       verify();
     };
+    // Pages populated off the JS thread, per tensor, once their read has settled.
+    const populated = new Set<string>();
+    let populatedBytes = 0;
+    const populate = mapped.populate.bind(mapped);
+    mapped.populate = async (name: string) => {
+      populated.delete(name);
+      const bytes = await populate(name);
+      populatedBytes += bytes;
+      populated.add(name);
+      return bytes;
+    };
     const staged = new StagedSource(mapped);
     const provider = createLinearProvider(staged, { compute });
     const ops = new Map(GROUPS.map((g) => [g, provider.linear({ name: `${g}.fc`, inFeatures: K, outFeatures: N, bias: true })]));
@@ -89,6 +100,12 @@ describe('opGroupLoader with a StagedSource', () => {
       for (const g of GROUPS) {
         await exec.beforeGroup(g);
         expect(staged.isStaged(`${g}.fc.weight`)).toBe(kept);
+        // What a streamed group's op uses from the mapping (the bias; the weight when run as
+        // stored) was populated before the model got the group; a weight read into a buffer never
+        // was, nor the resident group's tensors (the compute faults in what it reads, once).
+        const streamed = g !== 'embed';
+        expect(populated.has(`${g}.fc.bias`), `${g} bias`).toBe(streamed);
+        expect(populated.has(`${g}.fc.weight`), `${g} weight`).toBe(streamed && kept);
         const y = await (ops.get(g) as ReturnType<typeof provider.linear>).forward(x);
         expect(Buffer.from(y.bytes()).equals(Buffer.from(want.get(g) as Uint8Array)), `${g} step ${step}`).toBe(true);
         await exec.afterGroup(g);
@@ -96,6 +113,7 @@ describe('opGroupLoader with a StagedSource', () => {
     }
     const stats = exec.stats();
     expect(stats[2]?.bytesStreamed).toBeGreaterThan(0);
+    expect(populatedBytes).toBeGreaterThanOrEqual((GROUPS.length - 1) * (kept ? 2 * N * K : 4 * N));
     const weightViews = viewed.filter((n) => n.endsWith('.weight')).sort();
     if (asStored) {
       // One view per weight for the whole run (a new one per load would be a new external buffer),
@@ -110,6 +128,9 @@ describe('opGroupLoader with a StagedSource', () => {
       expect(pool.stats().reuses).toBeGreaterThanOrEqual(8);
     }
     await exec.close();
+    // Once the read ahead in flight has settled, the executor's count of populated bytes is what
+    // the source populated.
+    expect(exec.stats().reduce((a, s) => a + s.bytesPopulated, 0)).toBe(populatedBytes);
     await loader.close();
     expect(pool.stats().inUseBytes).toBe(0);
     expect(GROUPS.some((g) => staged.isStaged(`${g}.fc.weight`))).toBe(false);

@@ -81,6 +81,11 @@ export class StagedSource implements CheckpointSource {
     this.inner.verify?.(name);
   }
 
+  /** Populates the mapped pages of `name` (see CheckpointSource.populate); 0 when the source cannot. */
+  populate(name: string): Promise<number> {
+    return this.inner.populate?.(name) ?? Promise.resolve(0);
+  }
+
   /** Serves `name` from `buffer` (exactly its bytes as stored) until unstaged. */
   stage(name: string, buffer: ArrayBuffer): void {
     this.staged.set(name, { buffer, byteOffset: 0 });

@@ -237,8 +237,11 @@ describe('StreamingExecutor with real file reads', () => {
         }
       }
       // The second pass: everything was kept, so take the first, where the blocks were read ahead.
-      const first = exec.stats()[0] as { overlap: number; waitSeconds: number; loadSeconds: number; blockingSeconds: number };
+      const first = exec.stats()[0] as { overlap: number; waitSeconds: number; loadSeconds: number; blockingSeconds: number; hiddenSeconds: number; exposedSeconds: number };
       await exec.close();
+      // Every load of the first pass was used in it: its time is either hidden or exposed.
+      expect(first.hiddenSeconds + first.exposedSeconds).toBeCloseTo(first.loadSeconds, 9);
+      expect(first.overlap).toBeCloseTo(first.hiddenSeconds / first.loadSeconds, 9);
       return first.overlap;
     };
     expect(await overlapOf(0)).toBeGreaterThan(0);

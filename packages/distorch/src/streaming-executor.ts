@@ -12,11 +12,23 @@ export interface LoadedGroup<T> {
   release(): void;
   /** Seconds the load held the JS thread (synchronous conversion): time the model could not compute. */
   readonly blockingSeconds?: number;
+  /** Bytes of mapped file pages the load made resident (populated) for the compute to use in place. */
+  readonly populatedBytes?: number;
+}
+
+/** How the executor loads a group. */
+export interface LoadOptions {
+  /**
+   * The group is placed off the compute device: read again each time it is needed, usually ahead of
+   * its use. A loader prefetches what the compute would otherwise fault in (populates mapped pages);
+   * a resident group (false) is loaded once on first use and its pages are left to the compute.
+   */
+  readonly streamed: boolean;
 }
 
 /** Reads one group's weights from where they are placed and prepares them for compute. */
 export interface GroupLoader<T> {
-  load(group: LayoutGroup): Promise<LoadedGroup<T>>;
+  load(group: LayoutGroup, options?: LoadOptions): Promise<LoadedGroup<T>>;
   /** Page-cache hint for the group's file pages (prefetch `willneed`, after release `dontneed`). */
   advise?(group: LayoutGroup, advice: 'willneed' | 'dontneed'): void;
   /** Bytes of released buffers the loader keeps for reuse: resident, but the next load takes them instead of allocating. */
@@ -69,9 +81,17 @@ export interface StepStats {
   /** Seconds the loads held the JS thread (synchronous conversions), summed. */
   readonly blockingSeconds: number;
   /**
-   * Share of the load time hidden behind compute: 1 - (wait + blocking) / load, clamped to [0, 1]
-   * (1 when nothing was loaded). A lower bound: blocking inside a wait is counted twice.
+   * Seconds of loading (reads, populating mapped pages, conversions) hidden behind compute, counted
+   * when the model first uses a load: its duration less what the model waited for it and what it
+   * held the JS thread (`blockingSeconds`), at least 0. A lower bound: blocking inside a wait is
+   * counted twice.
    */
+  readonly hiddenSeconds: number;
+  /** Seconds of those loads the model did not compute through: waited for, or blocked by. */
+  readonly exposedSeconds: number;
+  /** Bytes of mapped file pages the loads populated (read in and mapped off the JS thread). */
+  readonly bytesPopulated: number;
+  /** Share of the loads' time hidden behind compute: hidden / (hidden + exposed); 1 when nothing was loaded. */
   readonly overlap: number;
   /** Peak bytes the loaders said they held (resident groups + streamed groups): the accounted number. */
   readonly peakHeldBytes: number;
@@ -95,6 +115,10 @@ interface Slot<T> {
   promise: Promise<LoadedGroup<T>>;
   loaded: LoadedGroup<T> | undefined;
   pins: number;
+  /** Seconds from the load's start to its end; undefined while loading. */
+  seconds: number | undefined;
+  /** Whether the load's hidden / exposed time was counted (at its first use). */
+  used: boolean;
 }
 
 const now = (): number => performance.now() / 1000;
@@ -182,10 +206,18 @@ export class StreamingExecutor<T> implements GroupHooks {
     slot.pins++;
     // Read ahead before waiting: the next groups load while this one finishes loading and computes.
     this.readAhead(i);
+    let waited = 0;
     try {
       await slot.promise;
     } finally {
-      this.current.waitSeconds += now() - start;
+      waited = now() - start;
+      this.current.waitSeconds += waited;
+    }
+    if (!slot.used && slot.seconds !== undefined) {
+      slot.used = true;
+      const exposed = Math.min(slot.seconds, waited + (slot.loaded?.blockingSeconds ?? 0));
+      this.current.exposedSeconds += exposed;
+      this.current.hiddenSeconds += slot.seconds - exposed;
     }
     this.sampleMemory();
   }
@@ -289,13 +321,15 @@ export class StreamingExecutor<T> implements GroupHooks {
     else this.residentHeld += size;
     this.current.peakHeldBytes = Math.max(this.current.peakHeldBytes, this.streamedHeld + this.residentHeld);
     const t0 = now();
-    const slot: Slot<T> = { index: i, group, streamed, size, state: 'loading', promise: undefined as unknown as Promise<LoadedGroup<T>>, loaded: undefined, pins: 0 };
-    slot.promise = this.loader.load(group).then(
+    const slot: Slot<T> = { index: i, group, streamed, size, state: 'loading', promise: undefined as unknown as Promise<LoadedGroup<T>>, loaded: undefined, pins: 0, seconds: undefined, used: false };
+    slot.promise = this.loader.load(group, { streamed }).then(
       (loaded) => {
         slot.loaded = loaded;
         slot.state = 'loaded';
         this.current.loads++;
-        this.current.loadSeconds += now() - t0;
+        slot.seconds = now() - t0;
+        this.current.loadSeconds += slot.seconds;
+        this.current.bytesPopulated += loaded.populatedBytes ?? 0;
         this.current.blockingSeconds += loaded.blockingSeconds ?? 0;
         this.current.bytesLoaded += loaded.bytes;
         if (streamed) this.current.bytesStreamed += loaded.bytes;
@@ -398,7 +432,7 @@ export class StreamingExecutor<T> implements GroupHooks {
   }
 
   private empty(step: number): Mutable<StepStats> {
-    return { step, bytesStreamed: 0, bytesLoaded: 0, loads: 0, hits: 0, evictions: 0, overBudgetLoads: 0, waitSeconds: 0, loadSeconds: 0, blockingSeconds: 0, overlap: 1, peakHeldBytes: 0, peakResidentBytes: 0, peakAnonymousBytes: 0, peakFileBackedBytes: 0, peakMeasuredBytes: 0, baselineBytes: this.baseline, budgetBytes: this.budget };
+    return { step, bytesStreamed: 0, bytesLoaded: 0, loads: 0, hits: 0, evictions: 0, overBudgetLoads: 0, waitSeconds: 0, loadSeconds: 0, blockingSeconds: 0, hiddenSeconds: 0, exposedSeconds: 0, bytesPopulated: 0, overlap: 1, peakHeldBytes: 0, peakResidentBytes: 0, peakAnonymousBytes: 0, peakFileBackedBytes: 0, peakMeasuredBytes: 0, baselineBytes: this.baseline, budgetBytes: this.budget };
   }
 
   private endStep(): void {
@@ -412,5 +446,6 @@ export class StreamingExecutor<T> implements GroupHooks {
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 function overlapOf(s: StepStats): number {
-  return s.loadSeconds === 0 ? 1 : Math.max(0, Math.min(1, 1 - (s.waitSeconds + s.blockingSeconds) / s.loadSeconds));
+  const total = s.hiddenSeconds + s.exposedSeconds;
+  return total === 0 ? 1 : s.hiddenSeconds / total;
 }

@@ -36,6 +36,7 @@ export const KERNELS_ERROR_CODES = {
   MMAP_VIEW_FAILED: 'Node refused an external buffer over mapped memory',
   MMAP_VIEW_TOO_LARGE: 'a view of a mapped file is larger than one ArrayBuffer may be',
   MADVISE_FAILED: 'the OS refused a read-ahead or release hint (madvise) on a mapped file',
+  FADVISE_FAILED: 'the OS refused a page-cache hint (posix_fadvise) on an open file',
   FILE_TRUNCATED: 'a file is shorter than its header says, or shrank while mapped or read',
   FILE_MODIFIED: 'a file was written to after it was mapped',
   FILE_REPLACED: 'a mapped file was deleted or replaced by another file at its path',

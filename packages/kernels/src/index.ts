@@ -42,7 +42,7 @@ export {
   type NvmlDeviceRecord,
   type NvmlProbeResult,
 } from './probe-gpu.js';
-export { MappedFile, fileIdentity, mallocTrim, pageSize, type FileIdentity, type MadviseAdvice, type MapFileOptions } from './io-mmap.js';
+export { MappedFile, adviseFile, fileIdentity, mallocTrim, pageSize, type FileIdentity, type MadviseAdvice, type MapFileOptions } from './io-mmap.js';
 // kernels-B: GGUF block decode, fp32 transformer ops
 export { dequantize, dequantizeSync, type DequantizeOptions, type DequantizeResult, type DequantizeTarget } from './gguf-dequantize.js';
 export { GGUF_QUANTIZE_TARGETS, quantizeGguf, quantizeGgufSync, type GgufQuantizeTarget } from './gguf-quantize.js';
@@ -56,7 +56,7 @@ export { ropeSplitHalf } from './ops/rope.js';
 // kernels-A: threads, native memory, conversions, matmul, int8, Hadamard, reference backend
 export { getThreads, setThreads } from './threads.js';
 export { allocateNative, nativeBytes } from './native-memory.js';
-export { cast, type CastSource, type CastTarget } from './cast.js';
+export { cast, castAsync, type CastSource, type CastTarget } from './cast.js';
 export { decodeFp8, encodeFp8, type DecodeFp8Options, type EncodeFp8Options, type Fp8Format } from './fp8.js';
 export { hadamard, hadamardSync, type HadamardOptions } from './hadamard.js';
 export { linear, type LinearOptions, type LinearPrecision } from './linear.js';
@@ -68,6 +68,7 @@ export {
   int8Matmul,
   quantizeRowsInt8,
   quantizeWeightInt8,
+  quantizeWeightInt8Async,
   type Int8BackendChoice,
   type Int8BackendName,
   type Int8LinearOptions,

@@ -15,6 +15,7 @@ import {
 } from './linear-checks.js';
 import { callNative, callNativeAsync } from './native-addon.js';
 import { KernelsError } from './error-codes.js';
+import { allocateNative } from './native-memory.js';
 import { Tensor } from './tensor.js';
 
 export type { Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
@@ -65,6 +66,19 @@ export function quantizeWeightInt8(w: Tensor, options?: QuantizeWeightOptions): 
   const [, k] = matrixDims(w, 'quantizeWeightInt8 weight');
   const { group } = resolveConvrot(opts.convrot, k, 'quantizeWeightInt8');
   return quantize(w, group, undefined, 'quantizeWeightInt8');
+}
+
+/** `quantizeWeightInt8` on a worker thread (a streamed weight converts while the model computes); the same bits. */
+export async function quantizeWeightInt8Async(w: Tensor, options?: QuantizeWeightOptions): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'> }> {
+  requireDType(w, ['f32'], 'quantizeWeightInt8 weight');
+  const opts = optionsOf(options, 'quantizeWeightInt8 options');
+  const [rows, cols] = matrixDims(w, 'quantizeWeightInt8 weight');
+  const { group } = resolveConvrot(opts.convrot, cols, 'quantizeWeightInt8');
+  // Native outputs, every element written: no zeroing of a weight's worth of bytes on this thread.
+  const q = allocateNative('i8', [rows, cols]);
+  const scale = allocateNative('f32', [rows, 1]);
+  await callNativeAsync('quantizeWeightInt8', (n) => n.quantizeWeightInt8Async(w.bytes(), q.bytes(), scale.bytes(), rows, cols, group));
+  return { q, scale };
 }
 
 /**

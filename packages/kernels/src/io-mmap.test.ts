@@ -1,8 +1,11 @@
-import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MappedFile, mallocTrim, pageSize } from './io-mmap.js';
+import { MappedFile, adviseFile, mallocTrim, pageSize } from './io-mmap.js';
+
+/** This process's file-backed resident bytes (RssFile of /proc/self/status). */
+const rssFile = (): number => Number(/RssFile:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1]) * 1024;
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-mmap-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -63,6 +66,44 @@ describe('MappedFile', () => {
     // Once a read hit a missing page the whole mapping is suspect: even ranges the file still
     // backs fail, so a run cannot go on mixing the file's bytes with zeros.
     expect(() => f.sumBytes(0, 100)).toThrow(truncated);
+    f.close();
+  });
+
+  it('populate maps a range\'s pages into the process off the JS thread, and dontneed gives them back', async () => {
+    const big = join(dir, 'populate.bin');
+    const bytes = 32 * 2 ** 20;
+    writeFileSync(big, new Uint8Array(bytes).fill(1));
+    const f = MappedFile.open(big);
+    f.advise(0, bytes, 'dontneed');
+    const before = rssFile();
+    const pending = f.populate(0, bytes);
+    expect(pending).toBeInstanceOf(Promise);
+    expect(await pending).toBe(bytes);
+    // Every page is now mapped: RssFile grew by the range (other threads move it by far less).
+    expect(rssFile() - before).toBeGreaterThan(bytes * 0.9);
+    f.advise(0, bytes, 'dontneed');
+    expect(rssFile() - before).toBeLessThan(bytes * 0.1);
+    // A range inside one page populates that page; an empty range nothing.
+    expect(await f.populate(10, 5)).toBe(pageSize());
+    expect(await f.populate(0, 0)).toBe(0);
+    await expect(f.populate(bytes - 1, 2)).rejects.toMatchObject({ code: 'MMAP_RANGE' });
+    // Closing while a populate runs unmaps after it settles: it resolves, nothing faults.
+    const late = f.populate(0, bytes);
+    f.close();
+    expect(await late).toBe(bytes);
+    expect(() => f.populate(0, 1)).toThrow(expect.objectContaining({ code: 'FILE_CLOSED' }));
+    // The in-process page-cache drop: no child, and a bad advice is a typed error.
+    adviseFile(big, 'dontneed');
+    expect(() => adviseFile(big, 'bogus' as never)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => adviseFile(join(dir, 'missing.bin'), 'dontneed')).toThrow(expect.objectContaining({ code: 'FILE_NOT_FOUND' }));
+  });
+
+  it('populate of a file truncated under the mapping rejects with FILE_TRUNCATED', async () => {
+    const victim = join(dir, 'victim-populate.bin');
+    writeFileSync(victim, new Uint8Array(16 * 4096).fill(3));
+    const f = MappedFile.open(victim);
+    truncateSync(victim, 100);
+    await expect(f.populate(0, f.byteLength)).rejects.toMatchObject({ code: 'FILE_TRUNCATED', where: victim });
     f.close();
   });
 

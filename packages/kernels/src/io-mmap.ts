@@ -8,7 +8,7 @@ import { closeSync, fstatSync, openSync } from 'node:fs';
 import { openRegularFile } from './fs-errors.js';
 import { fromNativeError } from './errors.js';
 import { KernelsError } from './error-codes.js';
-import { callNative } from './native-addon.js';
+import { callNative, callNativeAsync } from './native-addon.js';
 import type { MadviseAdvice, MappingHandle as Handle } from '@ninodes/native';
 import type { StorageOwner } from './tensor.js';
 
@@ -162,6 +162,21 @@ export class MappedFile implements StorageOwner {
     callNative(this.path, (n) => n.ioMadvise(handle, offset, length, advice));
   }
 
+  /**
+   * Reads a range's pages in from the file and maps them into this process on a worker thread
+   * (Linux >= 5.14: madvise(MADV_POPULATE_READ); older kernels: one byte read per page), so a later
+   * use of the range finds them resident: prefetch that leaves the JS thread free. Resolves with the
+   * bytes populated (the range widened to whole pages, 0 for an empty range). The mapping stays
+   * mapped until the read settles, even if the file is closed meanwhile; a file truncated under the
+   * range rejects with FILE_TRUNCATED.
+   */
+  populate(offset: number, length: number): Promise<number> {
+    this.assertOpen();
+    const handle = this.handle;
+    if (length === 0 || handle === undefined) return Promise.resolve(0);
+    return callNativeAsync(this.path, (n) => n.ioPopulate(handle, offset, length));
+  }
+
   /** Faults in every page of a range (reads one byte per page); returns a byte sum. */
   touch(offset: number, length: number): number {
     this.assertOpen();
@@ -217,6 +232,19 @@ export class MappedFile implements StorageOwner {
 
   private assertOpen(): void {
     if (this.closed) throw new KernelsError('FILE_CLOSED', `${this.path} was closed`, { where: this.path, hint: 'reopen it' });
+  }
+}
+
+/**
+ * posix_fadvise over a whole file, in this process (no child): `dontneed` drops its cached pages
+ * that no mapping maps (a cold-cache benchmark's drop), `willneed` starts reading it in.
+ */
+export function adviseFile(path: string, advice: MadviseAdvice): void {
+  const fd = openRegularFile(path);
+  try {
+    callNative(path, (n) => n.ioFadvise(fd, 0, 0, advice));
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -49,4 +49,9 @@ export interface CheckpointSource {
   verify?(name: string): void;
   /** Optional: faults in every page of one tensor without copying; returns a byte sum. */
   touch?(name: string): number;
+  /**
+   * Optional: reads one tensor's pages in and maps them on a worker thread (prefetch off the JS
+   * thread: a later view finds them resident); resolves with the bytes populated (whole pages).
+   */
+  populate?(name: string): Promise<number>;
 }

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { processMemory } from '@ninodes/device';
-import { Tensor } from '@ninodes/kernels';
+import { Tensor, pageSize } from '@ninodes/kernels';
 import { tensorSources, writeSafetensors } from './safetensors-writer.js';
 
 // The /proc parsers live in @ninodes/device; this checks what they report for memory's own mappings.
@@ -28,6 +28,16 @@ describe('process memory', () => {
       const anonGrowth = after.anonymous - before.anonymous;
       expect(fileGrowth).toBeGreaterThan(30 * mib);
       expect(anonGrowth).toBeLessThan(8 * mib);
+      // populate: one tensor's pages come in off the JS thread, only that tensor's.
+      for (const e of st.entries()) st.advise(e.name, 'dontneed');
+      const dropped = processMemory();
+      // The tensor widened to whole pages: its data starts mid-page after the header.
+      const bytes = await st.populate('b');
+      expect(bytes).toBeGreaterThanOrEqual(8 * mib);
+      expect(bytes).toBeLessThanOrEqual(8 * mib + 2 * pageSize());
+      const populated = processMemory().fileBacked - dropped.fileBacked;
+      expect(populated).toBeGreaterThan(7.5 * mib);
+      expect(populated).toBeLessThan(12 * mib);
       st.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -117,6 +117,13 @@ export class SafetensorsFile implements CheckpointSource {
     return this.file.touch(e.byteOffset, e.byteLength);
   }
 
+  /** Reads a tensor's pages in and maps them on a worker thread; resolves with the bytes (whole pages). */
+  populate(name: string): Promise<number> {
+    const e = this.entry(name);
+    if (this.verifyOnUse) this.file.verify();
+    return this.file.populate(e.byteOffset, e.byteLength);
+  }
+
   /** Reads every byte of a tensor (in parallel, no copy) and returns their sum. */
   sumBytes(name: string): number {
     const e = this.entry(name);

@@ -123,6 +123,10 @@ export class ShardedSafetensors implements CheckpointSource {
     return this.shardOf(name).touch(name);
   }
 
+  populate(name: string): Promise<number> {
+    return this.shardOf(name).populate(name);
+  }
+
   sumBytes(name: string): number {
     return this.shardOf(name).sumBytes(name);
   }

@@ -169,6 +169,13 @@ export class GgufCheckpoint implements CheckpointSource {
     return this.file.touch(t.byteOffset, t.byteLength);
   }
 
+  /** Reads a tensor's pages in and maps them on a worker thread; resolves with the bytes (whole pages). */
+  populate(name: string): Promise<number> {
+    const t = this.info(name);
+    if (this.verifyOnUse) this.file.verify();
+    return this.file.populate(t.byteOffset, t.byteLength);
+  }
+
   close(): void {
     this.file.release();
   }

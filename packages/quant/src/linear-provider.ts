@@ -1,10 +1,10 @@
-import { type LinearPrecision, Tensor, buildInfo, cast, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8 } from '@ninodes/kernels';
+import { type LinearPrecision, Tensor, buildInfo, castAsync, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8Async } from '@ninodes/kernels';
 import { QuantError } from './error-codes.js';
 import { type CheckpointSource, WeightCache, type WeightDescriptor, copyColumnRange } from '@ninodes/memory';
 import { type DetectedLayer, type FormatDetection, detectFormats } from './detect-formats.js';
 import type { LinearOp, LinearProvider, LinearSpec } from './linear-op.js';
 import { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';
-import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, weight2d } from './materialize.js';
+import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, toF32Async, weight2d } from './materialize.js';
 import { type ComputeMode, type PreparedData, type PreparedWeight, preparedWeight, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
 import { type WeightFormat, weightFormatInfo } from './weight-format.js';
 import { absMax, fp8Scale, fp8ScaleOfAbsMax, relativeError } from './quant-math.js';
@@ -233,7 +233,7 @@ class QuantLinear implements QuantLinearOp {
           // Possibly a read-only mmap view: hand out a copy the caller may patch in place.
           return p.w.copy();
         case 'bf16':
-          return cast(p.w, 'f32') as Tensor<'f32'>;
+          return (await castAsync(p.w, 'f32')) as Tensor<'f32'>;
         case 'fp8':
           return decodeFp8(p.w, { scale: p.scale });
         case 'int8':
@@ -358,7 +358,7 @@ class QuantLinear implements QuantLinearOp {
   }
 
   private async load(): Promise<Prepared> {
-    if (this.patch !== undefined) return this.convert(this.patch, true);
+    if (this.patch !== undefined) return await this.convert(this.patch, true);
     const layer = this.layer;
     const slice = this.slice;
     if (this.format === layer.format && !this.patched) {
@@ -367,7 +367,7 @@ class QuantLinear implements QuantLinearOp {
       switch (info.family) {
         case 'float':
           if (w.dtype === 'bf16') return preparedWeight({ kind: 'bf16', w: w as Tensor<'bf16'> });
-          return preparedWeight({ kind: 'f32', w: toF32(w) });
+          return preparedWeight({ kind: 'f32', w: await toF32Async(w) });
         case 'int8':
           return preparedWeight({ kind: 'int8', q: w as Tensor<'i8'>, scale: rowScales(this.source, layer, slice), convrot: info.convrot });
         case 'fp8': {
@@ -382,7 +382,7 @@ class QuantLinear implements QuantLinearOp {
     if (slice?.columns !== undefined && weightFormatInfo(this.format).family === 'int8') {
       // Row-parallel int8: every rank must hold the whole row's weight scale (their int32
       // accumulators are summed), so the whole layer is quantized once and the columns kept.
-      const whole = this.convert(await this.sourceF32(undefined), false);
+      const whole = await this.convert(await this.sourceF32(undefined), false);
       if (whole.kind !== 'int8') throw new QuantError('INTERNAL', `layer '${this.spec.name}' did not quantize to int8`, { where: this.spec.name });
       const [a, b] = slice.columns;
       const q = copyColumnRange(whole.q, `${this.spec.name}.weight`, a, b) as Tensor<'i8'>;
@@ -398,24 +398,27 @@ class QuantLinear implements QuantLinearOp {
       w.dispose();
       return preparedWeight({ kind: 'fp8', w: q, scale });
     }
-    return this.convert(await this.sourceF32(slice), false);
+    return await this.convert(await this.sourceF32(slice), false);
   }
 
-  /** `w` converted to the run format; `borrowed`: w is the caller's and is never disposed. */
-  private convert(w: Tensor<'f32'>, borrowed: boolean): Prepared {
-    const data = ((): PreparedData => {
+  /**
+   * `w` converted to the run format; `borrowed`: w is the caller's and is never disposed. Casts and
+   * int8 quantization run on a worker thread: a streamed weight converts while the model computes.
+   */
+  private async convert(w: Tensor<'f32'>, borrowed: boolean): Promise<Prepared> {
+    const data = await (async (): Promise<PreparedData> => {
       switch (this.format) {
         case 'f32':
           return { kind: 'f32', w };
         case 'bf16':
-          return { kind: 'bf16', w: cast(w, 'bf16') as Tensor<'bf16'> };
+          return { kind: 'bf16', w: (await castAsync(w, 'bf16')) as Tensor<'bf16'> };
         case 'int8_convrot':
         case 'int8_rowwise':
         case 'int8_tensorwise_convrot':
         case 'int8_tensorwise': {
           // Re-quantized weights always get per-row scales (never less accurate than one scale).
           const convrot = weightFormatInfo(this.format).convrot;
-          const { q, scale } = quantizeWeightInt8(w, { convrot });
+          const { q, scale } = await quantizeWeightInt8Async(w, { convrot });
           return { kind: 'int8', q, scale, convrot };
         }
         case 'f8_e4m3fn':
@@ -431,6 +434,9 @@ class QuantLinear implements QuantLinearOp {
         }
       }
     })();
+    // The f32 intermediate of a conversion goes now, not when the GC finds it: a streamed run
+    // converts weights every step and the budget counts resident memory.
+    if (!borrowed && data.kind !== 'f32') w.dispose();
     // Only an f32 result is `w` itself; every other kind is a new tensor the prepared weight owns.
     return preparedWeight(data, { borrowed: borrowed && data.kind === 'f32' });
   }

@@ -1,4 +1,4 @@
-import { Tensor, cast, decodeFp8, dequantize, hadamard, isBlockDType } from '@ninodes/kernels';
+import { Tensor, cast, castAsync, decodeFp8, dequantize, hadamard, isBlockDType } from '@ninodes/kernels';
 import { QuantError } from './error-codes.js';
 import type { CheckpointSource } from '@ninodes/memory';
 import type { DetectedLayer } from './detect-formats.js';
@@ -9,6 +9,12 @@ import { weightFormatInfo } from './weight-format.js';
 export function toF32(t: Tensor): Tensor<'f32'> {
   if (t.dtype === 'f32') return t as Tensor<'f32'>;
   return cast(t, 'f32') as Tensor<'f32'>;
+}
+
+/** toF32 with the conversion on a worker thread (a weight's worth of elements; the same bits). */
+export async function toF32Async(t: Tensor): Promise<Tensor<'f32'>> {
+  if (t.dtype === 'f32') return t as Tensor<'f32'>;
+  return (await castAsync(t, 'f32')) as Tensor<'f32'>;
 }
 
 /** Reads a scalar (or single-element) f32/f16/bf16 tensor. */
@@ -112,7 +118,7 @@ export async function materializeF32(source: CheckpointSource, layer: DetectedLa
   const [n, k] = w.shape as [number, number];
   switch (f.family) {
     case 'float':
-      return toF32(w);
+      return toF32Async(w);
     case 'fp8': {
       const scale = layer.tensors.weightScale === undefined ? 1 : readScalar(source, layer.tensors.weightScale);
       return decodeFp8(w as Tensor<'f8_e4m3fn' | 'f8_e5m2'>, { scale });

@@ -54,6 +54,12 @@ describe('ninodes run --alloc', () => {
       expect(p.baselineBytes).toBeGreaterThan(0);
       expect(p.peakAnonymousBytes + p.peakFileBackedBytes).toBeGreaterThanOrEqual(p.peakResidentBytes);
       expect(p.evictions).toBeGreaterThan(0);
+      // Loads are timed whole: every second of them was hidden behind compute or exposed.
+      expect(p.hiddenSeconds + p.exposedSeconds).toBeGreaterThan(0);
+      // bf16 runs as stored: its streamed pages were populated off the JS thread (whole pages of
+      // at least every streamed weight); converted weights are read into buffers instead.
+      if (quant === 'bf16') expect(p.bytesPopulated).toBeGreaterThanOrEqual(p.bytesStreamed);
+      else expect(p.bytesPopulated).toBeLessThan(p.bytesStreamed);
     }
   });
 
