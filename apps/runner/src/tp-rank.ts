@@ -3,7 +3,7 @@
 // H3 model built from this rank's heads and MLP slice.
 import { type Communicator, type LinearPrecision, createCommunicator } from '@ninodes/kernels';
 import { type OpenedH3Model, islandAwareProvider, layoutOf, openH3Model } from '@ninodes/models';
-import { type ComputeMode, type LinearProvider, createLinearProvider, floatPrecision, openCheckpoint } from '@ninodes/quant';
+import { type ComputeMode, type LinearProvider, attentionPrecisionFor, createLinearProvider, openCheckpoint } from '@ninodes/quant';
 import { type ShardPlan, parallelLinearProvider, shardPlan } from '@ninodes/tp';
 import type { TpRankEnv } from './tp-env.js';
 
@@ -42,7 +42,7 @@ export async function openTpRank(modelPath: string, compute: ComputeMode, env: T
     }
     const provider = parallelLinearProvider({ provider: base, plan, comm });
     // A given provider tells openH3Model nothing of the compute mode: the attention precision is passed.
-    const attentionPrecision = attention ?? floatPrecision(compute);
+    const attentionPrecision = attention ?? attentionPrecisionFor(compute);
     const opened = openH3Model(modelPath, { provider, shard: { rank: env.rank, size: env.size }, config: layout.config, prefix: layout.prefix, attentionPrecision });
     return {
       comm,

@@ -91,13 +91,15 @@ describe.runIf(hasBf16)('bf16 compute error against float64 references (CPU with
     expect(err).toBeGreaterThan(1e-4);
   });
 
-  it('int8 compute keeps f32 attention (its outputs unchanged) unless bf16 attention is asked for', async () => {
+  it('int8 convrot compute runs bf16 attention by default, f32 when asked; fp32, fp8 and as-stored keep f32', async () => {
     const path = join(dir, 'h3-tiny-int8.safetensors');
     await writeSyntheticH3Checkpoint(path, { preset: 'h3-tiny' });
     for (const [options, want] of [
-      [{ compute: 'int8_convrot' }, 'f32'],
+      [{ compute: 'int8_convrot' }, 'bf16'],
+      [{ compute: 'int8_convrot', attentionPrecision: 'f32' }, 'f32'],
+      [{ compute: 'f32' }, 'f32'],
+      [{ compute: 'f8_e4m3fn' }, 'f32'],
       [{ compute: 'auto' }, 'f32'],
-      [{ compute: 'int8_convrot', attentionPrecision: 'bf16' }, 'bf16'],
     ] as const) {
       const { model, close } = openH3Model(path, { ...options, capture: false });
       close();
@@ -108,12 +110,14 @@ describe.runIf(hasBf16)('bf16 compute error against float64 references (CPU with
 });
 
 describe.runIf(!hasBf16)('bf16 attention on a CPU without bf16 units', () => {
-  it('bf16 compute keeps f32 attention; asking for bf16 attention is BACKEND_UNAVAILABLE', async () => {
+  it('bf16 and int8 convrot compute keep f32 attention; asking for bf16 attention is BACKEND_UNAVAILABLE', async () => {
     const path = join(dir, 'h3-tiny-nobf16.safetensors');
     await writeSyntheticH3Checkpoint(path, { preset: 'h3-tiny' });
-    const { model, close } = openH3Model(path, { compute: 'bf16', capture: false });
-    close();
-    expect(model.attentionPrecision).toBe('f32');
+    for (const compute of ['bf16', 'int8_convrot'] as const) {
+      const { model, close } = openH3Model(path, { compute, capture: false });
+      close();
+      expect(model.attentionPrecision).toBe('f32');
+    }
     expect(() => openH3Model(path, { compute: 'bf16', attentionPrecision: 'bf16', capture: false })).toThrow(expect.objectContaining({ code: 'BACKEND_UNAVAILABLE' }));
   });
 });

@@ -1,5 +1,5 @@
 import type { CheckpointSource } from '@ninodes/memory';
-import { type ComputeMode, type WeightPatcher, createLinearProvider, floatPrecision, openCheckpoint } from '@ninodes/quant';
+import { type ComputeMode, type WeightPatcher, attentionPrecisionFor, createLinearProvider, openCheckpoint } from '@ninodes/quant';
 import { resolveH3Config } from './detect-architecture.js';
 import { H3VideoModel, type H3ModelOptions } from './h3-model.js';
 import type { H3Config } from './h3-config.js';
@@ -75,9 +75,9 @@ export function openH3Model(path: string, options: OpenH3ModelOptions = {}): Ope
         provider = islandAwareProvider(main, asStored, islands);
       }
     }
-    // bf16 compute runs attention in bf16 too, as PyTorch's bf16 mode runs SDPA on bf16 q, k, v;
-    // only where the CPU has bf16 units (floatPrecision), else in f32 like its linears.
-    const attentionPrecision = options.attentionPrecision ?? floatPrecision(options.compute ?? 'auto');
+    // bf16 and int8 convrot compute run attention in bf16 where the CPU has bf16 units, as PyTorch's
+    // bf16 mode runs SDPA on bf16 q, k, v (attentionPrecisionFor says why int8 does too).
+    const attentionPrecision = options.attentionPrecision ?? attentionPrecisionFor(options.compute ?? 'auto');
     const model = H3VideoModel.create(source, provider, { ...options, config, prefix, attentionPrecision });
     return { model, source, provider, close: () => source.close() };
   } catch (error) {

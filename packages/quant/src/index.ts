@@ -66,7 +66,7 @@ export {
   type PreparedWeight,
   type RunFormatOptions,
 } from './memory-account.js';
-export { createLinearProvider, createPreparedWeightCache, floatPrecision, type ComputeMode, type LinearCacheOptions, type LinearProviderOptions, type QuantLinearOp, type QuantLinearProvider } from './linear-provider.js';
+export { createLinearProvider, createPreparedWeightCache, attentionPrecisionFor, floatPrecision, type ComputeMode, type LinearCacheOptions, type LinearProviderOptions, type QuantLinearOp, type QuantLinearProvider } from './linear-provider.js';
 export { biasF32, concatRows, dequantizeInt8, materializeF32, readF32, readScalar, rowScales, toF32, weight2d } from './materialize.js';
 export { FP8_MAX, absMax, fp8Scale, maxRelError, relativeError } from './quant-math.js';
 export {

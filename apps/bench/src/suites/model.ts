@@ -219,8 +219,8 @@ const step: BenchCase = {
       closers.push(fp32.close);
       against.fp32 = { kind: 'baseline', contender: { run: () => forwardOnce(fp32.model, latent) } };
     }
-    // The attention precision A/B in the same rounds: bf16 against itself with f32 attention, int8
-    // convrot against itself with bf16 attention (the opt-in, `run --attention bf16`).
+    // The attention precision A/B in the same rounds: bf16 and int8 convrot (bf16 attention by
+    // default where the CPU has bf16 units) against themselves with the other precision.
     const other: LinearPrecision = model.attentionPrecision === 'bf16' ? 'f32' : 'bf16';
     if (s.format !== 'f32' && (other === 'f32' || buildInfo().bf16Units)) {
       const alt = openModel(path, s.format, other);

@@ -32,7 +32,7 @@ const SOURCE = `
 import { createInterface } from 'node:readline';
 import { createCommunicator, setThreads } from '@ninodes/kernels';
 import { gaussianNoise, islandAwareProvider, layoutOf, openH3Model } from '@ninodes/models';
-import { createLinearProvider, floatPrecision, openCheckpoint } from '@ninodes/quant';
+import { attentionPrecisionFor, createLinearProvider, openCheckpoint } from '@ninodes/quant';
 import { parallelLinearProvider, shardPlan } from '@ninodes/tp';
 const cfg = JSON.parse(process.env.NINODES_BENCH_TP_WORKER);
 setThreads(cfg.threads);
@@ -51,7 +51,7 @@ if (cfg.tp === undefined) {
   const islands = new Set(layout.groups.flatMap((g) => g.linears.filter((l) => l.fp32Island).map((l) => l.name)));
   const provider = parallelLinearProvider({ provider: islandAwareProvider(main, asStored, islands), plan, comm });
   // A given provider tells openH3Model nothing of the compute mode: attention as the one-rank run picks it.
-  opened = openH3Model(cfg.path, { provider, shard: { rank: cfg.tp.rank, size: cfg.tp.size }, config: layout.config, prefix: layout.prefix, capture: false, attentionPrecision: floatPrecision(cfg.compute) });
+  opened = openH3Model(cfg.path, { provider, shard: { rank: cfg.tp.rank, size: cfg.tp.size }, config: layout.config, prefix: layout.prefix, capture: false, attentionPrecision: attentionPrecisionFor(cfg.compute) });
 }
 const model = opened.model;
 const latent = gaussianNoise([1, model.config.latentChannels, cfg.latent.frames, cfg.latent.height, cfg.latent.width], cfg.seed);

@@ -159,7 +159,7 @@ export const run = defineCommand({
     shift: { type: 'string', value: 'S', description: "flow-matching time shift, refused if it collapses the schedule [default: the checkpoint's ninodes.sampler metadata, else 12]" },
     seed: { type: 'string', value: 'N', description: 'seed of the starting noise, 0 to 2^32-1' },
     quant: { type: 'string', value: '<mode>', description: 'compute mode: fp32, bf16, int8_convrot or fp8' },
-    attention: { type: 'string', value: '<precision>', description: 'attention precision: f32 or bf16 (q, k, v rounded to bf16; needs AVX512_BF16) [default: bf16 with --quant bf16 where the CPU has bf16 units, else f32]' },
+    attention: { type: 'string', value: '<precision>', description: 'attention precision: f32 or bf16 (q, k, v rounded to bf16; needs AVX512_BF16) [default: bf16 with --quant bf16 or int8_convrot where the CPU has bf16 units, else f32]' },
     threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
     alloc: { type: 'string', value: '<alloc>', description: 'DisTorch-style placement, e.g. "cpu,2gb;disk,*": groups past the budget stream from the mapped file' },
     budget: { type: 'string', value: '<bytes>', description: 'everything the run may hold in RAM (measured): the weights kept resident get it less the reserve for activations and streaming, the rest streams from disk (exclusive with --alloc)' },
