@@ -30,7 +30,7 @@
 #include "ops/int8_vnni.h"
 #include "ops/onednn_context.h"
 #include "ops/span_args.h"
-#include "tensor/float_codecs.h"
+#include "tensor/float_convert.h"
 
 namespace ninodes {
 namespace {
@@ -393,9 +393,8 @@ void widen_bf16(const uint16_t* src, float* dst, size_t count) {
 
 // Activations rounded to bf16 (nearest even) at the linear input, as PyTorch's bf16 autocast does.
 void narrow_to_bf16(const float* src, uint16_t* dst, size_t count) {
-  parallel_for(count, 1 << 16, [&](size_t b, size_t e) {
-    for (size_t i = b; i < e; ++i) dst[i] = codec::f32_to_bf16(src[i]);
-  });
+  // The cast's vectorized converter (same bits as codec::f32_to_bf16): the scalar loop was ~1% of a bf16 step.
+  parallel_for(count, 1 << 16, [&](size_t b, size_t e) { f32_to_bf16_n(src + b, dst + b, e - b); });
 }
 
 Dims dims(const Napi::CallbackInfo& info, size_t at) {
