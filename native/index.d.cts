@@ -177,10 +177,11 @@ export interface NativeAddon {
 
   // ops/rope.cc, ops/attention.cc
   ropeSplitHalfF32(x: F32, angles: F32, out: F32, seq: number, heads: number, headDim: number, rotDim: number, angleColumns: number): void;
-  attentionF32(q: F32, k: F32, v: F32, out: F32, heads: number, seqQ: number, seqK: number, headDim: number, scale: number): Promise<void>;
+  // seqMajor: out is [S, H·D] instead of [H, S, D] (default false).
+  attentionF32(q: F32, k: F32, v: F32, out: F32, heads: number, seqQ: number, seqK: number, headDim: number, scale: number, seqMajor?: boolean): Promise<void>;
   attentionNaiveF32(q: F32, k: F32, v: F32, out: F32, heads: number, seqQ: number, seqK: number, headDim: number, scale: number): Promise<void>;
   // ops/attention_bf16.cc: q, k, v rounded to bf16, vdpbf16ps with f32 accumulation; BACKEND_UNAVAILABLE without bf16 units.
-  attentionBf16(q: F32, k: F32, v: F32, out: F32, heads: number, seqQ: number, seqK: number, headDim: number, scale: number): Promise<void>;
+  attentionBf16(q: F32, k: F32, v: F32, out: F32, heads: number, seqQ: number, seqK: number, headDim: number, scale: number, seqMajor?: boolean): Promise<void>;
 
   // io/mmap.cc
   ioMapFile(fd: number, length: number, priv: boolean, path: string): MappingHandle;

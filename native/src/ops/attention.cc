@@ -80,7 +80,7 @@ void unit_scalar(const Problem& p, size_t head, size_t q0, size_t nq, std::vecto
         for (size_t i = 0; i < d; ++i) acc[i] += s[j] * vr[i];
       }
     }
-    float* o = p.out + (head * p.seq_q + q0 + r) * d;
+    float* o = ninodes::ops::attention_out_row(p, head, q0 + r);
     for (size_t i = 0; i < d; ++i) o[i] = p.seq_k == 0 ? 0.f : acc[i] / l;
   }
 }
@@ -256,7 +256,7 @@ void unit_simd(const Problem& p, size_t head, size_t q0, size_t nq, Scratch& sc)
     for (; r < nq; ++r) K::pv1(sc.pb + r * kKeyBlock, vb, sc.ob + r * dp, sc.alpha + r, dp, nk);
   }
   for (size_t r = 0; r < nq; ++r) {
-    float* o = p.out + (head * p.seq_q + q0 + r) * d;
+    float* o = ninodes::ops::attention_out_row(p, head, q0 + r);
     const float* a = sc.ob + r * dp;
     if (p.seq_k == 0) {
       std::fill(o, o + d, 0.f);
@@ -466,6 +466,7 @@ Napi::Value attention(const Napi::CallbackInfo& info) {
 Napi::Value attention_naive(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     const Problem p = parse(info, "attentionNaive");
+    if (p.seq_major) fail("INVALID_ARGUMENT", "attentionNaive writes [H, S, D] only (seqMajor is the tiled kernels' option)");
     return ninodes::AsyncOp::start(
         info.Env(), "ninodes.attentionNaive", [p] { run_naive(p); },
         [](Napi::Env env) -> Napi::Value { return env.Undefined(); }, {info[0], info[1], info[2], info[3]});

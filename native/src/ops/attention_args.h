@@ -13,7 +13,8 @@
 namespace ninodes {
 namespace ops {
 
-// q [H,S,D], k/v [H,T,D] -> out [H,S,D], all f32.
+// q [H,S,D], k/v [H,T,D] -> out [H,S,D], all f32; with seq_major, out [S,H·D] (the heads merged
+// back into the row the next linear reads, so no separate transpose pass walks the output again).
 struct AttentionProblem {
   const float* q;
   const float* k;
@@ -21,7 +22,13 @@ struct AttentionProblem {
   float* out;
   size_t heads, seq_q, seq_k, dim;
   float scale;
+  bool seq_major;
 };
+
+// Where output row r (query index) of a head starts.
+inline float* attention_out_row(const AttentionProblem& p, size_t head, size_t r) {
+  return p.seq_major ? p.out + (r * p.heads + head) * p.dim : p.out + (head * p.seq_q + r) * p.dim;
+}
 
 inline AttentionProblem parse_attention(const Napi::CallbackInfo& info, const char* op) {
   const F32Arg q = f32_arg(info, 0, op, "q");
@@ -33,13 +40,15 @@ inline AttentionProblem parse_attention(const Napi::CallbackInfo& info, const ch
   const size_t t = ninodes::args::dim(info, 6, "seqK");
   const size_t d = ninodes::args::dim(info, 7, "headDim");
   const double scale = ninodes::args::number(info, 8, "scale");
+  // Optional 10th argument: write out as [S, H·D] (seq-major) instead of [H, S, D].
+  const bool seq_major = info.Length() > 9 && !info[9].IsUndefined() && ninodes::args::boolean(info, 9, "seqMajor");
   if (!std::isfinite(scale)) fail("INVALID_ARGUMENT", std::string(op) + ": scale must be finite");
   if (d > 65536) fail("INVALID_ARGUMENT", std::string(op) + ": headDim above 65536 is not supported");
   expect_length(q, ninodes::args::mul(ninodes::args::mul(h, s, op), d, op), op, "q");
   expect_length(k, ninodes::args::mul(ninodes::args::mul(h, t, op), d, op), op, "k");
   expect_length(v, ninodes::args::mul(ninodes::args::mul(h, t, op), d, op), op, "v");
   expect_length(out, ninodes::args::mul(ninodes::args::mul(h, s, op), d, op), op, "out");
-  return AttentionProblem{q.data, k.data, v.data, out.data, h, s, t, d, static_cast<float>(scale)};
+  return AttentionProblem{q.data, k.data, v.data, out.data, h, s, t, d, static_cast<float>(scale), seq_major};
 }
 
 // Nothing to compute when the output is empty; this also keeps huge sequence lengths paired with

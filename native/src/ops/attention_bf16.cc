@@ -220,7 +220,7 @@ NINODES_TARGET_BF16 void unit(const Problem& p, size_t head, size_t q0, size_t n
     for (; r < nq; ++r) pv_rows<1>(sc.ph.data() + r * kKeyBlock, vt, sc.ob.data() + r * dp, sc.alpha.data() + r, dp, pairs);
   }
   for (size_t r = 0; r < nq; ++r) {
-    float* o = p.out + (head * p.seq_q + q0 + r) * d;
+    float* o = ninodes::ops::attention_out_row(p, head, q0 + r);
     if (p.seq_k == 0) {
       std::fill(o, o + d, 0.f);
       continue;

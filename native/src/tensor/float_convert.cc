@@ -18,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "ops/span_args.h"
 #include "tensor/float_codecs.h"
+#include "tensor/float_convert.h"
 
 namespace ninodes {
 namespace {
@@ -320,6 +321,9 @@ Napi::Value decode_fp8(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
+
+void f32_to_bf16_n(const float* src, uint16_t* dst, size_t n) { from_f32(Kind::bf16, src, reinterpret_cast<uint8_t*>(dst), n); }
+
 }  // namespace ninodes
 
 NINODES_MODULE(float_convert) {

@@ -16,6 +16,12 @@ describe("linear precision 'bf16'", () => {
     for (const [m, k, n, withBias] of [
       [1, 1, 1, false],
       [3, 17, 5, true],
+      // Up to 4 rows take the dot-product path: K with and without 32/64-wide tails, one row and four.
+      [1, 768, 300, true],
+      [1, 97, 65, false],
+      [4, 1000, 33, true],
+      [2, 64, 7, false],
+      [5, 160, 50, true],
       [33, 64, 40, true],
       [70, 300, 129, false],
     ] as const) {

@@ -40,20 +40,6 @@ export function headsFirst(x: Tensor<'f32'>, out?: Tensor<'f32'>): Tensor<'f32'>
   return splitHeads(x.data, s, h * d, 0, h, d, true, out);
 }
 
-/** [H, S, D] -> [S, H·D]; into `out` when given. */
-export function mergeHeads(x: Tensor<'f32'>, out?: Tensor<'f32'>): Tensor<'f32'> {
-  const [h, s, d] = x.shape as [number, number, number];
-  const src = x.data;
-  const dst = layoutOut(out, s * h * d, 'mergeHeads');
-  for (let hh = 0; hh < h; hh++) {
-    for (let t = 0; t < s; t++) {
-      const from = (hh * s + t) * d;
-      dst.set(src.subarray(from, from + d), (t * h + hh) * d);
-    }
-  }
-  return out === undefined ? Tensor.fromArray('f32', [s, h * d], dst) : out.reshape([s, h * d]);
-}
-
 /**
  * An op's output must be [rows, N] for the N its spec declares: a narrower op (a shard built for
  * other widths) would otherwise leave part of the block's buffers unread or misaligned.
@@ -211,9 +197,12 @@ export class H3Block {
         ...(qOut && kOut && vOut ? { out: { q: qOut, k: kOut, v: vOut } } : {}),
       }),
     );
-    const attOut = buf('att', headsMajor);
-    const att = await timedAsync(prof, 'attention', () => attention(q, k, v, { scale: 1 / Math.sqrt(hd), precision: this.attentionPrecision, ...(attOut ? { out: attOut } : {}) }));
-    const attnOut = await lin(this.linears.out, timed(prof, 'layout', () => mergeHeads(att, buf('merged', [s, inner]))), 'attn_out');
+    // Attention writes [S, heads·D] itself (mergeHeads): the out projection's input, no transpose pass.
+    const attOut = buf('merged', [s, inner]);
+    const att = await timedAsync(prof, 'attention', () =>
+      attention(q, k, v, { scale: 1 / Math.sqrt(hd), precision: this.attentionPrecision, mergeHeads: true, ...(attOut ? { out: attOut } : {}) }),
+    );
+    const attnOut = await lin(this.linears.out, att, 'attn_out');
     const x1 = timed(prof, 'elementwise', () => gateRows(x, attnOut, 2, buf('x1', x.shape)));
 
     const h2 = normModulate(x1, `${p}.norm2.weight`, 3);

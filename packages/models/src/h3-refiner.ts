@@ -1,6 +1,6 @@
 import type { LinearPrecision, Tensor } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
-import { type ParameterReader, checkWidth, headsFirst, mergeHeads, splitHeads } from './h3-block.js';
+import { type ParameterReader, checkWidth, headsFirst, splitHeads } from './h3-block.js';
 import type { H3Config } from './h3-config.js';
 import { h3LinearSpec } from './h3-layout.js';
 import { h3RefinerLinears } from './h3-tensors.js';
@@ -53,9 +53,9 @@ export class H3RefinerBlock {
     const q = qk(0, 'q');
     const k = qk(inner, 'k');
     const v = splitHeads(qkv, s, 3 * inner, 2 * inner, heads, hd, true, buf('v', headsMajor));
-    const attOut = buf('att', headsMajor);
-    const att = await attention(q, k, v, { scale: 1 / Math.sqrt(hd), precision: this.attentionPrecision, ...(attOut ? { out: attOut } : {}) });
-    const x1 = add(await lin(this.linears.out, mergeHeads(att, buf('merged', [s, inner])), 'out'), x, buf('x1', x.shape));
+    const attOut = buf('merged', [s, inner]);
+    const att = await attention(q, k, v, { scale: 1 / Math.sqrt(hd), precision: this.attentionPrecision, mergeHeads: true, ...(attOut ? { out: attOut } : {}) });
+    const x1 = add(await lin(this.linears.out, att, 'out'), x, buf('x1', x.shape));
     const f1 = await lin(this.linears.fc1, rmsNorm(x1, this.params(`${p}.norm2.weight`), eps, buf('h', x.shape)), 'fc1');
     return add(await lin(this.linears.fc2, swiglu(f1, buf('swiglu', [s, (f1.shape[1] as number) / 2])), 'fc2'), x1, buf(`x.${this.index % 2}`, x.shape));
   }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { attention, attentionNaive, reference } from '../index.js';
+import { attention, attentionNaive, buildInfo, reference } from '../index.js';
 import { Tensor } from '../tensor.js';
 import { expectBitsEqual, expectClose, randomF32, seedArb, simdPaths, withSimdAsync } from '../test-support/numeric.js';
 import { setThreads } from '../threads.js';
@@ -62,6 +62,43 @@ describe('attention', () => {
       );
     });
   }
+
+  // [H, S, D] (float64 reference) -> [S, H·D], done here independently of the kernel's own indexing.
+  const mergeF64 = (x: Float64Array, h: number, s: number, d: number): Float64Array => {
+    const y = new Float64Array(h * s * d);
+    for (let hh = 0; hh < h; hh++) for (let i = 0; i < s; i++) for (let c = 0; c < d; c++) y[(i * h + hh) * d + c] = x[(hh * s + i) * d + c] as number;
+    return y;
+  };
+  const precisions = buildInfo().bf16Units ? (['f32', 'bf16'] as const) : (['f32'] as const);
+  for (const path of simdPaths()) {
+    for (const precision of precisions) {
+      if (precision === 'bf16' && path !== 'avx512') continue;
+      it(`mergeHeads (${path}, ${precision}) writes [S, H·D]: float64 attention with the heads merged, the same bits as [H, S, D]`, async () => {
+        const [h, s, t, d] = [3, 70, 45, 40];
+        const q = randomF32([h, s, d], 11, 2);
+        const k = randomF32([h, t, d], 12, 2);
+        const v = randomF32([h, t, d], 13);
+        const out = Tensor.zeros('f32', [s, h * d]);
+        const got = await withSimdAsync(path, () => attention(q, k, v, { precision, mergeHeads: true, out }));
+        expect(got.shape).toEqual([s, h * d]);
+        expect(got).toBe(out);
+        // bf16 rounds q, k, v and P: its distance to float64 is of bf16 size (attention-bf16.test.ts bounds it tightly).
+        const want = mergeF64(naiveF64(q.data, k.data, v.data, h, s, t, d, 1 / Math.sqrt(d)), h, s, d);
+        if (precision === 'f32') expectClose(got.data, want, 1e-4, 2e-5);
+        else expectClose(got.data, want, 3e-2, 3e-2);
+        const split = await withSimdAsync(path, () => attention(q, k, v, { precision }));
+        expectBitsEqual(got.data, Float32Array.from(mergeF64(Float64Array.from(split.data), h, s, d)));
+      });
+    }
+  }
+
+  it('mergeHeads checks the out shape, and attentionNaive refuses it', async () => {
+    const q = randomF32([2, 3, 4], 1);
+    const k = randomF32([2, 5, 4], 2);
+    await expect(attention(q, k, k, { mergeHeads: true, out: Tensor.zeros('f32', [2, 3, 4]) })).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    await expect(attentionNaive(q, k, k, { mergeHeads: true })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(attention(q, k, k, { mergeHeads: 1 as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
 
   it('the naive benchmark baseline computes the same attention', async () => {
     const q = randomF32([2, 37, 24], 1);

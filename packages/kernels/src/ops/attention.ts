@@ -7,8 +7,13 @@ import type { LinearPrecision } from '../linear.js';
 export interface AttentionOptions {
   /** Score scale; default 1/√D. */
   scale?: number;
-  /** Where the result goes ([H, S, D] f32, see outputF32); default a fresh tensor. */
+  /** Where the result goes ([H, S, D] f32, or [S, H·D] with `mergeHeads`; see outputF32); default a fresh tensor. */
   out?: Tensor<'f32'>;
+  /**
+   * Write the output as [S, H·D] (each query's heads side by side, the layout an output projection
+   * reads) instead of [H, S, D]: the same values, no separate transpose pass. Not for attentionNaive.
+   */
+  mergeHeads?: boolean;
   /**
    * 'f32' (default): everything in f32. 'bf16': q, k, v rounded to bf16 (nearest even), q·kᵀ and
    * P·V on the CPU's bf16 units with f32 accumulation, the softmax in f32 and its exps rounded to
@@ -65,11 +70,16 @@ export async function attention(q: Tensor<'f32'>, k: Tensor<'f32'>, v: Tensor<'f
   if (precision !== 'f32' && precision !== 'bf16') {
     throw new KernelsError('INVALID_ARGUMENT', `attention: precision must be 'f32' or 'bf16', got '${String(precision)}'`, { value: precision, where: 'attention(opts.precision)' });
   }
-  const out = outputF32(opts?.out, p.q.shape, 'attention', [p.q, p.k, p.v]);
+  const merge = opts?.mergeHeads ?? false;
+  if (typeof merge !== 'boolean') {
+    throw new KernelsError('INVALID_ARGUMENT', `attention: mergeHeads must be a boolean, got ${String(merge)}`, { value: merge, where: 'attention(opts.mergeHeads)' });
+  }
+  const shape = merge ? [p.seqQ, p.heads * p.headDim] : p.q.shape;
+  const out = outputF32(opts?.out, shape, 'attention', [p.q, p.k, p.v]);
   await callNativeAsync('attention', (n) =>
     precision === 'bf16'
-      ? n.attentionBf16(p.q.data, p.k.data, p.v.data, out.data, p.heads, p.seqQ, p.seqK, p.headDim, p.scale)
-      : n.attentionF32(p.q.data, p.k.data, p.v.data, out.data, p.heads, p.seqQ, p.seqK, p.headDim, p.scale),
+      ? n.attentionBf16(p.q.data, p.k.data, p.v.data, out.data, p.heads, p.seqQ, p.seqK, p.headDim, p.scale, merge)
+      : n.attentionF32(p.q.data, p.k.data, p.v.data, out.data, p.heads, p.seqQ, p.seqK, p.headDim, p.scale, merge),
   );
   return out;
 }
@@ -80,6 +90,9 @@ export async function attention(q: Tensor<'f32'>, k: Tensor<'f32'>, v: Tensor<'f
  */
 export async function attentionNaive(q: Tensor<'f32'>, k: Tensor<'f32'>, v: Tensor<'f32'>, opts?: AttentionOptions): Promise<Tensor<'f32'>> {
   const p = planAttention(q, k, v, opts);
+  if (opts?.mergeHeads === true) {
+    throw new KernelsError('INVALID_ARGUMENT', 'attentionNaive: mergeHeads is not supported (it writes [H, S, D])', { value: true, where: 'attentionNaive(opts.mergeHeads)', hint: 'use attention for a merged [S, H·D] output' });
+  }
   const out = Tensor.zeros('f32', p.q.shape);
   await callNativeAsync('attentionNaive', (n) =>
     n.attentionNaiveF32(p.q.data, p.k.data, p.v.data, out.data, p.heads, p.seqQ, p.seqK, p.headDim, p.scale),
