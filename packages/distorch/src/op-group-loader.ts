@@ -46,6 +46,13 @@ const asStored = (op: PreparableOp): boolean => op.format !== undefined && op.fo
 const now = (): number => performance.now() / 1000;
 
 /**
+ * Positioned reads of a group's weights to convert in flight at once. With the populate beside
+ * them, a read ahead holds two of libuv's 4 threads and the model's kernels keep the others: all
+ * of a group's reads started at once took every thread, as populating every tensor at once did.
+ */
+const STAGED_READS = 1;
+
+/**
  * Loads a group by preparing its linear ops (reading their weights and converting them to the run
  * format) and releases it by dropping what the ops hold. The weights stay inside the ops, so the
  * model's forward uses them as it would without streaming: the output is the same bytes. Ops
@@ -116,7 +123,7 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
           // tensors, also the parts a forward never reads (H3's adaLN rows of other modalities:
           // 23 MiB more file-backed RSS of h3-tiny's 93 MB).
           const toPopulate = options?.streamed === true ? group.tensors.map((t) => t.name).filter((n) => !toRead.includes(n)) : [];
-          const [read, populated] = await Promise.allSettled([readAll(reader, toRead), populateInTurn(staged, toPopulate)]);
+          const [read, populated] = await Promise.allSettled([readAll(reader, toRead, STAGED_READS), populateInTurn(staged, toPopulate)]);
           if (read.status === 'fulfilled') {
             for (const r of read.value) {
               buffers.set(r.tensor.name, r.buffer);
