@@ -1,6 +1,6 @@
 import { NinodesError, isBlockDType } from '@ninodes/kernels';
 import { type CheckpointSource, HostBufferPool, type PooledBuffer } from '@ninodes/memory';
-import type { LayoutGroup, ModelLayout } from '@ninodes/quant';
+import type { LayoutGroup, LayoutTensor, ModelLayout } from '@ninodes/quant';
 import { idleOf, readAll, tensorReader } from './file-group-loader.js';
 import type { StagedSource } from './staged-source.js';
 import type { GroupLoader, LoadedGroup, LoadOptions } from './streaming-executor.js';
@@ -20,6 +20,12 @@ export interface PreparableOp {
   int8Weight(): Promise<unknown>;
   heldBytes(): number;
   release(): void;
+  /**
+   * The output rows [start, stop) its forwards computed so far (undefined: not known, all). A
+   * weight run as stored is then read ahead (advised, populated) over those rows only: H3's adaLN
+   * weights hold the rows of three modalities, and a video-only forward computes one.
+   */
+  rowsRead?(): readonly [number, number] | undefined;
 }
 
 export interface OpGroupLoaderOptions {
@@ -85,8 +91,23 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
       }),
     );
   }
+  // A weight's op, to ask which of its rows the forwards read.
+  const opOfWeight = new Map<string, PreparableOp>();
+  for (const list of opsOf.values()) for (const { op, weight } of list) if (weight !== undefined) opOfWeight.set(weight, op);
   const staged = options.staged;
   const pool = options.pool ?? new HostBufferPool({ capBytes: Number.MAX_SAFE_INTEGER });
+  /**
+   * The rows of `t` a read ahead needs: those its op's forwards read when `t` is a weight used
+   * where it is mapped (run as stored, not GGUF blocks) and they are known and not all; else all
+   * (undefined). A converted weight is read whole: the conversion reads every row.
+   */
+  const rowsNeeded = (t: LayoutTensor): readonly [number, number] | undefined => {
+    const op = opOfWeight.get(t.name);
+    if (op === undefined || !asStored(op) || isBlockDType(t.dtype)) return undefined;
+    const rows = op.rowsRead?.();
+    if (rows === undefined || (rows[0] === 0 && rows[1] === t.shape[0])) return undefined;
+    return rows;
+  };
   const reader = staged === undefined ? undefined : tensorReader(staged.inner, pool);
 
   return {
@@ -122,7 +143,8 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
           // A resident group's pages are left to the compute, read once: populating maps whole
           // tensors, also the parts a forward never reads (H3's adaLN rows of other modalities:
           // 23 MiB more file-backed RSS of h3-tiny's 93 MB).
-          const toPopulate = options?.streamed === true ? group.tensors.map((t) => t.name).filter((n) => !toRead.includes(n)) : [];
+          // Of a weight run as stored, only the rows the forwards read (rowsNeeded).
+          const toPopulate = options?.streamed === true ? group.tensors.filter((t) => !toRead.includes(t.name)).map((t) => ({ name: t.name, rows: rowsNeeded(t) })) : [];
           const [read, populated] = await Promise.allSettled([readAll(reader, toRead, STAGED_READS), populateInTurn(staged, toPopulate)]);
           if (read.status === 'fulfilled') {
             for (const r of read.value) {
@@ -174,7 +196,13 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
     },
     advise(group: LayoutGroup, advice: 'willneed' | 'dontneed'): void {
       if (source?.advise === undefined) return;
-      for (const t of group.tensors) source.advise(t.name, advice);
+      // Read ahead only the rows a forward reads (a page cache read of the others is wasted I/O);
+      // drop every page, whatever an earlier forward read.
+      for (const t of group.tensors) {
+        const rows = advice === 'willneed' ? rowsNeeded(t) : undefined;
+        if (rows === undefined) source.advise(t.name, advice);
+        else source.advise(t.name, advice, rows);
+      }
     },
     idleBytes: () => idleOf(pool),
     trim: () => pool.trim(),
@@ -190,8 +218,8 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
  * tensors populated all at once took every thread and the compute waited behind the read ahead
  * (h3-tiny, 50 % streamed: steps 1.4-1.6x slower than without populating). Returns the bytes.
  */
-async function populateInTurn(staged: StagedSource, names: readonly string[]): Promise<number> {
+async function populateInTurn(staged: StagedSource, tensors: readonly { name: string; rows: readonly [number, number] | undefined }[]): Promise<number> {
   let bytes = 0;
-  for (const name of names) bytes += await staged.populate(name);
+  for (const { name, rows } of tensors) bytes += await (rows === undefined ? staged.populate(name) : staged.populate(name, rows));
   return bytes;
 }

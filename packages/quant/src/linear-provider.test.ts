@@ -183,6 +183,24 @@ describe('float, fp8 and forced compute formats', () => {
     }
   });
 
+  it('rowsRead is the hull of the output rows forwards computed (undefined before any, and for a shard)', async () => {
+    const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
+    const op = createLinearProvider(src).linear(spec);
+    expect(op.rowsRead()).toBeUndefined();
+    // A failed forward reads nothing.
+    await expect(op.forwardRows!(x, 0, n + 1)).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    expect(op.rowsRead()).toBeUndefined();
+    await op.forwardRows!(x, 2, 4);
+    expect(op.rowsRead()).toEqual([2, 4]);
+    await op.forwardRows!(x, 5, 7);
+    expect(op.rowsRead()).toEqual([2, 7]);
+    await op.forward(x);
+    expect(op.rowsRead()).toEqual([0, n]);
+    const shard = createLinearProvider(src).linear({ ...spec, outFeatures: n / 2, shard: { rank: 1, size: 2, role: 'column', fused: { kind: 'none' } } });
+    await shard.forward(x);
+    expect(shard.rowsRead()).toBeUndefined();
+  });
+
   it('materializedWeight of an mmap-backed f32 layer is a copy the caller may patch', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'quant-lin-'));
     try {

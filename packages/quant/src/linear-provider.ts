@@ -83,6 +83,12 @@ export interface QuantLinearOp extends LinearOp {
    * Valid until `release()` or, with a cache, until the entry is evicted (which disposes them).
    */
   int8Weight(): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false } | undefined>;
+  /**
+   * The output rows [start, stop) the forwards so far computed (their hull; forwardRows narrows
+   * it), in the rows of the file's weight, bias and row scales; undefined before the first forward
+   * and for a shard. A streaming loader reads ahead only those rows of a mapped weight.
+   */
+  rowsRead(): readonly [number, number] | undefined;
 }
 
 /** The provider quant builds: LinearProvider plus the detection it used and richer ops. */
@@ -174,6 +180,12 @@ class QuantLinear implements QuantLinearOp {
     return this.run(x, start === 0 && stop === n ? undefined : [start, stop], out);
   }
 
+  private readRows: [number, number] | undefined;
+
+  rowsRead(): readonly [number, number] | undefined {
+    return this.slice === undefined ? this.readRows : undefined;
+  }
+
   /** forward over output rows `part` (all when undefined): the weight's rows, row scales and bias sliced as views. */
   private async run(x: Tensor<'f32'>, part: readonly [number, number] | undefined, out: Tensor<'f32'> | undefined): Promise<Tensor<'f32'>> {
     const k = this.spec.inFeatures;
@@ -183,6 +195,8 @@ class QuantLinear implements QuantLinearOp {
         where: this.spec.name,
       });
     }
+    const [a, b] = part ?? [0, this.spec.outFeatures];
+    this.readRows = this.readRows === undefined ? [a, b] : [Math.min(this.readRows[0], a), Math.max(this.readRows[1], b)];
     // Row-parallel partial outputs are summed by the caller, who adds the bias once (deferredBias).
     const whole = this.rowParallel ? undefined : this.biasTensor();
     // Row views of [N, ...] tensors: no copy, the same bytes the whole forward reads.
