@@ -1,4 +1,4 @@
-import { type LinearPrecision, Tensor, buildInfo, castAsync, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8Async } from '@ninodes/kernels';
+import { type LinearPrecision, Tensor, absMaxAsync, buildInfo, castAsync, decodeFp8, encodeFp8Async, int8Linear, linear, quantizeWeightInt8Async } from '@ninodes/kernels';
 import { QuantError } from './error-codes.js';
 import { type CheckpointSource, WeightCache, type WeightDescriptor, copyColumnRange } from '@ninodes/memory';
 import { type DetectedLayer, type FormatDetection, detectFormats } from './detect-formats.js';
@@ -7,7 +7,7 @@ import { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-sha
 import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, toF32Async, weight2d } from './materialize.js';
 import { type ComputeMode, type PreparedData, type PreparedWeight, preparedWeight, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
 import { type WeightFormat, weightFormatInfo } from './weight-format.js';
-import { absMax, fp8Scale, fp8ScaleOfAbsMax, relativeError } from './quant-math.js';
+import { absMax, fp8ScaleOfAbsMax, relativeError } from './quant-math.js';
 import type { WeightPatcher } from './weight-patcher.js';
 
 export type { ComputeMode } from './memory-account.js';
@@ -408,7 +408,7 @@ class QuantLinear implements QuantLinearOp {
       // from the unsplit layer's. The whole layer's absmax is read in row blocks, never all at once.
       const scale = await wholeFp8Scale(this.source, layer, this.format);
       const w = await this.sourceF32(slice);
-      const q = encodeFp8(w, this.format, { scale, mode: 'clamp' });
+      const q = await encodeFp8Async(w, this.format, { scale, mode: 'clamp' });
       w.dispose();
       return preparedWeight({ kind: 'fp8', w: q, scale });
     }
@@ -416,8 +416,8 @@ class QuantLinear implements QuantLinearOp {
   }
 
   /**
-   * `w` converted to the run format; `borrowed`: w is the caller's and is never disposed. Casts and
-   * int8 quantization run on a worker thread: a streamed weight converts while the model computes.
+   * `w` converted to the run format; `borrowed`: w is the caller's and is never disposed. Casts, int8
+   * quantization and fp8 encoding run on a worker thread: a streamed weight converts while the model computes.
    */
   private async convert(w: Tensor<'f32'>, borrowed: boolean): Promise<Prepared> {
     const data = await (async (): Promise<PreparedData> => {
@@ -437,8 +437,9 @@ class QuantLinear implements QuantLinearOp {
         }
         case 'f8_e4m3fn':
         case 'f8_e5m2': {
-          const scale = fp8Scale(w, this.format);
-          return { kind: 'fp8', w: encodeFp8(w, this.format, { scale, mode: 'clamp' }), scale };
+          // The absmax and the encoding on worker threads too (fp8Scale's value, encodeFp8's bits).
+          const scale = fp8ScaleOfAbsMax(await absMaxAsync(w), this.format);
+          return { kind: 'fp8', w: await encodeFp8Async(w, this.format, { scale, mode: 'clamp' }), scale };
         }
         default: {
           // Run as stored: keep whatever materialized form the stored format uses (GGUF: f32).
