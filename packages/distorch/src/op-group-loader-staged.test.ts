@@ -137,8 +137,12 @@ describe('opGroupLoader with a StagedSource', () => {
     staged.close();
   });
 
-  it('a weight run as stored is read ahead over the rows its forwards read, once they are known', async () => {
+  it.each([false, true])('a weight run as stored is read ahead over the rows its forwards read, once they are known (fused of parts: %s)', async (parts) => {
     const [a, b] = [N / 3, (2 * N) / 3];
+    // A linear fused of parts (H3's adaLN: a forward may compute some parts only) is not read
+    // ahead at all until its rows are known; any other whole.
+    const fused = parts ? ({ kind: 'parts', parts: 3 } as const) : ({ kind: 'none' } as const);
+    const partsLayout: ModelLayout = { ...layout, groups: layout.groups.map((g) => ({ ...g, linears: g.linears.map((l) => ({ ...l, fused })) })) };
     const plain = SafetensorsFile.open(path);
     const want = new Map<string, Uint8Array>();
     const plainOps = createLinearProvider(plain, { compute: 'auto' });
@@ -160,9 +164,9 @@ describe('opGroupLoader with a StagedSource', () => {
     const staged = new StagedSource(mapped);
     const provider = createLinearProvider(staged, { compute: 'auto' });
     const ops = new Map(GROUPS.map((g) => [g, provider.linear({ name: `${g}.fc`, inFeatures: K, outFeatures: N, bias: true })]));
-    const loader = opGroupLoader(layout, ops.values(), staged, { staged });
+    const loader = opGroupLoader(partsLayout, ops.values(), staged, { staged });
     // Room for embed and two blocks: every block is streamed again each step, read ahead.
-    const exec = new StreamingExecutor({ layout, placement, loader, budgetBytes: 3 * 2 * N * K, prefetch: 1, measure: false });
+    const exec = new StreamingExecutor({ layout: partsLayout, placement, loader, budgetBytes: 3 * 2 * N * K, prefetch: 1, measure: false });
     const perStep: (typeof calls)[] = [];
     for (let step = 0; step < 3; step++) {
       calls.length = 0;
@@ -176,9 +180,15 @@ describe('opGroupLoader with a StagedSource', () => {
     }
     await exec.close();
     const weightCalls = (step: number, call: string) => (perStep[step] ?? []).filter((c) => c.call === call && c.name.endsWith('.weight'));
-    // The first loads know nothing yet: whole tensors. The later ones read the rows [a, b) only;
-    // biases stay whole (an op reads its bias whole), dontneed drops every page.
-    expect(weightCalls(0, 'populate').length).toBeGreaterThan(0);
+    // The first loads know nothing yet: whole tensors (nothing, fused of parts). The later ones
+    // read the rows [a, b) only; biases stay whole (an op reads its bias whole), dontneed drops
+    // every page.
+    for (const call of ['populate', 'willneed']) {
+      if (parts) expect(weightCalls(0, call), call).toEqual([]);
+      else expect(weightCalls(0, call).length, call).toBeGreaterThan(0);
+      for (const c of weightCalls(0, call)) expect(c.rows, c.name).toBeUndefined();
+    }
+    expect((perStep[0] ?? []).filter((c) => c.call === 'populate' && c.name.endsWith('.bias')).length).toBeGreaterThan(0);
     for (const step of [1, 2]) {
       expect(weightCalls(step, 'populate').length, `step ${step}`).toBeGreaterThan(0);
       for (const c of weightCalls(step, 'populate')) expect(c.rows, c.name).toEqual([a, b]);

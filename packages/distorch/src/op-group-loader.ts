@@ -91,21 +91,29 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
       }),
     );
   }
-  // A weight's op, to ask which of its rows the forwards read.
-  const opOfWeight = new Map<string, PreparableOp>();
-  for (const list of opsOf.values()) for (const { op, weight } of list) if (weight !== undefined) opOfWeight.set(weight, op);
+  // A weight's op (to ask which of its rows the forwards read) and its linear's layout.
+  const opOfWeight = new Map<string, { op: PreparableOp; parts: boolean }>();
+  for (const g of layout.groups) {
+    for (const l of g.linears) {
+      const op = byName.get(l.name);
+      if (op !== undefined) opOfWeight.set(`${l.name}.weight`, { op, parts: l.fused.kind === 'parts' });
+    }
+  }
   const staged = options.staged;
   const pool = options.pool ?? new HostBufferPool({ capBytes: Number.MAX_SAFE_INTEGER });
   /**
-   * The rows of `t` a read ahead needs: those its op's forwards read when `t` is a weight used
-   * where it is mapped (run as stored, not GGUF blocks) and they are known and not all; else all
-   * (undefined). A converted weight is read whole: the conversion reads every row.
+   * The rows of `t` a read ahead needs: for a weight used where it is mapped (run as stored, not
+   * GGUF blocks), those its op's forwards read when known (undefined: all of them), and none
+   * (`'none'`) while unknown for a linear fused of parts (a forward may compute some parts only:
+   * H3's adaLN modalities; the compute then faults in what it reads, once). Any other tensor,
+   * and a converted weight (the conversion reads every row): all.
    */
-  const rowsNeeded = (t: LayoutTensor): readonly [number, number] | undefined => {
-    const op = opOfWeight.get(t.name);
-    if (op === undefined || !asStored(op) || isBlockDType(t.dtype)) return undefined;
-    const rows = op.rowsRead?.();
-    if (rows === undefined || (rows[0] === 0 && rows[1] === t.shape[0])) return undefined;
+  const rowsNeeded = (t: LayoutTensor): readonly [number, number] | 'none' | undefined => {
+    const of = opOfWeight.get(t.name);
+    if (of === undefined || !asStored(of.op) || isBlockDType(t.dtype) || of.op.rowsRead === undefined) return undefined;
+    const rows = of.op.rowsRead();
+    if (rows === undefined) return of.parts ? 'none' : undefined;
+    if (rows[0] === 0 && rows[1] === t.shape[0]) return undefined;
     return rows;
   };
   const reader = staged === undefined ? undefined : tensorReader(staged.inner, pool);
@@ -144,7 +152,13 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
           // tensors, also the parts a forward never reads (H3's adaLN rows of other modalities:
           // 23 MiB more file-backed RSS of h3-tiny's 93 MB).
           // Of a weight run as stored, only the rows the forwards read (rowsNeeded).
-          const toPopulate = options?.streamed === true ? group.tensors.filter((t) => !toRead.includes(t.name)).map((t) => ({ name: t.name, rows: rowsNeeded(t) })) : [];
+          const toPopulate: { name: string; rows: readonly [number, number] | undefined }[] = [];
+          if (options?.streamed === true) {
+            for (const t of group.tensors) {
+              const rows = toRead.includes(t.name) ? 'none' : rowsNeeded(t);
+              if (rows !== 'none') toPopulate.push({ name: t.name, rows });
+            }
+          }
           const [read, populated] = await Promise.allSettled([readAll(reader, toRead, STAGED_READS), populateInTurn(staged, toPopulate)]);
           if (read.status === 'fulfilled') {
             for (const r of read.value) {
@@ -200,6 +214,7 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
       // drop every page, whatever an earlier forward read.
       for (const t of group.tensors) {
         const rows = advice === 'willneed' ? rowsNeeded(t) : undefined;
+        if (rows === 'none') continue;
         if (rows === undefined) source.advise(t.name, advice);
         else source.advise(t.name, advice, rows);
       }
