@@ -115,6 +115,10 @@ export interface NativeAddon {
   /** castElements on a worker thread (the same bits). */
   castElementsAsync(src: Uint8Array, from: string, dst: Uint8Array, to: string, n: number): Promise<void>;
   encodeFp8(src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number, clamp: boolean, stochastic: boolean, seed: number): void;
+  /** encodeFp8 on a worker thread (the same bits). */
+  encodeFp8Async(src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number, clamp: boolean, stochastic: boolean, seed: number): Promise<void>;
+  /** max |x| of f32 elements on a worker thread (NaN when any is NaN, 0 when empty). */
+  absMaxAsync(src: Uint8Array, n: number): Promise<number>;
   decodeFp8(src: Uint8Array, dst: Uint8Array, n: number, format: string, scale: number): void;
 
   // ops/hadamard.cc

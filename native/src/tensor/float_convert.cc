@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #if defined(__x86_64__)
@@ -266,9 +269,20 @@ uint8_t stochastic_encode(const Fp8Format& fmt, float v, uint32_t seed, uint64_t
   return static_cast<uint8_t>(sign | (up ? lo + 1 : lo));
 }
 
-// encodeFp8(src f32, dst u8, n, format, scale (NaN = none), clamp, stochastic, seed)
-Napi::Value encode_fp8(const Napi::CallbackInfo& info) {
-  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+// The checked arguments of encodeFp8 / encodeFp8Async.
+struct EncodeFp8Args {
+  const float* x;
+  uint8_t* y;
+  size_t n;
+  Fp8Format fmt;
+  bool scaled;
+  float inv;
+  bool clamp;
+  bool stochastic;
+  uint32_t seed;
+};
+
+EncodeFp8Args encode_fp8_args(const Napi::CallbackInfo& info) {
     const args::Bytes src = args::bytes(info, 0, "encodeFp8 input");
     const args::Bytes dst = args::bytes(info, 1, "encodeFp8 output");
     const size_t n = args::dim(info, 2, "encodeFp8 element count");
@@ -284,15 +298,66 @@ Napi::Value encode_fp8(const Napi::CallbackInfo& info) {
     if (!(seed >= 0 && seed <= 4294967295.0 && seed == std::floor(seed))) fail("INVALID_ARGUMENT", "encodeFp8: seed must be an integer in 0..2^32-1");
     // comfy-kitchen: x * (1 / scale) with the reciprocal taken in float32.
     const float inv = scaled ? 1.0f / static_cast<float>(scale) : 1.0f;
-    const uint32_t seed32 = static_cast<uint32_t>(seed);
-    parallel_for(n, kGrain, [&](size_t b, size_t e) {
+    return {x, y, n, fmt, scaled, inv, clamp, stochastic, static_cast<uint32_t>(seed)};
+}
+
+void encode_fp8_elements(const EncodeFp8Args& a) {
+    parallel_for(a.n, kGrain, [&](size_t b, size_t e) {
       for (size_t i = b; i < e; ++i) {
-        float v = scaled ? x[i] * inv : x[i];
-        if (clamp && !std::isnan(v)) v = v < -fmt.max ? -fmt.max : (v > fmt.max ? fmt.max : v);
-        y[i] = stochastic ? stochastic_encode(fmt, v, seed32, i) : fmt.encode(v);
+        float v = a.scaled ? a.x[i] * a.inv : a.x[i];
+        if (a.clamp && !std::isnan(v)) v = v < -a.fmt.max ? -a.fmt.max : (v > a.fmt.max ? a.fmt.max : v);
+        a.y[i] = a.stochastic ? stochastic_encode(a.fmt, v, a.seed, i) : a.fmt.encode(v);
       }
     });
+}
+
+// encodeFp8(src f32, dst u8, n, format, scale (NaN = none), clamp, stochastic, seed)
+Napi::Value encode_fp8(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    encode_fp8_elements(encode_fp8_args(info));
     return info.Env().Undefined();
+  });
+}
+
+// encodeFp8Async(...the arguments of encodeFp8): the same encoding on a worker thread (a streamed
+// weight converted to fp8 while the model computes); the same bits.
+Napi::Value encode_fp8_async(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const EncodeFp8Args a = encode_fp8_args(info);
+    return AsyncOp::start(info.Env(), "ninodes.encodeFp8", [a]() { encode_fp8_elements(a); }, [](Napi::Env env) { return env.Undefined(); }, {info[0], info[1]});
+  });
+}
+
+// absMaxAsync(src f32, n): Promise<number>, max |x| on a worker thread (0 when empty, NaN when any
+// element is NaN, infinity kept): the input of a per-tensor scale. max is exact and associative,
+// so the value does not depend on how the pool splits the range.
+Napi::Value abs_max_async(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const args::Bytes src = args::bytes(info, 0, "absMax input");
+    const size_t n = args::dim(info, 1, "absMax element count");
+    const float* x = args::as<float>(src, n, "absMax input");
+    auto result = std::make_shared<float>(0.0f);
+    return AsyncOp::start(
+        info.Env(), "ninodes.absMax",
+        [x, n, result]() {
+          std::mutex lock;
+          float hi = 0.0f;
+          bool nan = false;
+          parallel_for(n, kGrain, [&](size_t b, size_t e) {
+            float m = 0.0f;
+            bool seen_nan = false;
+            for (size_t i = b; i < e; ++i) {
+              const float v = std::fabs(x[i]);
+              if (v > m) m = v;
+              else if (std::isnan(v)) seen_nan = true;
+            }
+            std::lock_guard<std::mutex> guard(lock);
+            if (m > hi) hi = m;
+            nan = nan || seen_nan;
+          });
+          *result = nan ? std::numeric_limits<float>::quiet_NaN() : hi;
+        },
+        [result](Napi::Env env) { return Napi::Number::New(env, static_cast<double>(*result)); }, {info[0]});
   });
 }
 
@@ -330,5 +395,7 @@ NINODES_MODULE(float_convert) {
   exports.Set("castElements", Napi::Function::New(env, ninodes::cast, "castElements"));
   exports.Set("castElementsAsync", Napi::Function::New(env, ninodes::cast_async, "castElementsAsync"));
   exports.Set("encodeFp8", Napi::Function::New(env, ninodes::encode_fp8, "encodeFp8"));
+  exports.Set("encodeFp8Async", Napi::Function::New(env, ninodes::encode_fp8_async, "encodeFp8Async"));
+  exports.Set("absMaxAsync", Napi::Function::New(env, ninodes::abs_max_async, "absMaxAsync"));
   exports.Set("decodeFp8", Napi::Function::New(env, ninodes::decode_fp8, "decodeFp8"));
 }

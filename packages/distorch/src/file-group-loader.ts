@@ -64,14 +64,33 @@ export function tensorReader(source: CheckpointSource, pool: HostBufferPool): Te
   };
 }
 
-/** Reads every tensor of `names`; on any failure releases what was read and throws the first error. */
-export async function readAll(reader: TensorReader, names: readonly string[]): Promise<{ tensor: LoadedTensor; buffer: PooledBuffer }[]> {
-  const results = await Promise.allSettled(names.map((n) => reader.read(n)));
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  const ok = results.filter((r): r is PromiseFulfilledResult<{ tensor: LoadedTensor; buffer: PooledBuffer }> => r.status === 'fulfilled').map((r) => r.value);
-  if (failed !== undefined) {
+/**
+ * Reads every tensor of `names`, at most `concurrency` at a time (default: all at once); on any
+ * failure releases what was read and throws the first error. Each read in flight holds one of
+ * libuv's threads (4 by default), where the model's own kernels queue too: a loader that reads
+ * ahead while the model computes bounds it.
+ */
+export async function readAll(reader: TensorReader, names: readonly string[], concurrency = Number.POSITIVE_INFINITY): Promise<{ tensor: LoadedTensor; buffer: PooledBuffer }[]> {
+  const results: PromiseSettledResult<{ tensor: LoadedTensor; buffer: PooledBuffer }>[] = new Array(names.length);
+  let next = 0;
+  let failed = false;
+  const lane = async (): Promise<void> => {
+    while (next < names.length && !failed) {
+      const i = next++;
+      try {
+        results[i] = { status: 'fulfilled', value: await reader.read(names[i] as string) };
+      } catch (reason) {
+        results[i] = { status: 'rejected', reason };
+        failed = true;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, names.length)) }, lane));
+  const ok = results.filter((r): r is PromiseFulfilledResult<{ tensor: LoadedTensor; buffer: PooledBuffer }> => r?.status === 'fulfilled').map((r) => r.value);
+  const error = results.find((r): r is PromiseRejectedResult => r?.status === 'rejected');
+  if (error !== undefined) {
     for (const r of ok) r.buffer.release();
-    throw failed.reason;
+    throw error.reason;
   }
   return ok;
 }

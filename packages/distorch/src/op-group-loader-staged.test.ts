@@ -82,9 +82,9 @@ describe('opGroupLoader with a StagedSource', () => {
     const populated = new Set<string>();
     let populatedBytes = 0;
     const populate = mapped.populate.bind(mapped);
-    mapped.populate = async (name: string) => {
+    mapped.populate = async (name: string, rows?: readonly [number, number]) => {
       populated.delete(name);
-      const bytes = await populate(name);
+      const bytes = await populate(name, rows);
       populatedBytes += bytes;
       populated.add(name);
       return bytes;
@@ -134,6 +134,70 @@ describe('opGroupLoader with a StagedSource', () => {
     await loader.close();
     expect(pool.stats().inUseBytes).toBe(0);
     expect(GROUPS.some((g) => staged.isStaged(`${g}.fc.weight`))).toBe(false);
+    staged.close();
+  });
+
+  it.each([false, true])('a weight run as stored is read ahead over the rows its forwards read, once they are known (fused of parts: %s)', async (parts) => {
+    const [a, b] = [N / 3, (2 * N) / 3];
+    // A linear fused of parts (H3's adaLN: a forward may compute some parts only) is not read
+    // ahead at all until its rows are known; any other whole.
+    const fused = parts ? ({ kind: 'parts', parts: 3 } as const) : ({ kind: 'none' } as const);
+    const partsLayout: ModelLayout = { ...layout, groups: layout.groups.map((g) => ({ ...g, linears: g.linears.map((l) => ({ ...l, fused })) })) };
+    const plain = SafetensorsFile.open(path);
+    const want = new Map<string, Uint8Array>();
+    const plainOps = createLinearProvider(plain, { compute: 'auto' });
+    for (const g of GROUPS) want.set(g, (await plainOps.linear({ name: `${g}.fc`, inFeatures: K, outFeatures: N, bias: true }).forwardRows!(x, a, b)).bytes().slice());
+    plain.close();
+
+    const mapped = SafetensorsFile.open(path);
+    const calls: { call: string; name: string; rows: readonly [number, number] | undefined }[] = [];
+    const populate = mapped.populate.bind(mapped);
+    mapped.populate = (name: string, rows?: readonly [number, number]) => {
+      calls.push({ call: 'populate', name, rows });
+      return populate(name, rows);
+    };
+    const advise = mapped.advise.bind(mapped);
+    mapped.advise = (name: string, advice: 'willneed' | 'dontneed', rows?: readonly [number, number]) => {
+      calls.push({ call: advice, name, rows });
+      advise(name, advice, rows);
+    };
+    const staged = new StagedSource(mapped);
+    const provider = createLinearProvider(staged, { compute: 'auto' });
+    const ops = new Map(GROUPS.map((g) => [g, provider.linear({ name: `${g}.fc`, inFeatures: K, outFeatures: N, bias: true })]));
+    const loader = opGroupLoader(partsLayout, ops.values(), staged, { staged });
+    // Room for embed and two blocks: every block is streamed again each step, read ahead.
+    const exec = new StreamingExecutor({ layout: partsLayout, placement, loader, budgetBytes: 3 * 2 * N * K, prefetch: 1, measure: false });
+    const perStep: (typeof calls)[] = [];
+    for (let step = 0; step < 3; step++) {
+      calls.length = 0;
+      for (const g of GROUPS) {
+        await exec.beforeGroup(g);
+        const y = await (ops.get(g) as ReturnType<typeof provider.linear>).forwardRows!(x, a, b);
+        expect(Buffer.from(y.bytes()).equals(Buffer.from(want.get(g) as Uint8Array)), `${g} step ${step}`).toBe(true);
+        await exec.afterGroup(g);
+      }
+      perStep.push([...calls]);
+    }
+    await exec.close();
+    const weightCalls = (step: number, call: string) => (perStep[step] ?? []).filter((c) => c.call === call && c.name.endsWith('.weight'));
+    // The first loads know nothing yet: whole tensors (nothing, fused of parts). The later ones
+    // read the rows [a, b) only; biases stay whole (an op reads its bias whole), dontneed drops
+    // every page.
+    for (const call of ['populate', 'willneed']) {
+      if (parts) expect(weightCalls(0, call), call).toEqual([]);
+      else expect(weightCalls(0, call).length, call).toBeGreaterThan(0);
+      for (const c of weightCalls(0, call)) expect(c.rows, c.name).toBeUndefined();
+    }
+    expect((perStep[0] ?? []).filter((c) => c.call === 'populate' && c.name.endsWith('.bias')).length).toBeGreaterThan(0);
+    for (const step of [1, 2]) {
+      expect(weightCalls(step, 'populate').length, `step ${step}`).toBeGreaterThan(0);
+      for (const c of weightCalls(step, 'populate')) expect(c.rows, c.name).toEqual([a, b]);
+      for (const c of weightCalls(step, 'willneed')) expect(c.rows, c.name).toEqual([a, b]);
+      expect(weightCalls(step, 'willneed').length, `step ${step}`).toBeGreaterThan(0);
+      for (const c of weightCalls(step, 'dontneed')) expect(c.rows, c.name).toBeUndefined();
+      for (const c of (perStep[step] ?? []).filter((c) => c.name.endsWith('.bias'))) expect(c.rows, c.name).toBeUndefined();
+    }
+    await loader.close();
     staged.close();
   });
 });

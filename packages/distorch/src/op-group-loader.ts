@@ -1,6 +1,6 @@
 import { NinodesError, isBlockDType } from '@ninodes/kernels';
 import { type CheckpointSource, HostBufferPool, type PooledBuffer } from '@ninodes/memory';
-import type { LayoutGroup, ModelLayout } from '@ninodes/quant';
+import type { LayoutGroup, LayoutTensor, ModelLayout } from '@ninodes/quant';
 import { idleOf, readAll, tensorReader } from './file-group-loader.js';
 import type { StagedSource } from './staged-source.js';
 import type { GroupLoader, LoadedGroup, LoadOptions } from './streaming-executor.js';
@@ -20,6 +20,12 @@ export interface PreparableOp {
   int8Weight(): Promise<unknown>;
   heldBytes(): number;
   release(): void;
+  /**
+   * The output rows [start, stop) its forwards computed so far (undefined: not known, all). A
+   * weight run as stored is then read ahead (advised, populated) over those rows only: H3's adaLN
+   * weights hold the rows of three modalities, and a video-only forward computes one.
+   */
+  rowsRead?(): readonly [number, number] | undefined;
 }
 
 export interface OpGroupLoaderOptions {
@@ -44,6 +50,13 @@ export interface OpGroupLoader extends GroupLoader<void> {
 const asStored = (op: PreparableOp): boolean => op.format !== undefined && op.format === op.storedFormat;
 
 const now = (): number => performance.now() / 1000;
+
+/**
+ * Positioned reads of a group's weights to convert in flight at once. With the populate beside
+ * them, a read ahead holds two of libuv's 4 threads and the model's kernels keep the others: all
+ * of a group's reads started at once took every thread, as populating every tensor at once did.
+ */
+const STAGED_READS = 1;
 
 /**
  * Loads a group by preparing its linear ops (reading their weights and converting them to the run
@@ -78,8 +91,31 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
       }),
     );
   }
+  // A weight's op (to ask which of its rows the forwards read) and its linear's layout.
+  const opOfWeight = new Map<string, { op: PreparableOp; parts: boolean }>();
+  for (const g of layout.groups) {
+    for (const l of g.linears) {
+      const op = byName.get(l.name);
+      if (op !== undefined) opOfWeight.set(`${l.name}.weight`, { op, parts: l.fused.kind === 'parts' });
+    }
+  }
   const staged = options.staged;
   const pool = options.pool ?? new HostBufferPool({ capBytes: Number.MAX_SAFE_INTEGER });
+  /**
+   * The rows of `t` a read ahead needs: for a weight used where it is mapped (run as stored, not
+   * GGUF blocks), those its op's forwards read when known (undefined: all of them), and none
+   * (`'none'`) while unknown for a linear fused of parts (a forward may compute some parts only:
+   * H3's adaLN modalities; the compute then faults in what it reads, once). Any other tensor,
+   * and a converted weight (the conversion reads every row): all.
+   */
+  const rowsNeeded = (t: LayoutTensor): readonly [number, number] | 'none' | undefined => {
+    const of = opOfWeight.get(t.name);
+    if (of === undefined || !asStored(of.op) || isBlockDType(t.dtype) || of.op.rowsRead === undefined) return undefined;
+    const rows = of.op.rowsRead();
+    if (rows === undefined) return of.parts ? 'none' : undefined;
+    if (rows[0] === 0 && rows[1] === t.shape[0]) return undefined;
+    return rows;
+  };
   const reader = staged === undefined ? undefined : tensorReader(staged.inner, pool);
 
   return {
@@ -115,8 +151,15 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
           // A resident group's pages are left to the compute, read once: populating maps whole
           // tensors, also the parts a forward never reads (H3's adaLN rows of other modalities:
           // 23 MiB more file-backed RSS of h3-tiny's 93 MB).
-          const toPopulate = options?.streamed === true ? group.tensors.map((t) => t.name).filter((n) => !toRead.includes(n)) : [];
-          const [read, populated] = await Promise.allSettled([readAll(reader, toRead), populateInTurn(staged, toPopulate)]);
+          // Of a weight run as stored, only the rows the forwards read (rowsNeeded).
+          const toPopulate: { name: string; rows: readonly [number, number] | undefined }[] = [];
+          if (options?.streamed === true) {
+            for (const t of group.tensors) {
+              const rows = toRead.includes(t.name) ? 'none' : rowsNeeded(t);
+              if (rows !== 'none') toPopulate.push({ name: t.name, rows });
+            }
+          }
+          const [read, populated] = await Promise.allSettled([readAll(reader, toRead, STAGED_READS), populateInTurn(staged, toPopulate)]);
           if (read.status === 'fulfilled') {
             for (const r of read.value) {
               buffers.set(r.tensor.name, r.buffer);
@@ -167,7 +210,14 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
     },
     advise(group: LayoutGroup, advice: 'willneed' | 'dontneed'): void {
       if (source?.advise === undefined) return;
-      for (const t of group.tensors) source.advise(t.name, advice);
+      // Read ahead only the rows a forward reads (a page cache read of the others is wasted I/O);
+      // drop every page, whatever an earlier forward read.
+      for (const t of group.tensors) {
+        const rows = advice === 'willneed' ? rowsNeeded(t) : undefined;
+        if (rows === 'none') continue;
+        if (rows === undefined) source.advise(t.name, advice);
+        else source.advise(t.name, advice, rows);
+      }
     },
     idleBytes: () => idleOf(pool),
     trim: () => pool.trim(),
@@ -183,8 +233,8 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
  * tensors populated all at once took every thread and the compute waited behind the read ahead
  * (h3-tiny, 50 % streamed: steps 1.4-1.6x slower than without populating). Returns the bytes.
  */
-async function populateInTurn(staged: StagedSource, names: readonly string[]): Promise<number> {
+async function populateInTurn(staged: StagedSource, tensors: readonly { name: string; rows: readonly [number, number] | undefined }[]): Promise<number> {
   let bytes = 0;
-  for (const name of names) bytes += await staged.populate(name);
+  for (const { name, rows } of tensors) bytes += await (rows === undefined ? staged.populate(name) : staged.populate(name, rows));
   return bytes;
 }

@@ -73,17 +73,17 @@ export class StagedSource implements CheckpointSource {
     this.inner.close();
   }
 
-  advise(name: string, advice: 'willneed' | 'dontneed'): void {
-    this.inner.advise?.(name, advice);
+  advise(name: string, advice: 'willneed' | 'dontneed', rows?: readonly [number, number]): void {
+    this.inner.advise?.(name, advice, rows);
   }
 
   verify(name: string): void {
     this.inner.verify?.(name);
   }
 
-  /** Populates the mapped pages of `name` (see CheckpointSource.populate); 0 when the source cannot. */
-  populate(name: string): Promise<number> {
-    return this.inner.populate?.(name) ?? Promise.resolve(0);
+  /** Populates the mapped pages of `name` (of `rows`: see CheckpointSource.populate); 0 when the source cannot. */
+  populate(name: string, rows?: readonly [number, number]): Promise<number> {
+    return this.inner.populate?.(name, rows) ?? Promise.resolve(0);
   }
 
   /** Serves `name` from `buffer` (exactly its bytes as stored) until unstaged. */

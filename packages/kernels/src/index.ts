@@ -57,7 +57,7 @@ export { ropeSplitHalf } from './ops/rope.js';
 export { getThreads, setThreads } from './threads.js';
 export { allocateNative, nativeBytes } from './native-memory.js';
 export { cast, castAsync, type CastSource, type CastTarget } from './cast.js';
-export { decodeFp8, encodeFp8, type DecodeFp8Options, type EncodeFp8Options, type Fp8Format } from './fp8.js';
+export { absMaxAsync, decodeFp8, encodeFp8, encodeFp8Async, type DecodeFp8Options, type EncodeFp8Options, type Fp8Format } from './fp8.js';
 export { hadamard, hadamardSync, type HadamardOptions } from './hadamard.js';
 export { linear, type LinearOptions, type LinearPrecision } from './linear.js';
 export {

@@ -43,8 +43,12 @@ export interface CheckpointSource {
   tensorColumns(name: string, start: number, end: number): Tensor;
   /** Unmaps; views taken earlier become empty rather than dangling. */
   close(): void;
-  /** Optional page-cache hint for one tensor: prefetch (`willneed`) or drop after use (`dontneed`). */
-  advise?(name: string, advice: 'willneed' | 'dontneed'): void;
+  /**
+   * Optional page-cache hint for one tensor: prefetch (`willneed`) or drop after use (`dontneed`);
+   * with `rows`, only rows [start, end) of its outermost dimension (a source that cannot narrow
+   * it, e.g. GGUF, advises the whole tensor).
+   */
+  advise?(name: string, advice: 'willneed' | 'dontneed', rows?: readonly [number, number]): void;
   /** Optional: the check tensor() makes (size, inode, mtime) of the file holding `name`, without a view. */
   verify?(name: string): void;
   /** Optional: faults in every page of one tensor without copying; returns a byte sum. */
@@ -52,6 +56,7 @@ export interface CheckpointSource {
   /**
    * Optional: reads one tensor's pages in and maps them on a worker thread (prefetch off the JS
    * thread: a later view finds them resident); resolves with the bytes populated (whole pages).
+   * With `rows`, only rows [start, end) of its outermost dimension, as `advise`.
    */
-  populate?(name: string): Promise<number>;
+  populate?(name: string, rows?: readonly [number, number]): Promise<number>;
 }

@@ -104,10 +104,10 @@ export class SafetensorsFile implements CheckpointSource {
     return readColumnRange(this.file.descriptor, e, start, end);
   }
 
-  /** madvise a tensor's pages: `willneed` prefetches, `dontneed` drops them after use. */
-  advise(name: string, advice: MadviseAdvice): void {
-    const e = this.entry(name);
-    this.file.advise(e.byteOffset, e.byteLength, advice);
+  /** madvise a tensor's pages (of rows [start, end) with `rows`): `willneed` prefetches, `dontneed` drops them after use. */
+  advise(name: string, advice: MadviseAdvice, rows?: readonly [number, number]): void {
+    const { byteOffset, byteLength } = this.span(name, rows);
+    this.file.advise(byteOffset, byteLength, advice);
   }
 
   /** Faults in a tensor's pages (one byte read per page); returns a byte sum. */
@@ -117,11 +117,22 @@ export class SafetensorsFile implements CheckpointSource {
     return this.file.touch(e.byteOffset, e.byteLength);
   }
 
-  /** Reads a tensor's pages in and maps them on a worker thread; resolves with the bytes (whole pages). */
-  populate(name: string): Promise<number> {
-    const e = this.entry(name);
+  /**
+   * Reads a tensor's pages (of rows [start, end) with `rows`) in and maps them on a worker thread;
+   * resolves with the bytes (whole pages).
+   */
+  populate(name: string, rows?: readonly [number, number]): Promise<number> {
+    const { byteOffset, byteLength } = this.span(name, rows);
     if (this.verifyOnUse) this.file.verify();
-    return this.file.populate(e.byteOffset, e.byteLength);
+    return this.file.populate(byteOffset, byteLength);
+  }
+
+  /** Where a tensor (or rows [start, end) of it) lies in the file. */
+  private span(name: string, rows: readonly [number, number] | undefined): { byteOffset: number; byteLength: number } {
+    const e = this.entry(name);
+    if (rows === undefined) return e;
+    const span = rowRangeSpan(e, rows[0], rows[1]);
+    return { byteOffset: e.byteOffset + span.byteOffset, byteLength: span.byteLength };
   }
 
   /** Reads every byte of a tensor (in parallel, no copy) and returns their sum. */

@@ -111,8 +111,8 @@ export class ShardedSafetensors implements CheckpointSource {
     return this.shardOf(name).tensorColumns(name, start, end);
   }
 
-  advise(name: string, advice: 'willneed' | 'dontneed'): void {
-    this.shardOf(name).advise(name, advice);
+  advise(name: string, advice: 'willneed' | 'dontneed', rows?: readonly [number, number]): void {
+    this.shardOf(name).advise(name, advice, rows);
   }
 
   verify(name: string): void {
@@ -123,8 +123,8 @@ export class ShardedSafetensors implements CheckpointSource {
     return this.shardOf(name).touch(name);
   }
 
-  populate(name: string): Promise<number> {
-    return this.shardOf(name).populate(name);
+  populate(name: string, rows?: readonly [number, number]): Promise<number> {
+    return this.shardOf(name).populate(name, rows);
   }
 
   sumBytes(name: string): number {

@@ -1,4 +1,4 @@
-import { Tensor, buildInfo, cast, encodeFp8, isNinodesError, linear } from '@ninodes/kernels';
+import { Tensor, buildInfo, cast, decodeFp8, encodeFp8, isNinodesError, linear } from '@ninodes/kernels';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +9,7 @@ import { createLinearProvider, createPreparedWeightCache } from './linear-provid
 import { fixturePath, readSafetensorsFixture } from './testing/fixtures.js';
 import { checkInt8ConvrotAgainstFixture } from './testing/int8-check.js';
 import { memoryCheckpoint } from './testing/memory-checkpoint.js';
-import { maxRelError } from './quant-math.js';
+import { fp8Scale, maxRelError } from './quant-math.js';
 
 const fx = readSafetensorsFixture(fixturePath('int8', 'int8_convrot.safetensors'));
 const LAYERS = ['lin_a', 'lin_b'] as const;
@@ -149,6 +149,12 @@ describe('float, fp8 and forced compute formats', () => {
     expect(maxRelError((await f8.forward(x)).data as Float32Array, refLinear(x.data, wq.data, fx.f32(`${l}.bias`), m, n, k))).toBeLessThan(1e-5);
     expect(await f8.conversionError()).toBeGreaterThan(0.005);
     expect(await f8.conversionError()).toBeLessThan(0.05);
+    // Converted off the JS thread (absMaxAsync, encodeFp8Async): the bits of the synchronous path,
+    // fp8Scale (absmax / 448) and encodeFp8 with clamping, decoded with the scale.
+    const w32 = fx.f32(`${l}.w`);
+    const scale = fp8Scale(Tensor.fromArray('f32', [n, k], w32), 'f8_e4m3fn');
+    const want = decodeFp8(encodeFp8(Tensor.fromArray('f32', [n, k], w32), 'f8_e4m3fn', { scale, mode: 'clamp' }), { scale });
+    expect(Buffer.from(wq.bytes()).equals(Buffer.from(want.bytes()))).toBe(true);
 
     const comfy = SafetensorsFile.open(fixturePath('int8', 'comfy_int8_convrot_checkpoint.safetensors'));
     const asF32 = createLinearProvider(comfy, { compute: 'f32' }).linear({ name: `model.${l}`, outFeatures: n, inFeatures: k, bias: true });
@@ -181,6 +187,24 @@ describe('float, fp8 and forced compute formats', () => {
     for (const [s0, s1] of [[-1, 2], [3, 3], [0, n + 1], [0.5, 2]] as const) {
       await expect(op.forwardRows!(x, s0, s1)).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
     }
+  });
+
+  it('rowsRead is the hull of the output rows forwards computed (undefined before any, and for a shard)', async () => {
+    const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
+    const op = createLinearProvider(src).linear(spec);
+    expect(op.rowsRead()).toBeUndefined();
+    // A failed forward reads nothing.
+    await expect(op.forwardRows!(x, 0, n + 1)).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    expect(op.rowsRead()).toBeUndefined();
+    await op.forwardRows!(x, 2, 4);
+    expect(op.rowsRead()).toEqual([2, 4]);
+    await op.forwardRows!(x, 5, 7);
+    expect(op.rowsRead()).toEqual([2, 7]);
+    await op.forward(x);
+    expect(op.rowsRead()).toEqual([0, n]);
+    const shard = createLinearProvider(src).linear({ ...spec, outFeatures: n / 2, shard: { rank: 1, size: 2, role: 'column', fused: { kind: 'none' } } });
+    await shard.forward(x);
+    expect(shard.rowsRead()).toBeUndefined();
   });
 
   it('materializedWeight of an mmap-backed f32 layer is a copy the caller may patch', async () => {

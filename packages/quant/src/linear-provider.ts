@@ -1,4 +1,4 @@
-import { type LinearPrecision, Tensor, buildInfo, castAsync, decodeFp8, encodeFp8, int8Linear, linear, quantizeWeightInt8Async } from '@ninodes/kernels';
+import { type LinearPrecision, Tensor, absMaxAsync, buildInfo, castAsync, decodeFp8, encodeFp8Async, int8Linear, linear, quantizeWeightInt8Async } from '@ninodes/kernels';
 import { QuantError } from './error-codes.js';
 import { type CheckpointSource, WeightCache, type WeightDescriptor, copyColumnRange } from '@ninodes/memory';
 import { type DetectedLayer, type FormatDetection, detectFormats } from './detect-formats.js';
@@ -7,7 +7,7 @@ import { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-sha
 import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, toF32Async, weight2d } from './materialize.js';
 import { type ComputeMode, type PreparedData, type PreparedWeight, preparedWeight, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
 import { type WeightFormat, weightFormatInfo } from './weight-format.js';
-import { absMax, fp8Scale, fp8ScaleOfAbsMax, relativeError } from './quant-math.js';
+import { absMax, fp8ScaleOfAbsMax, relativeError } from './quant-math.js';
 import type { WeightPatcher } from './weight-patcher.js';
 
 export type { ComputeMode } from './memory-account.js';
@@ -83,6 +83,12 @@ export interface QuantLinearOp extends LinearOp {
    * Valid until `release()` or, with a cache, until the entry is evicted (which disposes them).
    */
   int8Weight(): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false } | undefined>;
+  /**
+   * The output rows [start, stop) the forwards so far computed (their hull; forwardRows narrows
+   * it), in the rows of the file's weight, bias and row scales; undefined before the first forward
+   * and for a shard. A streaming loader reads ahead only those rows of a mapped weight.
+   */
+  rowsRead(): readonly [number, number] | undefined;
 }
 
 /** The provider quant builds: LinearProvider plus the detection it used and richer ops. */
@@ -186,6 +192,12 @@ class QuantLinear implements QuantLinearOp {
     return this.run(x, start === 0 && stop === n ? undefined : [start, stop], out);
   }
 
+  private readRows: [number, number] | undefined;
+
+  rowsRead(): readonly [number, number] | undefined {
+    return this.slice === undefined ? this.readRows : undefined;
+  }
+
   /** forward over output rows `part` (all when undefined): the weight's rows, row scales and bias sliced as views. */
   private async run(x: Tensor<'f32'>, part: readonly [number, number] | undefined, out: Tensor<'f32'> | undefined): Promise<Tensor<'f32'>> {
     const k = this.spec.inFeatures;
@@ -195,6 +207,8 @@ class QuantLinear implements QuantLinearOp {
         where: this.spec.name,
       });
     }
+    const [a, b] = part ?? [0, this.spec.outFeatures];
+    this.readRows = this.readRows === undefined ? [a, b] : [Math.min(this.readRows[0], a), Math.max(this.readRows[1], b)];
     // Row-parallel partial outputs are summed by the caller, who adds the bias once (deferredBias).
     const whole = this.rowParallel ? undefined : this.biasTensor();
     // Row views of [N, ...] tensors: no copy, the same bytes the whole forward reads.
@@ -406,7 +420,7 @@ class QuantLinear implements QuantLinearOp {
       // from the unsplit layer's. The whole layer's absmax is read in row blocks, never all at once.
       const scale = await wholeFp8Scale(this.source, layer, this.format);
       const w = await this.sourceF32(slice);
-      const q = encodeFp8(w, this.format, { scale, mode: 'clamp' });
+      const q = await encodeFp8Async(w, this.format, { scale, mode: 'clamp' });
       w.dispose();
       return preparedWeight({ kind: 'fp8', w: q, scale });
     }
@@ -414,8 +428,8 @@ class QuantLinear implements QuantLinearOp {
   }
 
   /**
-   * `w` converted to the run format; `borrowed`: w is the caller's and is never disposed. Casts and
-   * int8 quantization run on a worker thread: a streamed weight converts while the model computes.
+   * `w` converted to the run format; `borrowed`: w is the caller's and is never disposed. Casts, int8
+   * quantization and fp8 encoding run on a worker thread: a streamed weight converts while the model computes.
    */
   private async convert(w: Tensor<'f32'>, borrowed: boolean): Promise<Prepared> {
     const data = await (async (): Promise<PreparedData> => {
@@ -435,8 +449,9 @@ class QuantLinear implements QuantLinearOp {
         }
         case 'f8_e4m3fn':
         case 'f8_e5m2': {
-          const scale = fp8Scale(w, this.format);
-          return { kind: 'fp8', w: encodeFp8(w, this.format, { scale, mode: 'clamp' }), scale };
+          // The absmax and the encoding on worker threads too (fp8Scale's value, encodeFp8's bits).
+          const scale = fp8ScaleOfAbsMax(await absMaxAsync(w), this.format);
+          return { kind: 'fp8', w: await encodeFp8Async(w, this.format, { scale, mode: 'clamp' }), scale };
         }
         default: {
           // Run as stored: keep whatever materialized form the stored format uses (GGUF: f32).
