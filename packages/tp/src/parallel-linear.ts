@@ -9,7 +9,7 @@ import {
   type Communicator,
   Tensor,
   dequantizeInt8Accumulators,
-  int8Linear,
+  int8LinearAccumulators,
   quantizeRowsInt8,
 } from '@ninodes/kernels';
 import { TpError } from './error-codes.js';
@@ -92,15 +92,13 @@ class RowParallelLinear implements LinearOp {
         this.scratch.q.release(qOut);
       }
       await this.comm.allreduce(xScale.data, 'max');
-      // int8Linear with the shared scale rotates and quantizes the slice as the unsplit layer would
-      // and returns its exact int32 accumulators (its y, a partial result, is overwritten below): one
-      // pass over the slice instead of a second quantization and int8Matmul, whose oneDNN path was the
-      // slower one here (2.4 ms for int8Matmul alone vs 1.75 ms for the whole int8Linear at M = 256,
-      // K = 768, N = 1536 on a Zen 4 EPYC, CPU time, before the hand-written VNNI kernel).
+      // int8Linear's quantization and GEMM with the shared scale, without its epilogue: the slice
+      // rotated and quantized as the unsplit layer would, and only its exact int32 accumulators (a
+      // y of the partial sum would be thrown away).
       const y = out ?? Tensor.zeros('f32', [m, this.spec.outFeatures]);
       const acc = this.scratch.acc.take(m, this.spec.outFeatures);
       try {
-        await int8Linear(x, int8.q, int8.scale, { convrot, xScale, returnAccumulators: true, accOut: acc, out: y });
+        await int8LinearAccumulators(x, int8.q, { convrot, xScale, accOut: acc });
         // Integer sums are exact: the reduced accumulators are the unsplit layer's.
         await this.comm.allreduce(acc.data, 'sum');
         await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias, y);
