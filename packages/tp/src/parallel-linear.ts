@@ -8,6 +8,7 @@
 import {
   type Communicator,
   Tensor,
+  add,
   dequantizeInt8Accumulators,
   int8LinearAccumulators,
   quantizeRowsInt8,
@@ -26,7 +27,7 @@ type WithInt8 = LinearOp & { int8Weight?(): Promise<Int8Operands | undefined> };
  * step allocates none of them, which otherwise cost a rank several garbage collections per step. A
  * call that finds it in use (another layer's forward still running) gets fresh memory.
  */
-class SharedScratch<D extends 'i32' | 'i8'> {
+class SharedScratch<D extends 'i32' | 'i8' | 'f32'> {
   /** The largest buffer asked for so far; callers get [m, n] views of its start. */
   private backing: Tensor<D> | undefined;
   private busy = false;
@@ -50,9 +51,11 @@ class SharedScratch<D extends 'i32' | 'i8'> {
 interface RowScratch {
   readonly acc: SharedScratch<'i32'>;
   readonly q: SharedScratch<'i8'>;
+  /** Float weights with a bias: the reduced partial sums, before the bias goes on into the output. */
+  readonly sum: SharedScratch<'f32'>;
 }
 
-const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8') });
+const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8'), sum: new SharedScratch('f32') });
 
 class RowParallelLinear implements LinearOp {
   readonly spec: LinearSpec;
@@ -108,16 +111,22 @@ class RowParallelLinear implements LinearOp {
       return y;
     }
     // Float weights: partial products summed in fp32 across ranks, then the bias once.
-    const y = await this.local.forward(x, out);
-    await this.comm.allreduce(y.data, 'sum');
-    if (bias !== undefined) {
-      // A Float32Array store rounds the float64 sum of two f32 values once: the f32 sum, exactly.
-      const o = y.data;
-      const b = bias.data;
-      const n = b.length;
-      for (let r = 0; r < o.length; r += n) for (let j = 0; j < n; j++) o[r + j] = (o[r + j] as number) + (b[j] as number);
+    if (bias === undefined) {
+      const y = await this.local.forward(x, out);
+      await this.comm.allreduce(y.data, 'sum');
+      return y;
     }
-    return y;
+    // With a bias the sums go to scratch and kernels' add writes sum + bias into the output (native,
+    // in one pass; the same f32 additions as a loop here, which cost ~0.6 ms per [256, 1536] call).
+    const m = x.shape[0] as number;
+    const sum = this.scratch.sum.take(m, this.spec.outFeatures);
+    try {
+      await this.local.forward(x, sum);
+      await this.comm.allreduce(sum.data, 'sum');
+      return add(sum, bias, out);
+    } finally {
+      this.scratch.sum.release(sum);
+    }
   }
 
   materializedWeight(): Promise<Tensor<'f32'>> {
