@@ -51,11 +51,14 @@ class SharedScratch<D extends 'i32' | 'i8' | 'f32'> {
 interface RowScratch {
   readonly acc: SharedScratch<'i32'>;
   readonly q: SharedScratch<'i8'>;
-  /** Float weights with a bias: the reduced partial sums, before the bias goes on into the output. */
-  readonly sum: SharedScratch<'f32'>;
+  /**
+   * f32 rows: a float layer's reduced partial sums (before the bias goes on into the output), or an
+   * int8 convrot layer's rotated input slice (rotated once, for the scale and the GEMM).
+   */
+  readonly rows: SharedScratch<'f32'>;
 }
 
-const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8'), sum: new SharedScratch('f32') });
+const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8'), rows: new SharedScratch('f32') });
 
 class RowParallelLinear implements LinearOp {
   readonly spec: LinearSpec;
@@ -86,27 +89,34 @@ class RowParallelLinear implements LinearOp {
       // of the ranks' scales is the full row's scale, exactly.
       const convrot = int8.convrot;
       const m = x.shape[0] as number;
-      // Only the scales are wanted here; the integers go to scratch.
-      const qOut = this.scratch.q.take(m, k);
-      let xScale: Tensor<'f32'>;
-      try {
-        xScale = quantizeRowsInt8(x, { convrot, qOut }).scale;
-      } finally {
-        this.scratch.q.release(qOut);
-      }
-      await this.comm.allreduce(xScale.data, 'max');
-      // int8Linear's quantization and GEMM with the shared scale, without its epilogue: the slice
-      // rotated and quantized as the unsplit layer would, and only its exact int32 accumulators (a
-      // y of the partial sum would be thrown away).
+      // The scale pass keeps the rotated slice (x·H per group, the bits int8Linear's own rotation
+      // gives), so the GEMM below quantizes those rows as they are instead of rotating them again.
+      // Only the scales are wanted from it; its integers go to scratch.
+      const rotated = convrot === false ? undefined : this.scratch.rows.take(m, k);
       const y = out ?? Tensor.zeros('f32', [m, this.spec.outFeatures]);
-      const acc = this.scratch.acc.take(m, this.spec.outFeatures);
       try {
-        await int8LinearAccumulators(x, int8.q, { convrot, xScale, accOut: acc });
-        // Integer sums are exact: the reduced accumulators are the unsplit layer's.
-        await this.comm.allreduce(acc.data, 'sum');
-        await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias, y);
+        const qOut = this.scratch.q.take(m, k);
+        let xScale: Tensor<'f32'>;
+        try {
+          xScale = quantizeRowsInt8(x, { convrot, qOut, ...(rotated ? { rotated } : {}) }).scale;
+        } finally {
+          this.scratch.q.release(qOut);
+        }
+        await this.comm.allreduce(xScale.data, 'max');
+        // int8Linear's quantization and GEMM with the shared scale, without its epilogue: the slice
+        // quantized as the unsplit layer would, and only its exact int32 accumulators (a y of the
+        // partial sum would be thrown away).
+        const acc = this.scratch.acc.take(m, this.spec.outFeatures);
+        try {
+          await int8LinearAccumulators(rotated ?? x, int8.q, { convrot: false, xScale, accOut: acc });
+          // Integer sums are exact: the reduced accumulators are the unsplit layer's.
+          await this.comm.allreduce(acc.data, 'sum');
+          await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias, y);
+        } finally {
+          this.scratch.acc.release(acc);
+        }
       } finally {
-        this.scratch.acc.release(acc);
+        if (rotated) this.scratch.rows.release(rotated);
       }
       return y;
     }
@@ -119,13 +129,13 @@ class RowParallelLinear implements LinearOp {
     // With a bias the sums go to scratch and kernels' add writes sum + bias into the output (native,
     // in one pass; the same f32 additions as a loop here, which cost ~0.6 ms per [256, 1536] call).
     const m = x.shape[0] as number;
-    const sum = this.scratch.sum.take(m, this.spec.outFeatures);
+    const sum = this.scratch.rows.take(m, this.spec.outFeatures);
     try {
       await this.local.forward(x, sum);
       await this.comm.allreduce(sum.data, 'sum');
       return add(sum, bias, out);
     } finally {
-      this.scratch.sum.release(sum);
+      this.scratch.rows.release(sum);
     }
   }
 
