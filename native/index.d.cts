@@ -131,9 +131,10 @@ export interface NativeAddon {
   int8Linear(
     x: Uint8Array,
     w: Uint8Array,
-    wScale: Uint8Array,
+    wScale: Uint8Array | null,
     bias: Uint8Array | null,
-    y: Uint8Array,
+    /** null: the accumulators only (acc given), no epilogue (wScale may be null then). */
+    y: Uint8Array | null,
     acc: Uint8Array | null,
     xScale: Uint8Array,
     m: number,

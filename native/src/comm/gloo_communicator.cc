@@ -392,14 +392,15 @@ std::string describe(uint32_t word, uint64_t count) {
   return out.str();
 }
 
-// y = op(y, x) element-wise, in one fixed order on every rank (rank 0's values first), so every
-// rank ends with the same bytes whatever the world size.
+// y = op(a, x) element-wise (a may be y), in one fixed order on every rank (rank 0's values first),
+// so every rank ends with the same bytes whatever the world size. The first step reads rank 0's and
+// rank 1's payloads straight into y (one pass, no copy of rank 0's first); same expressions, same bits.
 template <typename T>
-void combine(T* y, const T* x, size_t n, ReduceOp op) {
+void combine(T* y, const T* a, const T* x, size_t n, ReduceOp op) {
   if (op == ReduceOp::kSum) {
-    for (size_t i = 0; i < n; ++i) y[i] = y[i] + x[i];
+    for (size_t i = 0; i < n; ++i) y[i] = a[i] + x[i];
   } else {
-    for (size_t i = 0; i < n; ++i) y[i] = x[i] > y[i] ? x[i] : y[i];
+    for (size_t i = 0; i < n; ++i) y[i] = x[i] > a[i] ? x[i] : a[i];
   }
 }
 
@@ -449,12 +450,12 @@ CommStatus Communicator::allreduce(void* data, size_t count, DType dtype, Reduce
       std::memcpy(reinterpret_cast<char*>(outbox_.data()) + kHeaderBytes, bytes + done * 4, n * 4);
       exchange(kind, count, n * 4, -1);
       char* y = bytes + done * 4;
-      std::memcpy(y, payload_of(0), n * 4);
       for (int r = 1; r < options_.size; ++r) {
+        const char* a = r == 1 ? payload_of(0) : y;
         if (dtype == DType::kF32) {
-          combine(reinterpret_cast<float*>(y), reinterpret_cast<const float*>(payload_of(r)), n, op);
+          combine(reinterpret_cast<float*>(y), reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(payload_of(r)), n, op);
         } else {
-          combine(reinterpret_cast<int32_t*>(y), reinterpret_cast<const int32_t*>(payload_of(r)), n, op);
+          combine(reinterpret_cast<int32_t*>(y), reinterpret_cast<const int32_t*>(a), reinterpret_cast<const int32_t*>(payload_of(r)), n, op);
         }
       }
       done += n;

@@ -528,16 +528,19 @@ Napi::Value int8_matmul(const Napi::CallbackInfo& info) {
   });
 }
 
-// int8Linear(x f32 [M,K], qw i8 [N,K], wScale f32 [N], bias f32 [N] | null, y f32 [M,N],
+// int8Linear(x f32 [M,K], qw i8 [N,K], wScale f32 [N] | null (no y), bias f32 [N] | null, y f32 [M,N] | null,
 //            acc i32 [M,N] | null, xScale f32 [M], M, K, N, group, order, externalScale, backend)
+// y null (acc given): the accumulators only, no epilogue (row-parallel ranks reduce them first).
 Napi::Value int8_linear(const Napi::CallbackInfo& info) {
   return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     const args::Bytes xb = args::bytes(info, 0, "int8Linear input");
     const args::Bytes wb = args::bytes(info, 1, "int8Linear weight");
-    const args::Bytes wsb = args::bytes(info, 2, "int8Linear weight scale");
+    const args::Bytes wsb = args::bytes(info, 2, "int8Linear weight scale", true);
     const args::Bytes bb = args::bytes(info, 3, "int8Linear bias", true);
-    const args::Bytes yb = args::bytes(info, 4, "int8Linear output");
+    const args::Bytes yb = args::bytes(info, 4, "int8Linear output", true);
     const args::Bytes accb = args::bytes(info, 5, "int8Linear accumulators", true);
+    if (!yb.present && !accb.present) fail("INVALID_ARGUMENT", "int8Linear: neither an output nor accumulators to write");
+    if (yb.present && !wsb.present) fail("INVALID_ARGUMENT", "int8Linear: an output needs the weight scale");
     const args::Bytes xsb = args::bytes(info, 6, "int8Linear input scale");
     const Dims d = dims(info, 7);
     const size_t group = args::dim(info, 10, "rotation group");
@@ -548,9 +551,9 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
     if (d.k > kMaxK) fail("INVALID_SHAPE", "int8Linear: K = " + std::to_string(d.k) + " exceeds " + std::to_string(kMaxK));
     const float* x = args::as<float>(xb, args::mul(d.m, d.k, "int8Linear"), "int8Linear input");
     const int8_t* w = args::as<int8_t>(wb, args::mul(d.n, d.k, "int8Linear"), "int8Linear weight");
-    const float* ws = args::as<float>(wsb, d.n, "int8Linear weight scale");
+    const float* ws = wsb.present ? args::as<float>(wsb, d.n, "int8Linear weight scale") : nullptr;
     const float* bias = bb.present ? args::as<float>(bb, d.n, "int8Linear bias") : nullptr;
-    float* y = args::as<float>(yb, args::mul(d.m, d.n, "int8Linear"), "int8Linear output");
+    float* y = yb.present ? args::as<float>(yb, args::mul(d.m, d.n, "int8Linear"), "int8Linear output") : nullptr;
     int32_t* acc_out = accb.present ? args::as<int32_t>(accb, d.m * d.n, "int8Linear accumulators") : nullptr;
     float* xs = args::as<float>(xsb, d.m, "int8Linear input scale");
     if (external) {
@@ -613,7 +616,7 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
           pp->matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wblk}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, mscratch}});
           stream.wait();
           if (acc_out != nullptr && rows < P) std::memcpy(acc_out + m0 * d.n, acc, rows * d.n * sizeof(int32_t));
-          dequant(acc, xs + m0, ws, bias, y + m0 * d.n, rows, d.n, pfor);
+          if (y != nullptr) dequant(acc, xs + m0, ws, bias, y + m0 * d.n, rows, d.n, pfor);
         }
         wbuf.trim();
         return;
@@ -624,11 +627,13 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
       quantize_rows_int8(x, d.m, d.k, group, regular, external ? xs : nullptr, qx, xs, pfor);
       int32_t* acc = acc_out != nullptr ? acc_out : static_cast<int32_t*>(abuf.get(d.m * d.n * sizeof(int32_t)));
       int8_gemm(backend, qx, w, acc, d.m, d.k, d.n);
-      dequant(acc, xs, ws, bias, y, d.m, d.n, pfor);
+      if (y != nullptr) dequant(acc, xs, ws, bias, y, d.m, d.n, pfor);
       qbuf.trim();
       abuf.trim();
     };
-    std::vector<Napi::Value> keep{info[0], info[1], info[2], info[4], info[6]};
+    std::vector<Napi::Value> keep{info[0], info[1], info[6]};
+    if (wsb.present) keep.push_back(info[2]);
+    if (yb.present) keep.push_back(info[4]);
     if (bb.present) keep.push_back(info[3]);
     if (accb.present) keep.push_back(info[5]);
     return AsyncOp::start(info.Env(), "ninodes.int8Linear", work, [](Napi::Env env) { return env.Undefined(); }, keep);

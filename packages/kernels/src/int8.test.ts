@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dequantizeInt8Accumulators, getThreads, hadamardSync, int8Backend, int8Backends, int8Linear, int8Matmul, quantizeRowsInt8, quantizeWeightInt8, reference, setThreads, Tensor } from './index.js';
+import { dequantizeInt8Accumulators, getThreads, hadamardSync, int8Backend, int8Backends, int8Linear, int8LinearAccumulators, int8Matmul, quantizeRowsInt8, quantizeWeightInt8, reference, setThreads, Tensor } from './index.js';
 import { get, readFixture } from './test-support/fixture-safetensors.js';
 
 const fx = readFixture('int8', 'int8_convrot.safetensors');
@@ -251,6 +251,34 @@ describe('int8 native vs reference (random shapes)', () => {
         expect(bitsOf(out)).toEqual(bitsOf(r.y));
       }
     }
+  });
+
+  it('int8LinearAccumulators gives the reference int8Linear accumulators and row scales (every backend, computed and shared scales, M past a oneDNN panel)', async () => {
+    for (const c of [
+      { m: 7, k: 512, n: 19, convrot: 256 },
+      { m: 600, k: 512, n: 40, convrot: 256 },
+      { m: 5, k: 96, n: 9, convrot: false as const },
+    ]) {
+      const x = Tensor.f32([c.m, c.k], Float32Array.from({ length: c.m * c.k }, (_, i) => Math.sin(i * 0.37) * (1 + (i % 5))));
+      const qw = quantizeWeightInt8(Tensor.f32([c.n, c.k], Float32Array.from({ length: c.n * c.k }, (_, i) => Math.cos(i * 0.13))), { convrot: c.convrot });
+      const shared = Tensor.f32([c.m, 1], Float32Array.from({ length: c.m }, (_, i) => 0.04 + i / 997));
+      for (const xScale of [undefined, shared]) {
+        const ref = reference.int8Linear(x, qw.q, qw.scale, { convrot: c.convrot, returnAccumulators: true, ...(xScale ? { xScale } : {}) });
+        for (const backend of int8Backends()) {
+          const accOut = Tensor.zeros('i32', [c.m, c.n]);
+          accOut.data.fill(-7);
+          const r = await int8LinearAccumulators(x, qw.q, { convrot: c.convrot, accOut, backend, ...(xScale ? { xScale } : {}) });
+          expect(r.acc, backend).toBe(accOut);
+          expect(Array.from(r.acc.data), `${backend} m=${c.m}`).toEqual(Array.from(ref.acc!.data));
+          expect(bitsOf(r.xScale), backend).toEqual(bitsOf(ref.xScale));
+        }
+      }
+    }
+    const x = Tensor.f32([2, 256], new Float32Array(512).fill(1));
+    const qw = quantizeWeightInt8(Tensor.f32([3, 256], new Float32Array(768).fill(1)));
+    await expect(int8LinearAccumulators(x, qw.q, { accOut: Tensor.zeros('i32', [2, 4]) })).rejects.toMatchObject({ code: 'SHAPE_MISMATCH' });
+    await expect(int8LinearAccumulators(x, qw.q, { accOut: Tensor.zeros('f32', [2, 3]) })).rejects.toMatchObject({ code: 'DTYPE_MISMATCH' });
+    await expect(int8LinearAccumulators(x, qw.scale)).rejects.toMatchObject({ code: 'DTYPE_MISMATCH' });
   });
 
   it('zero rows get the floor scale 1e-30 and quantize to zeros; NaN quantizes to 0', () => {

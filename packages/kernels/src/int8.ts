@@ -1,6 +1,7 @@
 import { matrixDims, optionsOf, outputF32, requireDType, requireShape } from './arg-checks.js';
 import {
   type Int8BackendName,
+  type Int8AccumulatorOptions,
   type Int8LinearOptions,
   type Int8MatmulOptions,
   type QuantizeRowsOptions,
@@ -18,7 +19,7 @@ import { KernelsError } from './error-codes.js';
 import { allocateNative } from './native-memory.js';
 import { Tensor } from './tensor.js';
 
-export type { Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
+export type { Int8AccumulatorOptions, Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
 
 function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string, rotated?: Tensor, qOut?: Tensor<'i8'>): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   const [rows, cols] = matrixDims(x, where);
@@ -121,20 +122,7 @@ export async function int8Linear(
   const y = outputF32(opts.out, d.outShape, 'int8Linear', [x, qw, wScale, opts.bias, opts.xScale]);
   const xScale = outputF32(opts.xScaleOut, [d.m, 1], 'int8Linear xScaleOut', [x, qw, wScale, opts.bias, y]);
   if (external !== undefined) xScale.data.set(external);
-  let acc: Tensor<'i32'> | undefined;
-  if (opts.returnAccumulators === true) {
-    if (opts.accOut === undefined) acc = Tensor.zeros('i32', [d.m, d.n]);
-    else {
-      requireDType(opts.accOut, ['i32'], 'int8Linear accOut');
-      requireShape(opts.accOut, [d.m, d.n], 'int8Linear accOut');
-      for (const t of [x, qw, wScale, opts.bias, opts.xScale, y, xScale]) {
-        if (t && t.buffer === opts.accOut.buffer && opts.accOut.byteOffset < t.byteOffset + t.byteLength && t.byteOffset < opts.accOut.byteOffset + opts.accOut.byteLength) {
-          throw new KernelsError('INVALID_ARGUMENT', 'int8Linear accOut overlaps another tensor of the call', { where: 'int8Linear accOut', hint: 'pass memory disjoint from the inputs and outputs' });
-        }
-      }
-      acc = opts.accOut as Tensor<'i32'>;
-    }
-  }
+  const acc = opts.returnAccumulators === true ? accumulatorsOut(opts.accOut, d.m, d.n, 'int8Linear accOut', [x, qw, wScale, opts.bias, opts.xScale, y, xScale]) : undefined;
   await callNativeAsync('int8Linear', (addon) =>
     addon.int8Linear(
       x.bytes(),
@@ -154,6 +142,46 @@ export async function int8Linear(
     ),
   );
   return acc === undefined ? { y, xScale } : { y, acc, xScale };
+}
+
+/**
+ * int8Linear without the epilogue: rotate x (if convrot), quantize its rows (or take `opts.xScale`)
+ * and return only the exact int32 accumulators [M, N] (into `opts.accOut` when given) and the row
+ * scales; no y is computed or written. Row-parallel ranks reduce these across ranks before the
+ * epilogue (`dequantizeInt8Accumulators`), so int8Linear's y on each rank would be thrown away. The
+ * accumulators are int8Linear's (returnAccumulators), bit for bit.
+ */
+export async function int8LinearAccumulators(
+  x: Tensor,
+  qw: Tensor,
+  options?: Int8AccumulatorOptions,
+): Promise<{ acc: Tensor<'i32'>; xScale: Tensor<'f32'> }> {
+  const d = linearDims(x, qw, 'int8LinearAccumulators', ['i8']);
+  const opts = optionsOf(options, 'int8LinearAccumulators options');
+  checkInt8K(d.k, 'int8LinearAccumulators');
+  const { group, order } = resolveConvrot(opts.convrot, d.k, 'int8LinearAccumulators');
+  const external = checkExternalScale(opts.xScale, d.m, 'int8LinearAccumulators opts.xScale');
+  const backend = checkBackend(opts.backend, 'int8LinearAccumulators options.backend');
+  const xScale = outputF32(opts.xScaleOut, [d.m, 1], 'int8LinearAccumulators xScaleOut', [x, qw, opts.xScale]);
+  if (external !== undefined) xScale.data.set(external);
+  const acc = accumulatorsOut(opts.accOut, d.m, d.n, 'int8LinearAccumulators accOut', [x, qw, opts.xScale, xScale]);
+  await callNativeAsync('int8LinearAccumulators', (addon) =>
+    addon.int8Linear(x.bytes(), qw.bytes(), null, null, null, acc.bytes(), xScale.bytes(), d.m, d.k, d.n, group, order, external !== undefined, backend),
+  );
+  return { acc, xScale };
+}
+
+/** `out` checked as an [m, n] i32 accumulator buffer disjoint from `others`, or a fresh one. */
+function accumulatorsOut(out: Tensor | undefined, m: number, n: number, where: string, others: readonly (Tensor | undefined)[]): Tensor<'i32'> {
+  if (out === undefined) return Tensor.zeros('i32', [m, n]);
+  requireDType(out, ['i32'], where);
+  requireShape(out, [m, n], where);
+  for (const t of others) {
+    if (t && t.buffer === out.buffer && out.byteOffset < t.byteOffset + t.byteLength && t.byteOffset < out.byteOffset + out.byteLength) {
+      throw new KernelsError('INVALID_ARGUMENT', `${where} overlaps another tensor of the call`, { where, hint: 'pass memory disjoint from the inputs and outputs' });
+    }
+  }
+  return out as Tensor<'i32'>;
 }
 
 /**

@@ -75,6 +75,20 @@ export interface Int8LinearOptions {
   xScaleOut?: Tensor;
 }
 
+/** int8LinearAccumulators: int8Linear's options that bear on the accumulators. */
+export interface Int8AccumulatorOptions {
+  /** Rotate x online by the regular Hadamard with this group size (e.g. 256) before quantizing. */
+  convrot?: number | false;
+  /** Use this [M, 1] activation scale instead of the per-row absmax. */
+  xScale?: Tensor;
+  /** Where the accumulators go ([M, N] i32, disjoint from the other tensors); default a fresh tensor. */
+  accOut?: Tensor;
+  /** Which exact int8 GEMM runs (default `'auto'`); every backend gives the same integers. */
+  backend?: Int8BackendChoice;
+  /** Where the row scales go ([M, 1] f32, see outputF32); default a fresh tensor. */
+  xScaleOut?: Tensor;
+}
+
 /**
  * The exact int8 GEMMs: `amx` (hand-written AMX tiles, fused dequant; AMX-INT8 CPUs, K % 64 == 0),
  * `vnni` (hand-written AVX512-VNNI kernel, fused dequant; K % 4 == 0),

@@ -8,8 +8,9 @@
 import {
   type Communicator,
   Tensor,
+  add,
   dequantizeInt8Accumulators,
-  int8Linear,
+  int8LinearAccumulators,
   quantizeRowsInt8,
 } from '@ninodes/kernels';
 import { TpError } from './error-codes.js';
@@ -26,7 +27,7 @@ type WithInt8 = LinearOp & { int8Weight?(): Promise<Int8Operands | undefined> };
  * step allocates none of them, which otherwise cost a rank several garbage collections per step. A
  * call that finds it in use (another layer's forward still running) gets fresh memory.
  */
-class SharedScratch<D extends 'i32' | 'i8'> {
+class SharedScratch<D extends 'i32' | 'i8' | 'f32'> {
   /** The largest buffer asked for so far; callers get [m, n] views of its start. */
   private backing: Tensor<D> | undefined;
   private busy = false;
@@ -50,9 +51,14 @@ class SharedScratch<D extends 'i32' | 'i8'> {
 interface RowScratch {
   readonly acc: SharedScratch<'i32'>;
   readonly q: SharedScratch<'i8'>;
+  /**
+   * f32 rows: a float layer's reduced partial sums (before the bias goes on into the output), or an
+   * int8 convrot layer's rotated input slice (rotated once, for the scale and the GEMM).
+   */
+  readonly rows: SharedScratch<'f32'>;
 }
 
-const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8') });
+const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8'), rows: new SharedScratch('f32') });
 
 class RowParallelLinear implements LinearOp {
   readonly spec: LinearSpec;
@@ -83,43 +89,54 @@ class RowParallelLinear implements LinearOp {
       // of the ranks' scales is the full row's scale, exactly.
       const convrot = int8.convrot;
       const m = x.shape[0] as number;
-      // Only the scales are wanted here; the integers go to scratch.
-      const qOut = this.scratch.q.take(m, k);
-      let xScale: Tensor<'f32'>;
-      try {
-        xScale = quantizeRowsInt8(x, { convrot, qOut }).scale;
-      } finally {
-        this.scratch.q.release(qOut);
-      }
-      await this.comm.allreduce(xScale.data, 'max');
-      // int8Linear with the shared scale rotates and quantizes the slice as the unsplit layer would
-      // and returns its exact int32 accumulators (its y, a partial result, is overwritten below): one
-      // pass over the slice instead of a second quantization and int8Matmul, whose oneDNN path was the
-      // slower one here (2.4 ms for int8Matmul alone vs 1.75 ms for the whole int8Linear at M = 256,
-      // K = 768, N = 1536 on a Zen 4 EPYC, CPU time, before the hand-written VNNI kernel).
+      // The scale pass keeps the rotated slice (x·H per group, the bits int8Linear's own rotation
+      // gives), so the GEMM below quantizes those rows as they are instead of rotating them again.
+      // Only the scales are wanted from it; its integers go to scratch.
+      const rotated = convrot === false ? undefined : this.scratch.rows.take(m, k);
       const y = out ?? Tensor.zeros('f32', [m, this.spec.outFeatures]);
-      const acc = this.scratch.acc.take(m, this.spec.outFeatures);
       try {
-        await int8Linear(x, int8.q, int8.scale, { convrot, xScale, returnAccumulators: true, accOut: acc, out: y });
-        // Integer sums are exact: the reduced accumulators are the unsplit layer's.
-        await this.comm.allreduce(acc.data, 'sum');
-        await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias, y);
+        const qOut = this.scratch.q.take(m, k);
+        let xScale: Tensor<'f32'>;
+        try {
+          xScale = quantizeRowsInt8(x, { convrot, qOut, ...(rotated ? { rotated } : {}) }).scale;
+        } finally {
+          this.scratch.q.release(qOut);
+        }
+        await this.comm.allreduce(xScale.data, 'max');
+        // int8Linear's quantization and GEMM with the shared scale, without its epilogue: the slice
+        // quantized as the unsplit layer would, and only its exact int32 accumulators (a y of the
+        // partial sum would be thrown away).
+        const acc = this.scratch.acc.take(m, this.spec.outFeatures);
+        try {
+          await int8LinearAccumulators(rotated ?? x, int8.q, { convrot: false, xScale, accOut: acc });
+          // Integer sums are exact: the reduced accumulators are the unsplit layer's.
+          await this.comm.allreduce(acc.data, 'sum');
+          await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias, y);
+        } finally {
+          this.scratch.acc.release(acc);
+        }
       } finally {
-        this.scratch.acc.release(acc);
+        if (rotated) this.scratch.rows.release(rotated);
       }
       return y;
     }
     // Float weights: partial products summed in fp32 across ranks, then the bias once.
-    const y = await this.local.forward(x, out);
-    await this.comm.allreduce(y.data, 'sum');
-    if (bias !== undefined) {
-      // A Float32Array store rounds the float64 sum of two f32 values once: the f32 sum, exactly.
-      const o = y.data;
-      const b = bias.data;
-      const n = b.length;
-      for (let r = 0; r < o.length; r += n) for (let j = 0; j < n; j++) o[r + j] = (o[r + j] as number) + (b[j] as number);
+    if (bias === undefined) {
+      const y = await this.local.forward(x, out);
+      await this.comm.allreduce(y.data, 'sum');
+      return y;
     }
-    return y;
+    // With a bias the sums go to scratch and kernels' add writes sum + bias into the output (native,
+    // in one pass; the same f32 additions as a loop here, which cost ~0.6 ms per [256, 1536] call).
+    const m = x.shape[0] as number;
+    const sum = this.scratch.rows.take(m, this.spec.outFeatures);
+    try {
+      await this.local.forward(x, sum);
+      await this.comm.allreduce(sum.data, 'sum');
+      return add(sum, bias, out);
+    } finally {
+      this.scratch.rows.release(sum);
+    }
   }
 
   materializedWeight(): Promise<Tensor<'f32'>> {

@@ -89,8 +89,10 @@ const step: BenchCase = {
   name: 'step',
   description: 'one H3 forward as TP2 (2 rank processes, 1 thread each) against one rank on 1 and on 2 threads, same rounds',
   params: {
-    // int8 convrot (bit-identical to one rank) and fp32 (what the PyTorch + Gloo figures used).
-    full: (['int8_convrot', 'f32'] as const).map((format) => ({ model: 'h3-small', format, frames: 1, height: 32, width: 32 })),
+    // int8 convrot (bit-identical to one rank) and fp32 (what the PyTorch + Gloo figures used),
+    // at 256 tokens and at the model suite's 768 (3 × 32 × 32), where the per-step fixed work (time
+    // embedder, adaLN rows, allreduce latency) weighs less against the split GEMMs.
+    full: (['int8_convrot', 'f32'] as const).flatMap((format) => [1, 3].map((frames) => ({ model: 'h3-small', format, frames, height: 32, width: 32 }))),
     quick: (['int8_convrot', 'f32'] as const).map((format) => ({ model: 'h3-tiny', format, frames: 1, height: 16, width: 16 })),
   },
   work: (p: Params): Work => ({ flops: stepFlops(p.model as H3PresetName, p.frames as number, p.height as number, p.width as number) }),
