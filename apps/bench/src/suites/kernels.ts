@@ -135,6 +135,12 @@ async function attentionMemory(ctx: CaseContext, h: number, s: number, d: number
   };
 }
 
+/** One attention case's shape and its q, k, v (the same seeds for the f32 and the bf16 case). */
+function attentionOperands(p: Params): { h: number; s: number; d: number; q: Tensor<'f32'>; k: Tensor<'f32'>; v: Tensor<'f32'> } {
+  const [h, s, d] = [p.heads as number, p.seq as number, p.dim as number];
+  return { h, s, d, q: randomF32([h, s, d], 6), k: randomF32([h, s, d], 7), v: randomF32([h, s, d], 8) };
+}
+
 const GGUF_QUICK: DequantizeSource[] = ['q4_0', 'q8_0', 'q4_k', 'q6_k'];
 
 export const kernelsSuite: Suite = {
@@ -264,10 +270,7 @@ export const kernelsSuite: Suite = {
       ],
       budget: { minRuns: 5 },
       setup: async (p, ctx) => {
-        const [h, s, d] = [p.heads as number, p.seq as number, p.dim as number];
-        const q = randomF32([h, s, d], 6);
-        const k = randomF32([h, s, d], 7);
-        const v = randomF32([h, s, d], 8);
+        const { h, s, d, q, k, v } = attentionOperands(p);
         const torch = torchOf(await attentionContenders(ctx, { batch: 1, heads: h, seq: s, dim: d }, 'f32'));
         return {
           run: () => attention(q, k, v),
@@ -292,10 +295,7 @@ export const kernelsSuite: Suite = {
       targets: [{ source: 'issue 16', description: 'bf16 attention faster than f32 attention', on: { ratio: 'f32' }, op: '<=', value: 1 }],
       budget: { minRuns: 5 },
       setup: async (p, ctx) => {
-        const [h, s, d] = [p.heads as number, p.seq as number, p.dim as number];
-        const q = randomF32([h, s, d], 6);
-        const k = randomF32([h, s, d], 7);
-        const v = randomF32([h, s, d], 8);
+        const { h, s, d, q, k, v } = attentionOperands(p);
         const out = Tensor.zeros('f32', [h, s, d]);
         const torch = torchOf(await attentionContenders(ctx, { batch: 1, heads: h, seq: s, dim: d }, 'bf16'));
         return {
