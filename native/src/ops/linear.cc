@@ -515,8 +515,9 @@ Napi::Value linear(const Napi::CallbackInfo& info) {
 // or rows already quantized by quantizeRowsInt8 (int8LinearQuantized: a sequence-parallel rank's
 // rows all-gathered as int8), which skip straight to the GEMM and the same epilogue.
 struct Int8Rows {
+  bool quantized = false;  // q, not x (an empty tensor's pointer may be null either way)
   const float* x = nullptr;
-  const int8_t* q = nullptr;  // set instead of x
+  const int8_t* q = nullptr;
   size_t group = 0;
   bool regular = true;
   bool external = false;
@@ -525,8 +526,8 @@ struct Int8Rows {
 
 // Rows [r0, r0 + count) of `rows` as int8 into dst [count, k].
 void stage_rows(const Int8Rows& rows, size_t r0, size_t count, size_t k, int8_t* dst, ParallelFor pfor) {
-  if (rows.q != nullptr) {
-    std::memcpy(dst, rows.q + r0 * k, count * k);
+  if (rows.quantized) {
+    if (count * k != 0) std::memcpy(dst, rows.q + r0 * k, count * k);
     return;
   }
   quantize_rows_int8(rows.x + r0 * k, count, k, rows.group, rows.regular, rows.external ? rows.scale_out + r0 : nullptr, dst, rows.scale_out + r0, pfor);
@@ -541,7 +542,7 @@ void int8_linear_rows(const Int8Rows& rows, const int8_t* w, const Dims& d, cons
     const bool amx = backend == Int8Backend::kAmx;
     thread_local Scratch pbuf;
     auto* packed = static_cast<int8_t*>(pbuf.get(amx ? amx_packed_bytes(d.m, d.k) : vnni_packed_bytes(d.m, d.k)));
-    if (rows.q != nullptr) {
+    if (rows.quantized) {
       (amx ? amx_pack_activations : vnni_pack_activations)(rows.q, d.m, d.k, packed, pfor);
     } else {
       (amx ? amx_quantize_pack : vnni_quantize_pack)(rows.x, d.m, d.k, rows.group, rows.regular, rows.external ? rows.scale_out : nullptr, packed, rows.scale_out, pfor);
@@ -594,7 +595,7 @@ void int8_linear_rows(const Int8Rows& rows, const int8_t* w, const Dims& d, cons
   // multiplied in place.
   thread_local Scratch qbuf, abuf;
   const int8_t* qx = rows.q;
-  if (qx == nullptr) {
+  if (!rows.quantized) {
     auto* staged = static_cast<int8_t*>(qbuf.get(d.m * d.k));
     stage_rows(rows, 0, d.m, d.k, staged, pfor);
     qx = staged;
@@ -698,6 +699,7 @@ Napi::Value int8_linear_quantized(const Napi::CallbackInfo& info) {
     const Dims d = dims(info, 6);
     if (d.k > kMaxK) fail("INVALID_SHAPE", "int8LinearQuantized: K = " + std::to_string(d.k) + " exceeds " + std::to_string(kMaxK));
     Int8Rows rows;
+    rows.quantized = true;
     rows.q = args::as<int8_t>(qb, args::mul(d.m, d.k, "int8LinearQuantized"), "int8LinearQuantized qx");
     const int8_t* w = args::as<int8_t>(wb, args::mul(d.n, d.k, "int8LinearQuantized"), "int8LinearQuantized weight");
     Int8Epilogue out;

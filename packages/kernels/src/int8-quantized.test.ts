@@ -101,6 +101,20 @@ describe('int8LinearQuantized', () => {
     }
   });
 
+  it('handles empty and tiny shapes (M, K or N = 0) like the reference on every backend', async () => {
+    for (const [m, k, n] of [[0, 8, 5], [3, 0, 5], [3, 8, 0], [1, 4, 1], [2, 16, 9]] as const) {
+      const x = activations(m, k, m + k + n);
+      const qw = weights(n, k, 3, false);
+      const bias = Tensor.f32([n], Float32Array.from({ length: n }, (_, i) => i - 2.5));
+      const rq = reference.quantizeRowsInt8(x);
+      const expected = reference.int8LinearQuantized(rq.q, rq.scale, qw.q, qw.scale, { bias });
+      for (const backend of backends) {
+        const y = await int8LinearQuantized(rq.q, rq.scale, qw.q, qw.scale, { bias, backend });
+        expect(bitsOf(y), `${backend} [${m}, ${k}, ${n}]`).toEqual(bitsOf(expected));
+      }
+    }
+  });
+
   it('gives the same bits with 1 and 2 threads', async () => {
     const x = activations(70, 512, 9);
     const qw = weights(200, 512, 10, 256);
