@@ -87,6 +87,10 @@ NINODES_TARGET_AVX2 inline float hmax256(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// _mm512_reduce_add_ps / _mm512_reduce_max_ps as functions, to pass where hsum256 / hmax256 go.
+NINODES_TARGET_AVX512 inline float hsum512(__m512 v) { return _mm512_reduce_add_ps(v); }
+NINODES_TARGET_AVX512 inline float hmax512(__m512 v) { return _mm512_reduce_max_ps(v); }
+
 // Mask with the first n (0..8) lanes set.
 NINODES_TARGET_AVX2 inline __m256i tail_mask(size_t n) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
