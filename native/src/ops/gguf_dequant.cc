@@ -23,6 +23,7 @@
 #include "core/errors.h"
 #include "core/registry.h"
 #include "core/thread_pool.h"
+#include "ops/gguf_k_scales.h"
 #include "tensor/float_codecs.h"
 
 namespace {
@@ -158,14 +159,12 @@ inline void q3_k_scales(const uint8_t* b, int8_t scales[16]) {
   }
 }
 
-inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = static_cast<uint8_t>((q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4));
-    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
-  }
+// Sub-block j's scale and min of a q4_K / q5_K block, times the block's d and dmin (ggml's order).
+inline void scaled_min_k4(int j, const uint8_t* q, float d, float dmin, float* dl, float* ml) {
+  uint8_t sc, m;
+  ninodes::ops::scale_min_k4(j, q, &sc, &m);
+  *dl = d * static_cast<float>(sc);
+  *ml = dmin * static_cast<float>(m);
 }
 
 [[gnu::always_inline]] inline void dq_q4_k(const uint8_t* b, float* y) {
@@ -174,14 +173,10 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   const uint8_t* scales = b + 4;
   const uint8_t* q = b + 16;
   int is = 0;
-  uint8_t sc, m;
   for (int j = 0; j < 256; j += 64) {
-    scale_min_k4(is + 0, scales, &sc, &m);
-    const float d1 = d * static_cast<float>(sc);
-    const float m1 = dmin * static_cast<float>(m);
-    scale_min_k4(is + 1, scales, &sc, &m);
-    const float d2 = d * static_cast<float>(sc);
-    const float m2 = dmin * static_cast<float>(m);
+    float d1, m1, d2, m2;
+    scaled_min_k4(is + 0, scales, d, dmin, &d1, &m1);
+    scaled_min_k4(is + 1, scales, d, dmin, &d2, &m2);
     for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xf) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
     q += 32;
@@ -196,15 +191,11 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   const uint8_t* qh = b + 16;
   const uint8_t* ql = b + 48;
   int is = 0;
-  uint8_t sc, m;
   uint8_t u1 = 1, u2 = 2;
   for (int j = 0; j < 256; j += 64) {
-    scale_min_k4(is + 0, scales, &sc, &m);
-    const float d1 = d * static_cast<float>(sc);
-    const float m1 = dmin * static_cast<float>(m);
-    scale_min_k4(is + 1, scales, &sc, &m);
-    const float d2 = d * static_cast<float>(sc);
-    const float m2 = dmin * static_cast<float>(m);
+    float d1, m1, d2, m2;
+    scaled_min_k4(is + 0, scales, d, dmin, &d1, &m1);
+    scaled_min_k4(is + 1, scales, d, dmin, &d2, &m2);
     for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((ql[l] & 0xf) + ((qh[l] & u1) ? 16 : 0)) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
     ql += 32;
@@ -337,26 +328,6 @@ void decode_range_base(Kind kind, const uint8_t* src, float* y, size_t begin, si
 }
 
 #if NINODES_HAS_X86
-// 32 values from 16 bytes of nibbles (low nibbles first, then high), each mapped through a
-// 16-entry int8 table, converted to float, times `dl`, plus `m` when kAdd. The same float
-// operations, in the same order, as the scalar decoders (int -> float is exact).
-template <bool kAdd>
-__attribute__((target("avx2,f16c"))) void nibbles32_avx2(const uint8_t* qs, const int8_t* lut, float dl, float m, float* o) {
-  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lut));
-  const __m128i low4 = _mm_set1_epi8(0x0f);
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(q, low4));
-  const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), low4));
-  const __m256 vd = _mm256_set1_ps(dl);
-  const __m256 vm = _mm256_set1_ps(m);
-  const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
-  for (int i = 0; i < 4; ++i) {
-    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[i])), vd);
-    if (kAdd) v = _mm256_add_ps(v, vm);
-    _mm256_storeu_ps(o + 8 * i, v);
-  }
-}
-
 // 32 int8 values -> float, times dl, plus m when kAdd (one rounding per operation, as in ggml).
 template <bool kAdd>
 __attribute__((target("avx2,f16c"))) void int8x32_to_f32_avx2(__m256i v, float dl, float m, float* o) {
@@ -370,6 +341,19 @@ __attribute__((target("avx2,f16c"))) void int8x32_to_f32_avx2(__m256i v, float d
     if (kAdd) f = _mm256_add_ps(f, vm);
     _mm256_storeu_ps(o + 8 * i, f);
   }
+}
+
+// 32 values from 16 bytes of nibbles (low nibbles first, then high), each mapped through a
+// 16-entry int8 table, then as int8x32_to_f32_avx2. The same float operations, in the same order, as
+// the scalar decoders (int -> float is exact).
+template <bool kAdd>
+__attribute__((target("avx2,f16c"))) void nibbles32_avx2(const uint8_t* qs, const int8_t* lut, float dl, float m, float* o) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lut));
+  const __m128i low4 = _mm_set1_epi8(0x0f);
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(q, low4));
+  const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), low4));
+  int8x32_to_f32_avx2<kAdd>(_mm256_set_m128i(hi, lo), dl, m, o);
 }
 
 // Q5_0 / Q5_1: nibbles plus a fifth bit from qh (bit j for value j), as 32 int8 values.
@@ -465,49 +449,39 @@ __attribute__((target("avx2,f16c"))) void q3_k_block_avx2(const uint8_t* b, floa
 const int8_t kQ4_0Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
 const int8_t kQ4_1Values[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
+// F16 (F16C converts exactly: every half is representable in float) or BF16 (the bits shifted up),
+// 8 values at a time, the rest one by one.
+template <Kind K>
+__attribute__((target("avx2,f16c"))) void widen16_avx2(const uint8_t* src, float* y, size_t begin, size_t end) {
+  static_assert(K == Kind::kF16 || K == Kind::kBF16, "16-bit floats only");
+  size_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
+    if constexpr (K == Kind::kF16) {
+      _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+    } else {
+      _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+    }
+  }
+  for (; i < end; ++i) y[i] = K == Kind::kF16 ? f16_to_f32(rd16(src + 2 * i)) : bf16_to_f32(rd16(src + 2 * i));
+}
+
+// Blocks [begin, end) through a one-block decoder.
+template <void (*Block)(const uint8_t*, float*)>
+__attribute__((target("avx2,f16c"))) void each_block_avx2(const uint8_t* src, float* y, size_t begin, size_t end, size_t bytes, size_t elems) {
+  for (size_t i = begin; i < end; ++i) Block(src + i * bytes, y + i * elems);
+}
+
 // AVX2 without FMA on purpose: wider vectors, but the compiler still cannot fuse `d * q - m`
 // (a fused result would differ from ggml in the last bit).
 __attribute__((target("avx2,f16c"))) void decode_range_avx2(Kind kind, const uint8_t* src, float* y, size_t begin, size_t end,
                                                              size_t bytes, size_t elems) {
-  if (kind == Kind::kF16) {
-    // F16C converts exactly (every half is representable in float), 8 at a time.
-    size_t i = begin;
-    for (; i + 8 <= end; i += 8) {
-      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
-      _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
-    }
-    for (; i < end; ++i) y[i] = f16_to_f32(rd16(src + 2 * i));
-    return;
-  }
-  if (kind == Kind::kBF16) {
-    size_t i = begin;
-    for (; i + 8 <= end; i += 8) {
-      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
-      _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
-    }
-    for (; i < end; ++i) y[i] = bf16_to_f32(rd16(src + 2 * i));
-    return;
-  }
-  if (kind == Kind::kQ2_K || kind == Kind::kQ3_K) {
-    for (size_t i = begin; i < end; ++i) {
-      if (kind == Kind::kQ2_K) {
-        q2_k_block_avx2(src + i * bytes, y + i * elems);
-      } else {
-        q3_k_block_avx2(src + i * bytes, y + i * elems);
-      }
-    }
-    return;
-  }
-  if (kind == Kind::kQ5_0 || kind == Kind::kQ5_1) {
-    for (size_t i = begin; i < end; ++i) {
-      if (kind == Kind::kQ5_0) {
-        q5_block_avx2<false>(src + i * bytes, y + i * elems);
-      } else {
-        q5_block_avx2<true>(src + i * bytes, y + i * elems);
-      }
-    }
-    return;
-  }
+  if (kind == Kind::kF16) return widen16_avx2<Kind::kF16>(src, y, begin, end);
+  if (kind == Kind::kBF16) return widen16_avx2<Kind::kBF16>(src, y, begin, end);
+  if (kind == Kind::kQ2_K) return each_block_avx2<q2_k_block_avx2>(src, y, begin, end, bytes, elems);
+  if (kind == Kind::kQ3_K) return each_block_avx2<q3_k_block_avx2>(src, y, begin, end, bytes, elems);
+  if (kind == Kind::kQ5_0) return each_block_avx2<q5_block_avx2<false>>(src, y, begin, end, bytes, elems);
+  if (kind == Kind::kQ5_1) return each_block_avx2<q5_block_avx2<true>>(src, y, begin, end, bytes, elems);
   if (kind == Kind::kQ4_0 || kind == Kind::kQ4_1) {
     for (size_t i = begin; i < end; ++i) {
       const uint8_t* b = src + i * bytes;

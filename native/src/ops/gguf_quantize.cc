@@ -18,6 +18,7 @@
 #include "core/errors.h"
 #include "core/registry.h"
 #include "core/thread_pool.h"
+#include "ops/gguf_k_scales.h"
 #include "tensor/float_codecs.h"
 
 namespace {
@@ -25,6 +26,7 @@ namespace {
 using ninodes::fail;
 using ninodes::codec::f16_to_f32;
 using ninodes::codec::f32_to_f16;
+using ninodes::ops::scale_min_k4;
 
 inline void wr16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
 
@@ -124,17 +126,6 @@ float make_qkx2_quants(const float* x, const float* weights, uint8_t* L, float* 
   }
   *the_min = -min;
   return scale;
-}
-
-// The 12 scale bytes pack eight 6-bit scales and eight 6-bit mins (ggml's get_scale_min_k4 layout).
-inline void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
-  }
 }
 
 // Block layout: d (f16), dmin (f16), scales[12], qs[128] (low nibbles: values 0..31 of each 64,

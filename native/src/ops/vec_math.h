@@ -11,66 +11,70 @@
 namespace ninodes {
 namespace ops {
 
-NINODES_TARGET_AVX2 inline __m256 exp256(__m256 x) {
-  const __m256 hi = _mm256_set1_ps(88.3762626647949f);
-  const __m256 lo = _mm256_set1_ps(-87.3365478515625f);
-  const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  const __m256 overflow = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
-  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-  __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-  __m256 fx = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f));
-  fx = _mm256_floor_ps(fx);
-  xc = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), xc);
-  xc = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), xc);
-  __m256 y = _mm256_set1_ps(1.9875691500E-4f);
-  y = _mm256_fmadd_ps(y, xc, _mm256_set1_ps(1.3981999507E-3f));
-  y = _mm256_fmadd_ps(y, xc, _mm256_set1_ps(8.3334519073E-3f));
-  y = _mm256_fmadd_ps(y, xc, _mm256_set1_ps(4.1665795894E-2f));
-  y = _mm256_fmadd_ps(y, xc, _mm256_set1_ps(1.6666665459E-1f));
-  y = _mm256_fmadd_ps(y, xc, _mm256_set1_ps(5.0000001201E-1f));
-  const __m256 x2 = _mm256_mul_ps(xc, xc);
-  y = _mm256_fmadd_ps(y, x2, _mm256_add_ps(xc, _mm256_set1_ps(1.0f)));
+// The exp of both widths, written once: V is __m256 or __m512 and IV the int32 vector of as many
+// lanes; their GCC vector operators (+, -, *, <<, >>, comparisons and ?:) are what the
+// _mm*_add/sub/mul/cmp/blend intrinsics expand to; Fma, Floor, Max and Min are the width's
+// _mm*_fmadd_ps, round-down, _mm*_max_ps and _mm*_min_ps (as ?: GCC would blend instead). Always
+// inlined into exp256 / exp512, so it is compiled for their target; every operation rounds once,
+// as the intrinsics do, so each width's values are those of its former intrinsic version bit for
+// bit. x and out are references because a default-target function taking or returning V by value
+// draws a -Wpsabi warning in every translation unit; the calls to the width's functions would too,
+// but are never made (they inline). c - V{} splats c (c - (+0) is c for every c, -0 included).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+template <class V, class IV, V (*Fma)(V, V, V), V (*Floor)(V), V (*Max)(V, V), V (*Min)(V, V)>
+__attribute__((always_inline)) inline void exp_lanes(const V& x, V& out) {
+  const V hi = 88.3762626647949f - V{};
+  const V lo = -87.3365478515625f - V{};
+  const auto underflow = x < lo;
+  const auto overflow = x > hi;
+  const auto nan = x != x;
+  V xc = Min(Max(x, lo), hi);
+  const V fx = Floor(Fma(xc, 1.44269504088896341f - V{}, 0.5f - V{}));
+  // xc - fx * c (the fnmadd of c) as fma(fx, -c, xc): the negated constant is exact.
+  xc = Fma(fx, -0.693359375f - V{}, xc);
+  xc = Fma(fx, 2.12194440e-4f - V{}, xc);
+  V y = 1.9875691500E-4f - V{};
+  y = Fma(y, xc, 1.3981999507E-3f - V{});
+  y = Fma(y, xc, 8.3334519073E-3f - V{});
+  y = Fma(y, xc, 4.1665795894E-2f - V{});
+  y = Fma(y, xc, 1.6666665459E-1f - V{});
+  y = Fma(y, xc, 5.0000001201E-1f - V{});
+  const V x2 = xc * xc;
+  y = Fma(y, x2, xc + (1.0f - V{}));
   // 2^fx: fx is in [-126, 128]; split the power so the exponent field never overflows.
-  __m256i n = _mm256_cvttps_epi32(fx);
-  const __m256i n1 = _mm256_srai_epi32(n, 1);
-  const __m256i n2 = _mm256_sub_epi32(n, n1);
-  const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23));
-  const __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
-  y = _mm256_mul_ps(_mm256_mul_ps(y, p1), p2);
-  y = _mm256_andnot_ps(underflow, y);
-  y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), overflow);
-  return _mm256_blendv_ps(y, x, nan);
+  const IV n = __builtin_convertvector(fx, IV);  // truncates, as cvttps2dq
+  const IV n1 = n >> 1;
+  const IV n2 = n - n1;
+  const V p1 = (V)((n1 + 127) << 23);
+  const V p2 = (V)((n2 + 127) << 23);
+  y = y * p1 * p2;
+  y = underflow ? V{} : y;
+  y = overflow ? INFINITY - V{} : y;
+  out = nan ? x : y;
 }
+#pragma GCC diagnostic pop
 
-// exp256's operations on 16 lanes (same constants and order, so the same values per element).
+NINODES_TARGET_AVX2 inline __m256 fmadd256(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+NINODES_TARGET_AVX2 inline __m256 floor256(__m256 x) { return _mm256_floor_ps(x); }
+NINODES_TARGET_AVX2 inline __m256 max256(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+NINODES_TARGET_AVX2 inline __m256 min256(__m256 a, __m256 b) { return _mm256_min_ps(a, b); }
+NINODES_TARGET_AVX512 inline __m512 fmadd512(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+NINODES_TARGET_AVX512 inline __m512 floor512(__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+NINODES_TARGET_AVX512 inline __m512 max512(__m512 a, __m512 b) { return _mm512_max_ps(a, b); }
+NINODES_TARGET_AVX512 inline __m512 min512(__m512 a, __m512 b) { return _mm512_min_ps(a, b); }
+
+// Cephes-style exp of 8 and of 16 lanes (max ~2 ulp, exact 0 for very negative and -inf inputs,
+// +inf above the float range, NaN kept): the same constants and order, so the same value per element.
+NINODES_TARGET_AVX2 inline __m256 exp256(__m256 x) {
+  __m256 y;
+  exp_lanes<__m256, __v8si, fmadd256, floor256, max256, min256>(x, y);
+  return y;
+}
 NINODES_TARGET_AVX512 inline __m512 exp512(__m512 x) {
-  const __m512 hi = _mm512_set1_ps(88.3762626647949f);
-  const __m512 lo = _mm512_set1_ps(-87.3365478515625f);
-  const __mmask16 underflow = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
-  const __mmask16 overflow = _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ);
-  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-  __m512 fx = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f));
-  fx = _mm512_roundscale_ps(fx, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  xc = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), xc);
-  xc = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), xc);
-  __m512 y = _mm512_set1_ps(1.9875691500E-4f);
-  y = _mm512_fmadd_ps(y, xc, _mm512_set1_ps(1.3981999507E-3f));
-  y = _mm512_fmadd_ps(y, xc, _mm512_set1_ps(8.3334519073E-3f));
-  y = _mm512_fmadd_ps(y, xc, _mm512_set1_ps(4.1665795894E-2f));
-  y = _mm512_fmadd_ps(y, xc, _mm512_set1_ps(1.6666665459E-1f));
-  y = _mm512_fmadd_ps(y, xc, _mm512_set1_ps(5.0000001201E-1f));
-  const __m512 x2 = _mm512_mul_ps(xc, xc);
-  y = _mm512_fmadd_ps(y, x2, _mm512_add_ps(xc, _mm512_set1_ps(1.0f)));
-  const __m512i n = _mm512_cvttps_epi32(fx);
-  const __m512i n1 = _mm512_srai_epi32(n, 1);
-  const __m512i n2 = _mm512_sub_epi32(n, n1);
-  const __m512 p1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, _mm512_set1_epi32(127)), 23));
-  const __m512 p2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, _mm512_set1_epi32(127)), 23));
-  y = _mm512_mul_ps(_mm512_mul_ps(y, p1), p2);
-  y = _mm512_maskz_mov_ps(static_cast<__mmask16>(~underflow), y);
-  y = _mm512_mask_mov_ps(y, overflow, _mm512_set1_ps(INFINITY));
-  return _mm512_mask_mov_ps(y, nan, x);
+  __m512 y;
+  exp_lanes<__m512, __v16si, fmadd512, floor512, max512, min512>(x, y);
+  return y;
 }
 
 NINODES_TARGET_AVX2 inline float hsum256(__m256 v) {
@@ -86,6 +90,10 @@ NINODES_TARGET_AVX2 inline float hmax256(__m256 v) {
   s = _mm_max_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
+
+// _mm512_reduce_add_ps / _mm512_reduce_max_ps as functions, to pass where hsum256 / hmax256 go.
+NINODES_TARGET_AVX512 inline float hsum512(__m512 v) { return _mm512_reduce_add_ps(v); }
+NINODES_TARGET_AVX512 inline float hmax512(__m512 v) { return _mm512_reduce_max_ps(v); }
 
 // Mask with the first n (0..8) lanes set.
 NINODES_TARGET_AVX2 inline __m256i tail_mask(size_t n) {

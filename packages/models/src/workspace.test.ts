@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { H3_DEFAULTS, type H3Config } from './h3-config.js';
 import { gaussianNoise } from './noise.js';
 import { openH3Model } from './open-h3-model.js';
-import { runSampler } from './sampler.js';
+import type { VelocityModel } from './h3-model.js';
+import { runSampler, type SamplerOptions } from './sampler.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 import { Workspace } from './workspace.js';
 
@@ -18,6 +19,20 @@ const path = join(dir, 'ws.safetensors');
 beforeAll(async () => {
   await writeSyntheticH3Checkpoint(path, { config, seed: 5 });
 });
+
+/** The tensors each sampler step creates (counted from its onStepStart to its onStep). */
+async function allocationsPerStep(model: VelocityModel, options: Omit<SamplerOptions, 'onStepStart' | 'onStep'>): Promise<number[]> {
+  const perStep: number[] = [];
+  let before = 0;
+  await runSampler(model, {
+    ...options,
+    onStepStart: () => {
+      before = tensorAllocations();
+    },
+    onStep: () => perStep.push(tensorAllocations() - before),
+  });
+  return perStep;
+}
 
 describe('Workspace', () => {
   it('hands back the same buffer for the same key and shape, a new one when the shape changes', () => {
@@ -37,18 +52,7 @@ describe('H3 forward in the steady state (issue 16)', () => {
     it(`${compute}: sampler steps 2..N create no new tensor storage`, async () => {
       const { model, close } = openH3Model(path, { compute, capture: false });
       try {
-        const perStep: number[] = [];
-        let before = 0;
-        await runSampler(model, {
-          frames: 2,
-          height: 6,
-          width: 8,
-          steps: 4,
-          onStepStart: () => {
-            before = tensorAllocations();
-          },
-          onStep: () => perStep.push(tensorAllocations() - before),
-        });
+        const perStep = await allocationsPerStep(model, { frames: 2, height: 6, width: 8, steps: 4 });
         // Step 1 sizes the buffers (and materializes the weights).
         expect(perStep[0]).toBeGreaterThan(10);
         expect(perStep.slice(1)).toEqual([0, 0, 0]);
@@ -63,20 +67,7 @@ describe('H3 forward in the steady state (issue 16)', () => {
     await writeSyntheticH3Checkpoint(streamsPath, { config: { ...config, audioChannels: 32, textDim: 320, refinerLayers: 2 }, seed: 6 });
     const { model, close } = openH3Model(streamsPath, { compute: 'f32', capture: false });
     try {
-      const perStep: number[] = [];
-      let before = 0;
-      await runSampler(model, {
-        frames: 2,
-        height: 6,
-        width: 8,
-        steps: 5,
-        audioFrames: 5,
-        context: gaussianNoise([1, 7, 320], 3),
-        onStepStart: () => {
-          before = tensorAllocations();
-        },
-        onStep: () => perStep.push(tensorAllocations() - before),
-      });
+      const perStep = await allocationsPerStep(model, { frames: 2, height: 6, width: 8, steps: 5, audioFrames: 5, context: gaussianNoise([1, 7, 320], 3) });
       // Step 1 (sigma 1: audio and video share one timestep) sizes the buffers, step 2 those of two
       // timesteps; from then on only the audio velocity, which the caller owns, is new.
       expect(perStep[0]).toBeGreaterThan(10);

@@ -2,8 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { gelu, reference, silu, swiglu } from '../index.js';
 import { Tensor } from '../tensor.js';
-import { expectBitsEqual, expectClose, randomF32, seedArb, shapeArb, simdPaths, withSimd } from '../test-support/numeric.js';
-import { setThreads } from '../threads.js';
+import { expectClose, expectSameBitsOnThreads, randomF32, seedArb, shapeArb, simdPaths, withSimd } from '../test-support/numeric.js';
 
 // Definitions as written in the papers / torch docs, in float64.
 const siluDef = (x: number) => x * (1 / (1 + Math.exp(-x)));
@@ -53,12 +52,7 @@ describe('silu / gelu (tanh) / swiglu', () => {
 
   it('gives the same bits for any thread count', () => {
     const x = randomF32([300000], 5, 4);
-    setThreads(1);
-    const one = [silu(x).data, gelu(x).data, swiglu(x).data];
-    setThreads(4);
-    const four = [silu(x).data, gelu(x).data, swiglu(x).data];
-    setThreads(0);
-    one.forEach((a, i) => expectBitsEqual(a, four[i] as Float32Array));
+    expectSameBitsOnThreads(() => [silu(x).data, gelu(x).data, swiglu(x).data], 4);
   });
 
   it('rejects bad inputs with typed errors', () => {

@@ -2,8 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { add, addcmul, modulate, mul, reference, scale } from '../index.js';
 import { Tensor } from '../tensor.js';
-import { expectBitsEqual, expectClose, randomF32, seedArb, shapeArb, simdPaths, withSimd } from '../test-support/numeric.js';
-import { setThreads } from '../threads.js';
+import { expectBitsEqual, expectClose, expectSameBitsOnThreads, randomF32, seedArb, shapeArb, simdPaths, withSimd } from '../test-support/numeric.js';
 
 const f = Math.fround;
 
@@ -65,12 +64,7 @@ describe('add / mul / addcmul / modulate / scale', () => {
     const a = randomF32([333], 4);
     const b = randomF32([333], 5);
     const run = () => [add(x, a).data, mul(x, a).data, addcmul(x, a, b).data, modulate(x, a, b).data, scale(x, 0.37).data];
-    setThreads(1);
-    const one = run();
-    setThreads(4);
-    const four = run();
-    setThreads(0);
-    one.forEach((v, i) => expectBitsEqual(v, four[i] as Float32Array));
+    expectSameBitsOnThreads(run, 4);
   });
 
   it('rejects shapes that do not broadcast and non-f32 inputs', () => {

@@ -4,8 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Tensor, add, gatedResidual, modulate, mul, qkNormRope, rmsNorm, rmsNormModulate, ropeSplitHalf } from '../index.js';
-import { expectBitsEqual, expectClose, randomF32, seedArb, simdPaths, withSimd } from '../test-support/numeric.js';
-import { setThreads } from '../threads.js';
+import { expectBitsEqual, expectClose, expectSameBitsOnThreads, randomF32, seedArb, simdPaths, withSimd } from '../test-support/numeric.js';
 
 // Rows × width, widths off the SIMD width and rows past the parallel grain included.
 const dimsArb = fc.tuple(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: 200 }), seedArb);
@@ -143,12 +142,7 @@ describe('fused elementwise passes', () => {
     const qkv = randomF32([300, 3 * 4 * 16], 6);
     const angles = randomF32([300, 8], 7);
     const run = () => [gatedResidual(x, o, g).data, rmsNormModulate(x, g, o.view('f32', [333], 0), g, 1e-5).data, ...Object.values(qkNormRope(qkv, null, null, angles, { heads: 4, rotDim: 8 })).map((t) => t.data)];
-    setThreads(1);
-    const one = run();
-    setThreads(4);
-    const four = run();
-    setThreads(0);
-    one.forEach((v, i) => expectBitsEqual(v, four[i] as Float32Array));
+    expectSameBitsOnThreads(run, 4);
   });
 
   it('reject shapes that do not fit with SHAPE_MISMATCH', () => {

@@ -2,8 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { layerNorm, reference, rmsNorm, softmax } from '../index.js';
 import { Tensor } from '../tensor.js';
-import { expectBitsEqual, expectClose, randomF32, seedArb, shapeArb, simdPaths, withSimd } from '../test-support/numeric.js';
-import { setThreads } from '../threads.js';
+import { expectClose, expectSameBitsOnThreads, randomF32, seedArb, shapeArb, simdPaths, withSimd } from '../test-support/numeric.js';
 
 // Independent float64 definitions, written from the formulas (torch semantics).
 function rmsF64(x: Float32Array, w: Float32Array | undefined, dim: number, eps: number): number[] {
@@ -106,12 +105,7 @@ describe('rmsNorm / layerNorm / softmax', () => {
     const w = randomF32([200], 12);
     const b = randomF32([200], 13);
     const run = () => [rmsNorm(x, w, 1e-6).data, layerNorm(x, w, b).data, softmax(x).data];
-    setThreads(1);
-    const one = run();
-    setThreads(3);
-    const three = run();
-    setThreads(0);
-    one.forEach((a, i) => expectBitsEqual(a, three[i] as Float32Array));
+    expectSameBitsOnThreads(run, 3);
   });
 
   it('rejects bad inputs with typed errors', () => {

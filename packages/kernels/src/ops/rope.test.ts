@@ -3,8 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { reference, ropeSplitHalf } from '../index.js';
 import { Tensor } from '../tensor.js';
 import { f32Of, fixturePath, readSafetensors } from '../test-support/fixture-files.js';
-import { expectBitsEqual, expectClose, randomF32, seedArb } from '../test-support/numeric.js';
-import { setThreads } from '../threads.js';
+import { expectClose, expectSameBitsOnThreads, randomF32, seedArb } from '../test-support/numeric.js';
 
 // Rotation of the complex pair (x_i + i·x_{i+R/2}) by the angle, in float64.
 function ropeF64(x: Float32Array, angles: Float32Array, s: number, h: number, d: number, r: number, cols: number): number[] {
@@ -80,12 +79,7 @@ describe('ropeSplitHalf', () => {
   it('gives the same bits for any thread count', () => {
     const x = randomF32([257, 8, 64], 1);
     const a = randomF32([257, 48], 2, 10);
-    setThreads(1);
-    const one = ropeSplitHalf(x, a, 48).data;
-    setThreads(4);
-    const four = ropeSplitHalf(x, a, 48).data;
-    setThreads(0);
-    expectBitsEqual(one, four);
+    expectSameBitsOnThreads(() => [ropeSplitHalf(x, a, 48).data], 4);
   });
 
   it('rejects bad rotDim and angle shapes', () => {

@@ -1,9 +1,10 @@
-// Test helpers: seeded random tensors, tolerance comparison, SIMD-path switching.
+// Test helpers: seeded random tensors, tolerance comparison, SIMD-path and thread-count switching.
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import { buildInfo, type SimdPath } from '../build-info.js';
 import { callNative } from '../native-addon.js';
 import { Tensor } from '../tensor.js';
+import { setThreads } from '../threads.js';
 
 /** Deterministic pseudo-normal values (sum of 4 uniforms, centred) from a seed. */
 export function randomValues(n: number, seed: number, scale = 1): Float32Array {
@@ -73,6 +74,25 @@ export function expectBitsEqual(a: Float32Array, b: Float32Array): void {
   for (let i = 0; i < x.length; i++) {
     if (x[i] !== y[i]) expect.fail(`element ${i}: ${a[i]} vs ${b[i]} differ in bits`);
   }
+}
+
+/**
+ * Runs `run` on one thread and on `threads`, and expects each of its outputs bit for bit the same
+ * (the pool is back at its default size afterwards, also when `run` throws).
+ */
+export function expectSameBitsOnThreads(run: () => Float32Array[], threads: number): void {
+  let one: Float32Array[];
+  let many: Float32Array[];
+  try {
+    setThreads(1);
+    one = run();
+    setThreads(threads);
+    many = run();
+  } finally {
+    setThreads(0);
+  }
+  expect(many.length).toBe(one.length);
+  one.forEach((v, i) => expectBitsEqual(v, many[i] as Float32Array));
 }
 
 /** The SIMD paths this CPU can run, best first (each path can also run those below it). */
