@@ -101,9 +101,10 @@ describe('ninodes run --tp', () => {
       const report = runReportSchema.parse(JSON.parse(r.stdout));
       expect(report.tp?.size).toBe(n);
       expect(report.tp?.ranks.map((x) => x.rank)).toEqual(Array.from({ length: n }, (_, i) => i));
-      // Per step and block: int8 out_proj and fc2 reduce a scale (MAX) and accumulators (SUM), the
-      // adaLN rows are gathered; then the final layer's adaLN rows.
-      for (const rank of report.tp!.ranks) expect(rank.collectives).toBe(2 * (config.layers * (2 * 2 + 1) + 1));
+      // Per step and block (sequence parallel): int8 qkv and fc1 gather the ranks' quantized rows
+      // and their scales, out_proj and fc2 reduce a scale (MAX) and reduce-scatter accumulators, the
+      // adaLN rows are gathered; then the hidden rows are gathered and the final layer's adaLN rows.
+      for (const rank of report.tp!.ranks) expect(rank.collectives).toBe(2 * (config.layers * (4 * 2 + 1) + 2));
       for (const rank of report.tp!.ranks) expect(rank.latentSha256).toBe(single.output.latentSha256);
       expect(report.output.latentSha256).toBe(single.output.latentSha256);
       expect(Buffer.from(latentOf(join(dir, `i8-${n}`)).buffer).equals(Buffer.from(latentOf(join(dir, 'i8-1')).buffer))).toBe(true);
@@ -157,6 +158,44 @@ describe('ninodes run --tp', () => {
       } else {
         expect(relFrobenius(v2, v1)).toBeLessThanOrEqual(1e-6);
         expect(relFrobenius(a2, a1)).toBeLessThanOrEqual(1e-6);
+      }
+    }
+  });
+
+  it('three ranks on 256 video tokens with text and audio rows (389 rows, modalities crossing the ranks\' row boundaries): int8 convrot bytes equal one rank, fp32 within 1e-6', async () => {
+    // 12 heads and an MLP of 1536 split over 3 ranks; out_proj's and fc2's input slices (768 / 3,
+    // 1536 / 3) are whole 256-column convrot groups. 3 text + 130 audio + 256 video rows: sequence
+    // parallelism gives the ranks rows [0, 129), [129, 259), [259, 389), so the audio rows cross
+    // the first boundary and the video rows the second.
+    const av3 = join(dir, 'h3-tp3-av.safetensors');
+    await writeSyntheticH3Checkpoint(av3, { config: { ...config, hidden: 768, heads: 12, headDim: 64, ffn: 1536, audioChannels: 32, textDim: 512, refinerLayers: 2 }, seed: 13 });
+    const ctx = join(dir, 'tp3-context.safetensors');
+    await writeSafetensors(ctx, [{ name: 'context', dtype: 'f32', shape: [1, 3, 512], data: () => gaussianNoise([1, 3, 512], 5).bytes() }]);
+    const args = ['run', '--model', av3, '--steps', '2', '--frames', '1', '--height', '32', '--width', '32', '--context', ctx, '--audio-frames', '65'];
+    const audioOf = (out: string): Float32Array => {
+      const f = openSafetensors(join(out, 'audio.safetensors'));
+      try {
+        return f.tensor('audio').copy().data as Float32Array;
+      } finally {
+        f.close();
+      }
+    };
+    for (const quant of ['int8_convrot', 'fp32'] as const) {
+      const one = await startCli([...args, '--quant', quant, '--out', join(dir, `tp3-${quant}-1`), '--json']);
+      expect(one.status, one.stderr).toBe(0);
+      const r = await startCli([...args, '--quant', quant, '--tp', '3', '--out', join(dir, `tp3-${quant}-3`), '--json']);
+      expect(r.status, r.stderr).toBe(0);
+      const report = runReportSchema.parse(JSON.parse(r.stdout));
+      expect(report.tp!.ranks).toHaveLength(3);
+      expect(new Set(report.tp!.ranks.map((x) => x.latentSha256)).size).toBe(1);
+      const [v1, v3] = [latentOf(join(dir, `tp3-${quant}-1`)), latentOf(join(dir, `tp3-${quant}-3`))];
+      const [a1, a3] = [audioOf(join(dir, `tp3-${quant}-1`)), audioOf(join(dir, `tp3-${quant}-3`))];
+      if (quant === 'int8_convrot') {
+        expect(report.output.latentSha256).toBe(runReportSchema.parse(JSON.parse(one.stdout)).output.latentSha256);
+        expect(Buffer.from(a3.buffer).equals(Buffer.from(a1.buffer))).toBe(true);
+      } else {
+        expect(relFrobenius(v3, v1)).toBeLessThanOrEqual(1e-6);
+        expect(relFrobenius(a3, a1)).toBeLessThanOrEqual(1e-6);
       }
     }
   });
