@@ -16,6 +16,9 @@ export type MadviseAdvice = 'willneed' | 'dontneed' | 'sequential' | 'random' | 
 /** The element types the collectives carry. */
 export type CommArray = Float32Array | Int32Array;
 export type CommDType = 'f32' | 'i32';
+/** allgatherInto also carries int8 activations. */
+export type CommGatherArray = CommArray | Int8Array;
+export type CommGatherDType = CommDType | 'i8';
 export type ReduceOp = 'sum' | 'max';
 
 /** What every comm* call settles with: OK or a stable code, and the ranks it concerns. */
@@ -210,6 +213,9 @@ export interface NativeAddon {
   commAllreduce(handle: CommHandle, data: CommArray, dtype: CommDType, op: ReduceOp): CommStatus;
   commBroadcast(handle: CommHandle, data: CommArray, dtype: CommDType, root: number): CommStatus;
   commAllgather(handle: CommHandle, input: CommArray, output: CommArray, dtype: CommDType): CommStatus;
+  // counts: one segment length (elements) per rank, summing to data's length.
+  commReduceScatter(handle: CommHandle, data: CommArray, dtype: CommDType, counts: readonly number[]): CommStatus;
+  commAllgatherInto(handle: CommHandle, data: CommGatherArray, dtype: CommGatherDType, counts: readonly number[]): CommStatus;
   commBarrier(handle: CommHandle): CommStatus;
   commClose(handle: CommHandle): void;
 

@@ -3,12 +3,13 @@
 // streams their output with a rank prefix, and makes sure none outlives the run: when one rank fails
 // the others get a moment to report (their collectives fail naming it), then are terminated; SIGINT
 // and SIGTERM are passed on. The rendezvous directory is removed at the end.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { allowedCpus, cpuSlices, hasTaskset } from '@ninodes/device';
 import { RunnerError } from './error-codes.js';
 import type { CommandContext } from './command.js';
 import { TP_ENV } from './tp-env.js';
@@ -24,38 +25,21 @@ export interface LaunchOptions {
   readonly context: CommandContext;
 }
 
-/** The CPUs this process may run on (Linux: Cpus_allowed_list, e.g. "0-3,8"). */
-function allowedCpus(): number[] {
-  let list = '';
-  try {
-    list = /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '';
-  } catch {
-    list = '';
-  }
-  const cpus: number[] = [];
-  for (const part of list.split(',')) {
-    const m = /^(\d+)(?:-(\d+))?$/.exec(part);
-    if (m === null) continue;
-    for (let c = Number(m[1]); c <= Number(m[2] ?? m[1]); c++) cpus.push(c);
-  }
-  return cpus;
-}
-
 /** Per rank, the cores it is pinned to: consecutive slices of the allowed CPUs. */
 function pinPlan(size: number, threadsPerRank: number): string[] {
-  const found = spawnSync('taskset', ['--version'], { encoding: 'utf8' });
-  if (found.error !== undefined) {
+  if (!hasTaskset()) {
     throw new RunnerError('TP_PIN_UNAVAILABLE', '--tp-pin needs taskset, which is not installed', { where: '--tp-pin', hint: 'apt-get install util-linux' });
   }
   const cpus = allowedCpus();
-  if (cpus.length < size * threadsPerRank) {
+  const slices = cpuSlices(cpus, size, threadsPerRank);
+  if (slices === undefined) {
     throw new RunnerError('CLI_TP_PIN', `--tp-pin: ${size} ranks of ${threadsPerRank} threads need ${size * threadsPerRank} cores, this process may use ${cpus.length}`, {
       value: { ranks: size, threadsPerRank, cores: cpus.length },
       where: '--tp-pin',
       hint: 'lower --threads or --tp, or drop --tp-pin',
     });
   }
-  return Array.from({ length: size }, (_, r) => cpus.slice(r * threadsPerRank, (r + 1) * threadsPerRank).join(','));
+  return slices;
 }
 
 /** The CLI entry the ranks run: this bundle (dist/cli.js) or, from sources under test, the built one. */

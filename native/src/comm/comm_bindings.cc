@@ -10,6 +10,7 @@
 #include <napi.h>
 
 #include <memory>
+#include <vector>
 
 #include "comm/gloo_communicator.h"
 #include "core/async.h"
@@ -56,6 +57,31 @@ DType dtype_arg(const Napi::CallbackInfo& info, size_t i, const char* fn) {
   if (d == "f32") return DType::kF32;
   if (d == "i32") return DType::kI32;
   ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": dtype must be 'f32' or 'i32', got '" + d + "'");
+}
+
+// allgatherInto also carries int8 activations (one byte an element).
+DType gather_dtype_arg(const Napi::CallbackInfo& info, size_t i, const char* fn) {
+  const std::string d = ninodes::args::string(info, i, fn);
+  if (d == "i8") return DType::kI8;
+  if (d == "f32" || d == "i32") return dtype_arg(info, i, fn);
+  ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": dtype must be 'f32', 'i32' or 'i8', got '" + d + "'");
+}
+
+// The segment counts of a segmented collective: `size` non-negative integers summing to `elements`.
+std::vector<size_t> counts_arg(const Napi::CallbackInfo& info, size_t i, int size, size_t elements, const char* fn) {
+  if (i >= info.Length() || !info[i].IsArray()) ninodes::fail("INVALID_ARGUMENT", std::string(fn) + ": counts must be an array");
+  const Napi::Array a = info[i].As<Napi::Array>();
+  if (a.Length() != static_cast<uint32_t>(size)) {
+    ninodes::fail("SHAPE_MISMATCH", std::string(fn) + ": counts has " + std::to_string(a.Length()) + " entries for a world of " + std::to_string(size));
+  }
+  std::vector<size_t> counts(size);
+  size_t sum = 0;
+  for (uint32_t r = 0; r < a.Length(); ++r) {
+    counts[r] = static_cast<size_t>(ninodes::args::integer(a.Get(r), 0, int64_t{1} << 40, std::string(fn) + ": counts[" + std::to_string(r) + "]"));
+    sum += counts[r];
+  }
+  if (sum != elements) ninodes::fail("SHAPE_MISMATCH", std::string(fn) + ": counts sum to " + std::to_string(sum) + ", the data holds " + std::to_string(elements));
+  return counts;
 }
 
 // A typed array of 4-byte elements (f32 or i32); returns its element count.
@@ -143,6 +169,27 @@ Napi::Value comm_allgather(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value comm_reduce_scatter(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Handle comm = handle_arg(info, "commReduceScatter");
+    const auto buf = ninodes::args::bytes(info, 1, "commReduceScatter data");
+    const DType dtype = dtype_arg(info, 2, "commReduceScatter");
+    const auto counts = counts_arg(info, 3, comm->size(), elements(buf, "commReduceScatter"), "commReduceScatter");
+    return status_object(info.Env(), comm->reduce_scatter(buf.data, counts, dtype));
+  });
+}
+
+Napi::Value comm_allgather_into(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Handle comm = handle_arg(info, "commAllgatherInto");
+    const auto buf = ninodes::args::bytes(info, 1, "commAllgatherInto data");
+    const DType dtype = gather_dtype_arg(info, 2, "commAllgatherInto");
+    const size_t n = dtype == DType::kI8 ? buf.size : elements(buf, "commAllgatherInto");
+    const auto counts = counts_arg(info, 3, comm->size(), n, "commAllgatherInto");
+    return status_object(info.Env(), comm->allgather_into(buf.data, counts, dtype));
+  });
+}
+
 Napi::Value comm_barrier(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     Handle comm = handle_arg(info, "commBarrier");
@@ -164,6 +211,8 @@ NINODES_MODULE(comm) {
   exports.Set("commAllreduce", Napi::Function::New(env, comm_allreduce, "commAllreduce"));
   exports.Set("commBroadcast", Napi::Function::New(env, comm_broadcast, "commBroadcast"));
   exports.Set("commAllgather", Napi::Function::New(env, comm_allgather, "commAllgather"));
+  exports.Set("commReduceScatter", Napi::Function::New(env, comm_reduce_scatter, "commReduceScatter"));
+  exports.Set("commAllgatherInto", Napi::Function::New(env, comm_allgather_into, "commAllgatherInto"));
   exports.Set("commBarrier", Napi::Function::New(env, comm_barrier, "commBarrier"));
   exports.Set("commClose", Napi::Function::New(env, comm_close, "commClose"));
 }

@@ -258,7 +258,7 @@ CommStatus Communicator::connect() {
     // context's timeout as SO_RCVTIMEO / SO_SNDTIMEO), instead of waiting for Gloo's device thread to
     // read and wake it; a closed peer socket still fails the read at once.
     const int size = options_.size;
-    outbox_.assign(kChunkWords, 0);
+    outbox_.assign((static_cast<size_t>(size) + 1) * kChunkWords, 0);
     inbox_.assign(size, {});
     send_.resize(size);
     recv_.resize(size);
@@ -269,7 +269,7 @@ CommStatus Communicator::connect() {
         auto& pair = context->getPair(p);
         pair->setSync(true, false);
         inbox_[p].assign(kChunkWords, 0);
-        send_[p] = pair->createSendBuffer(slot, outbox_.data(), kChunkWords * 8);
+        send_[p] = pair->createSendBuffer(slot, outbox_.data(), outbox_.size() * 8);
         recv_[p] = pair->createRecvBuffer(slot, inbox_[p].data(), kChunkWords * 8);
       }
     } catch (...) {
@@ -279,7 +279,7 @@ CommStatus Communicator::connect() {
     context_ = context;
     // Every rank has read every rendezvous key ("rank_<r>", "<r>") once all are connected: a first
     // exchange says so, then each rank deletes its own (a run leaves no keys in a shared Redis).
-    exchange(kBarrierWord, 0, 0, -1);
+    exchange(kBarrierWord, 0, 0, 0, -1);
     sequence_ = 0;  // the caller's collectives are numbered from 1 (in mismatch messages)
     store_->remove_written();
     return {};
@@ -373,24 +373,58 @@ CommStatus Communicator::fail_and_diagnose(const char* what, const std::string& 
 
 namespace {
 
-// What a message's 16-byte header says: the collective (kind, dtype, op or root), the rank's count
-// of collectives so far, and the element count. Peers that disagree issued different collectives.
-enum Kind : uint32_t { kAllreduce = 1, kAllgather = 2, kBroadcast = 3, kBarrier = 4 };
+// What a message's 24-byte header says: the collective (kind, dtype, op or root), the rank's count
+// of collectives so far, the element count and, for the segmented collectives, a hash of the
+// segment counts. Peers that disagree issued different collectives.
+enum Kind : uint32_t { kAllreduce = 1, kAllgather = 2, kBroadcast = 3, kBarrier = 4, kReduceScatter = 5, kAllgatherInto = 6 };
 
 uint32_t kind_word(Kind kind, DType dtype, uint32_t detail) {
-  return static_cast<uint32_t>(kind) | (dtype == DType::kI32 ? 0x100u : 0u) | (detail << 16);
+  const uint32_t d = dtype == DType::kI32 ? 1u : dtype == DType::kI8 ? 2u : 0u;
+  return static_cast<uint32_t>(kind) | (d << 8) | (detail << 16);
 }
 
 std::string describe(uint32_t word, uint64_t count) {
-  static const char* names[] = {"?", "allreduce", "allgather", "broadcast", "barrier"};
+  static const char* names[] = {"?", "allreduce", "allgather", "broadcast", "barrier", "reduceScatter", "allgatherInto"};
+  static const char* dtypes[] = {" f32", " i32", " i8", " ?"};
   const uint32_t kind = word & 0xff;
   std::ostringstream out;
-  out << (kind <= 4 ? names[kind] : "?");
-  if (kind != kBarrier) out << " of " << count << ((word & 0x100) ? " i32" : " f32");
+  out << (kind <= 6 ? names[kind] : "?");
+  if (kind != kBarrier) out << " of " << count << dtypes[(word >> 8) & 3];
   if (kind == kAllreduce) out << ((word >> 16) == 1 ? " (max)" : " (sum)");
   if (kind == kBroadcast) out << " from rank " << (word >> 16);
   return out.str();
 }
+
+// FNV-1a over the segment counts: ranks that pass different counts send different headers.
+uint64_t hash_counts(const std::vector<size_t>& counts) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t c : counts) {
+    for (int b = 0; b < 8; ++b) {
+      h ^= (static_cast<uint64_t>(c) >> (8 * b)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+// Where each segment starts (in elements).
+std::vector<size_t> offsets_of(const std::vector<size_t>& counts) {
+  std::vector<size_t> offsets(counts.size(), 0);
+  for (size_t r = 1; r < counts.size(); ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
+  return offsets;
+}
+
+// Elements of chunk `i` of a segment of `count` elements, `chunk` elements a chunk (0 past its end).
+size_t chunk_length(size_t count, size_t i, size_t chunk) { return i * chunk >= count ? 0 : std::min(count - i * chunk, chunk); }
+
+// Rounds of a segmented collective: chunked by the longest segment, at least one, so that ranks
+// passing different counts always meet in a first exchange that compares them.
+size_t rounds_of(const std::vector<size_t>& counts, size_t chunk) {
+  const size_t longest = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
+  return std::max<size_t>(1, (longest + chunk - 1) / chunk);
+}
+
+size_t element_bytes(DType dtype) { return dtype == DType::kI8 ? 1 : 4; }
 
 // y = op(a, x) element-wise (a may be y), in one fixed order on every rank (rank 0's values first),
 // so every rank ends with the same bytes whatever the world size. The first step reads rank 0's and
@@ -406,16 +440,16 @@ void combine(T* y, const T* a, const T* x, size_t n, ReduceOp op) {
 
 }  // namespace
 
+char* Communicator::outbox(int p) { return reinterpret_cast<char*>(outbox_.data() + (p + 1) * kChunkWords) + kHeaderBytes; }
+
 const char* Communicator::payload_of(int rank) const {
-  const auto& box = rank == options_.rank ? outbox_ : inbox_[rank];
-  return reinterpret_cast<const char*>(box.data()) + kHeaderBytes;
+  const uint64_t* box = rank == options_.rank ? outbox_.data() : inbox_[rank].data();
+  return reinterpret_cast<const char*>(box) + kHeaderBytes;
 }
 
-void Communicator::exchange(uint32_t kind, uint64_t count, size_t bytes, int root) {
+void Communicator::exchange(uint32_t kind, uint64_t count, uint64_t shape, size_t bytes, int root, const size_t* per_peer) {
   ++sequence_;
-  outbox_[0] = static_cast<uint64_t>(kind) | (sequence_ << 32);
-  outbox_[1] = count;
-  const size_t length = kHeaderBytes + bytes;
+  const uint64_t head = static_cast<uint64_t>(kind) | (sequence_ << 32);
   const int size = options_.size;
   const int self = options_.rank;
   // Sends first, then receives: each message fits the socket buffers (kChunkWords), so no rank
@@ -423,18 +457,25 @@ void Communicator::exchange(uint32_t kind, uint64_t count, size_t bytes, int roo
   if (root < 0 || root == self) {
     for (int p = 0; p < size; ++p) {
       if (p == self) continue;
-      send_[p]->send(0, length);
+      const int box = per_peer == nullptr ? 0 : p + 1;
+      uint64_t* header = outbox_.data() + box * kChunkWords;
+      header[0] = head;
+      header[1] = count;
+      header[2] = shape;
+      send_[p]->send(box * kChunkWords * 8, kHeaderBytes + (per_peer == nullptr ? bytes : per_peer[p]));
       send_[p]->waitSend();
     }
   }
   for (int p = 0; p < size; ++p) {
     if (p == self || (root >= 0 && p != root)) continue;
     recv_[p]->waitRecv();
-    const uint64_t head = inbox_[p][0];
-    if (head != outbox_[0] || inbox_[p][1] != count) {
+    const uint64_t theirs = inbox_[p][0];
+    if (theirs != head || inbox_[p][1] != count || inbox_[p][2] != shape) {
       std::ostringstream msg;
-      msg << "rank " << p << " issued collective #" << (head >> 32) << ", " << describe(static_cast<uint32_t>(head), inbox_[p][1])
-          << ", where this rank issued #" << sequence_ << ", " << describe(kind, count) << " (ranks must issue the same collectives in the same order)";
+      msg << "rank " << p << " issued collective #" << (theirs >> 32) << ", " << describe(static_cast<uint32_t>(theirs), inbox_[p][1])
+          << ", where this rank issued #" << sequence_ << ", " << describe(kind, count);
+      if (theirs == head && inbox_[p][1] == count) msg << ", with other segment counts";
+      msg << " (ranks must issue the same collectives in the same order)";
       throw CollectiveMismatch(p, msg.str());
     }
   }
@@ -447,8 +488,8 @@ CommStatus Communicator::allreduce(void* data, size_t count, DType dtype, Reduce
     char* bytes = static_cast<char*>(data);
     for (size_t done = 0; done < count;) {
       const size_t n = std::min(count - done, kChunkElements);
-      std::memcpy(reinterpret_cast<char*>(outbox_.data()) + kHeaderBytes, bytes + done * 4, n * 4);
-      exchange(kind, count, n * 4, -1);
+      std::memcpy(outbox(-1), bytes + done * 4, n * 4);
+      exchange(kind, count, 0, n * 4, -1);
       char* y = bytes + done * 4;
       for (int r = 1; r < options_.size; ++r) {
         const char* a = r == 1 ? payload_of(0) : y;
@@ -470,8 +511,8 @@ CommStatus Communicator::broadcast(void* data, size_t count, DType dtype, int ro
     char* bytes = static_cast<char*>(data);
     for (size_t done = 0; done < count;) {
       const size_t n = std::min(count - done, kChunkElements);
-      if (options_.rank == root) std::memcpy(reinterpret_cast<char*>(outbox_.data()) + kHeaderBytes, bytes + done * 4, n * 4);
-      exchange(kind, count, n * 4, root);
+      if (options_.rank == root) std::memcpy(outbox(-1), bytes + done * 4, n * 4);
+      exchange(kind, count, 0, n * 4, root);
       if (options_.rank != root) std::memcpy(bytes + done * 4, payload_of(root), n * 4);
       done += n;
     }
@@ -489,10 +530,79 @@ CommStatus Communicator::allgather(const void* in, void* out, size_t count, DTyp
     const uint32_t kind = kind_word(kAllgather, dtype, 0);
     for (size_t done = 0; done < count;) {
       const size_t n = std::min(count - done, kChunkElements);
-      std::memcpy(reinterpret_cast<char*>(outbox_.data()) + kHeaderBytes, src + done * 4, n * 4);
-      exchange(kind, count, n * 4, -1);
+      std::memcpy(outbox(-1), src + done * 4, n * 4);
+      exchange(kind, count, 0, n * 4, -1);
       for (int r = 0; r < options_.size; ++r) std::memcpy(dst + (r * count + done) * 4, payload_of(r), n * 4);
       done += n;
+    }
+  });
+}
+
+CommStatus Communicator::reduce_scatter(void* data, const std::vector<size_t>& counts, DType dtype) {
+  return run("reduceScatter", [&] {
+    if (options_.size == 1) return;
+    const int size = options_.size;
+    const int self = options_.rank;
+    const std::vector<size_t> offsets = offsets_of(counts);
+    const size_t total = offsets.back() + counts.back();
+    const uint32_t kind = kind_word(kReduceScatter, dtype, 0);
+    const uint64_t shape = hash_counts(counts);
+    char* bytes = static_cast<char*>(data);
+    std::vector<size_t> sent(size, 0);
+    const size_t rounds = rounds_of(counts, kChunkElements);
+    for (size_t i = 0; i < rounds; ++i) {
+      // Peer p gets chunk i of segment p (empty once that segment is exhausted).
+      for (int p = 0; p < size; ++p) {
+        if (p == self) continue;
+        const size_t n = chunk_length(counts[p], i, kChunkElements);
+        if (n > 0) std::memcpy(outbox(p), bytes + (offsets[p] + i * kChunkElements) * 4, n * 4);
+        sent[p] = n * 4;
+      }
+      exchange(kind, total, shape, 0, -1, sent.data());
+      // Every peer sent chunk i of this rank's segment; summed in rank order as allreduce does. The
+      // partial sums go straight into y, so a rank past 1 reads its own values from a copy (its own
+      // outbox, which it never sends) made before the first step overwrites them.
+      const size_t n = chunk_length(counts[self], i, kChunkElements);
+      if (n == 0) continue;
+      char* y = bytes + (offsets[self] + i * kChunkElements) * 4;
+      if (self >= 2) std::memcpy(outbox(self), y, n * 4);
+      const auto part = [&](int r) -> const char* { return r != self ? payload_of(r) : self >= 2 ? outbox(self) : y; };
+      for (int r = 1; r < size; ++r) {
+        const char* a = r == 1 ? part(0) : y;
+        if (dtype == DType::kF32) {
+          combine(reinterpret_cast<float*>(y), reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(part(r)), n, ReduceOp::kSum);
+        } else {
+          combine(reinterpret_cast<int32_t*>(y), reinterpret_cast<const int32_t*>(a), reinterpret_cast<const int32_t*>(part(r)), n, ReduceOp::kSum);
+        }
+      }
+    }
+  });
+}
+
+CommStatus Communicator::allgather_into(void* data, const std::vector<size_t>& counts, DType dtype) {
+  return run("allgatherInto", [&] {
+    if (options_.size == 1) return;
+    const int size = options_.size;
+    const int self = options_.rank;
+    const size_t width = element_bytes(dtype);
+    const size_t chunk = kChunkBytes / width;
+    const std::vector<size_t> offsets = offsets_of(counts);
+    const size_t total = offsets.back() + counts.back();
+    const uint32_t kind = kind_word(kAllgatherInto, dtype, 0);
+    const uint64_t shape = hash_counts(counts);
+    char* bytes = static_cast<char*>(data);
+    const size_t rounds = rounds_of(counts, chunk);
+    for (size_t i = 0; i < rounds; ++i) {
+      // Chunk i of this rank's segment goes to everyone (empty once it is exhausted); chunk i of
+      // each peer's segment comes back.
+      const size_t own = chunk_length(counts[self], i, chunk);
+      if (own > 0) std::memcpy(outbox(-1), bytes + (offsets[self] + i * chunk) * width, own * width);
+      exchange(kind, total, shape, own * width, -1);
+      for (int r = 0; r < size; ++r) {
+        if (r == self) continue;
+        const size_t n = chunk_length(counts[r], i, chunk);
+        if (n > 0) std::memcpy(bytes + (offsets[r] + i * chunk) * width, payload_of(r), n * width);
+      }
     }
   });
 }
@@ -501,7 +611,7 @@ CommStatus Communicator::barrier() {
   return run("barrier", [&] {
     if (options_.size == 1) return;
     // Every rank hears from every other before any returns.
-    exchange(kBarrierWord, 0, 0, -1);
+    exchange(kBarrierWord, 0, 0, 0, -1);
   });
 }
 

@@ -56,11 +56,12 @@ class TimedStore;
 // A collective moves at most this much payload per message. Small enough that one message fits a
 // TCP socket's default send buffer (Linux: 212992 bytes), so ranks that all send before they
 // receive never block each other; big enough that a 1.5 MB reduction is 12 round trips.
-constexpr size_t kHeaderBytes = 16;
-constexpr size_t kChunkElements = 32 * 1024;  // 4-byte elements: 128 KiB
-constexpr size_t kChunkWords = (kHeaderBytes + kChunkElements * 4) / 8;
+constexpr size_t kHeaderBytes = 24;
+constexpr size_t kChunkBytes = 128 * 1024;
+constexpr size_t kChunkElements = kChunkBytes / 4;  // 4-byte elements
+constexpr size_t kChunkWords = (kHeaderBytes + kChunkBytes) / 8;
 
-enum class DType { kF32, kI32 };
+enum class DType { kF32, kI32, kI8 };
 enum class ReduceOp { kSum, kMax };
 
 class Communicator {
@@ -73,6 +74,13 @@ class Communicator {
   CommStatus allreduce(void* data, size_t count, DType dtype, ReduceOp op);
   CommStatus broadcast(void* data, size_t count, DType dtype, int root);
   CommStatus allgather(const void* in, void* out, size_t count, DType dtype);
+  // `data` is size consecutive segments, segment r of counts[r] elements (every rank passes the same
+  // counts). reduce_scatter: segment `rank` ends as the sum over ranks of their segment `rank`, in
+  // allreduce's order and so with its bits; the other segments are left as staging garbage (f32, i32).
+  // allgather_into: every segment r ends as rank r's segment r (f32, i32, i8). A rank sends each peer
+  // only what it needs: its segment p to peer p, or its own segment to everyone.
+  CommStatus reduce_scatter(void* data, const std::vector<size_t>& counts, DType dtype);
+  CommStatus allgather_into(void* data, const std::vector<size_t>& counts, DType dtype);
   CommStatus barrier();
   void close();
 
@@ -83,9 +91,13 @@ class Communicator {
   CommStatus run(const char* what, const std::function<void()>& body);
   CommStatus fail_and_diagnose(const char* what, const std::string& gloo_message, bool during_connect);
   std::string attr_name() const;
-  // Sends the outbox's header and `bytes` of payload to every peer (or only from `root`) and
-  // receives theirs into the inboxes; checks that the peers issued the same collective.
-  void exchange(uint32_t kind, uint64_t count, size_t bytes, int root);
+  // Sends a header and payload to every peer (or only from `root`) and receives theirs into the
+  // inboxes; checks that the peers issued the same collective (kind, count and `shape`, a hash of
+  // the segment counts or 0). Each peer p gets `bytes` of the shared outbox's payload, or, with
+  // `per_peer`, per_peer[p] bytes of its own outbox's.
+  void exchange(uint32_t kind, uint64_t count, uint64_t shape, size_t bytes, int root, const size_t* per_peer = nullptr);
+  // The payload of the outbox for peer p (p < 0: the one shared by every peer).
+  char* outbox(int p);
   const char* payload_of(int rank) const;
   void drop_buffers();
 
@@ -94,8 +106,9 @@ class Communicator {
   std::unique_ptr<TimedStore> store_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
-  // Chunk staging (16-byte header + payload): one outbox, one inbox per peer, and the Gloo buffers
-  // bound to them (send_[p] / recv_[p]; empty for this rank).
+  // Chunk staging (24-byte header + payload), kChunkWords words a box: the outboxes (box 0 shared by
+  // every peer, box 1 + p for peer p alone), one inbox per peer, and the Gloo buffers bound to them
+  // (send_[p] spans every outbox and sends one of them; recv_[p]; both empty for this rank).
   std::vector<uint64_t> outbox_;
   std::vector<std::vector<uint64_t>> inbox_;
   std::vector<std::unique_ptr<gloo::transport::Buffer>> send_;

@@ -15,6 +15,7 @@ export { DEVICE_ERROR_CODES, type DeviceErrorCode, type DeviceThrownCode } from 
 export { resolveRoots, type ResolvedRoots, type SystemRoots } from './fs-read.js';
 export { NoteLog, type ProbeNote } from './notes.js';
 export { readCgroupMemory, type CgroupMemory } from './cgroup.js';
+export { allowedCpus, cpuSlices, hasTaskset, parseCpuList } from './cpu-affinity.js';
 export { SIMD_FLAGS, cpuArch, readCpuInfo, type CpuInfo, type SimdFlag } from './cpu-info.js';
 export { readSystemMemory, type SystemMemory } from './system-memory.js';
 export {

@@ -18,6 +18,7 @@ const f32Input = (rank: number, n: number): Float32Array =>
   Float32Array.from({ length: n }, (_, i) => (((i * 7919 + rank * 104729) % 2001) - 1000) / 37);
 const i32Input = (rank: number, n: number): Int32Array =>
   Int32Array.from({ length: n }, (_, i) => ((i * 31 + rank * 1_000_003) % 200_003) - 100_000);
+const i8Input = (rank: number, n: number): Int8Array => Int8Array.from({ length: n }, (_, i) => ((i * 13 + rank * 71) % 255) - 127);
 
 interface RankResult {
   rank: number;
@@ -95,7 +96,55 @@ const decode = {
     const b = Buffer.from(b64 as string, 'base64');
     return new Int32Array(b.buffer, b.byteOffset, b.byteLength / 4);
   },
+  i8: (b64: unknown) => {
+    const b = Buffer.from(b64 as string, 'base64');
+    return new Int8Array(b.buffer, b.byteOffset, b.byteLength);
+  },
 };
+
+/**
+ * Checks reduceScatter and allgatherInto (comm-rank's 'segmented' mode): each rank's reduced segment
+ * has the bytes of its segment of an allreduce of the same inputs in the same run, and equals the
+ * sum computed here in rank order (fp32 rounding after each addition, exact for i32); every rank's
+ * gathered buffer is the concatenation of the segments the ranks put in.
+ */
+function checkSegmented(exits: Exit[], size: number, countSets: number[][], i8Counts: number[]): void {
+  for (const exit of exits) expect(exit.result, exit.stderr).toMatchObject({ ok: true });
+  const results = exits.map((e) => e.result as RankResult);
+  for (const [k, counts] of countSets.entries()) {
+    const total = counts.reduce((a, b) => a + b, 0);
+    const inputs = { f32: Array.from({ length: size }, (_, r) => f32Input(r, total)), i32: Array.from({ length: size }, (_, r) => i32Input(r, total)) };
+    for (const [rank, result] of results.entries()) {
+      const set = (result.sets as Record<string, string>[])[k]!;
+      const start = counts.slice(0, rank).reduce((a, b) => a + b, 0);
+      for (const dtype of ['f32', 'i32'] as const) {
+        expect(set[`rs_${dtype}`], `${dtype} reduceScatter vs allreduce, counts ${counts}, rank ${rank}`).toBe(set[`ar_${dtype}`]);
+        const got = decode[dtype](set[`rs_${dtype}`]);
+        expect(got.length).toBe(counts[rank]);
+        const want = Array.from({ length: counts[rank]! }, (_, i) => {
+          let acc = inputs[dtype][0]![start + i]!;
+          for (let r = 1; r < size; r++) acc = dtype === 'f32' ? Math.fround(acc + inputs[dtype][r]![start + i]!) : acc + inputs[dtype][r]![start + i]!;
+          return acc;
+        });
+        // Counted, not asserted per element (70k elements).
+        const wrong = want.flatMap((w, i) => (got[i] === w ? [] : [i]));
+        expect(wrong.slice(0, 5), `${dtype} reduceScatter, counts ${counts}, rank ${rank}`).toEqual([]);
+      }
+      const concat = <T extends number>(input: (r: number, n: number) => ArrayLike<T>): T[] => counts.flatMap((n, r) => Array.from(input(r + 10, n)));
+      expect(Array.from(decode.f32(set.ag_f32)), `f32 allgatherInto, counts ${counts}`).toEqual(concat(f32Input));
+      expect(Array.from(decode.i32(set.ag_i32)), `i32 allgatherInto, counts ${counts}`).toEqual(concat(i32Input));
+    }
+  }
+  const i8Want = i8Counts.flatMap((n, r) => Array.from(i8Input(r, n)));
+  for (const result of results) {
+    expect(Array.from(decode.i8(result.ag_i8)), 'i8 allgatherInto').toEqual(i8Want);
+    // Per count set: 2 reduceScatters and 2 allreduces (input buffers), 2 allgatherIntos (own
+    // segment), then the i8 allgatherInto (own segment, one byte an element).
+    const own = (counts: number[]): number => counts[result.rank]!;
+    const bytes = countSets.reduce((sum, c) => sum + 4 * (4 * c.reduce((a, b) => a + b, 0) + 2 * own(c)), 0) + own(i8Counts);
+    expect(result.stats).toMatchObject({ collectives: 6 * countSets.length + 1, bytes });
+  }
+}
 
 /** Checks every collective's output against an independent computation of the same inputs. */
 function checkCollectives(exits: Exit[], size: number, n: number, gather = 5): void {
@@ -191,6 +240,38 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
     const exits = await runRanks({ mode: 'collectives', size: 3, n, gather: 40_000, store: { kind: 'file', path: dir }, prefix: 'run1', timeoutMs: 30_000 }, [0, 1, 2]);
     checkCollectives(exits, 3, n, 40_000);
     for (const e of exits) expect(e.code).toBe(0);
+  });
+
+  it('3 ranks: reduceScatter and allgatherInto with unequal, empty and multi-chunk segments', async () => {
+    const dir = tempDir();
+    // An empty segment, a 5-element one and one over two 32 Ki-element chunks; then three non-empty
+    // segments of different lengths. i8 chunks are 128 Ki elements: 300001 spans three.
+    const counts = [
+      [5, 0, 70_001],
+      [33_000, 70_001, 2],
+    ];
+    const i8Counts = [300_001, 0, 384 * 1536 + 7];
+    const exits = await runRanks({ mode: 'segmented', size: 3, counts, i8Counts, store: { kind: 'file', path: dir }, prefix: 'seg3', timeoutMs: 30_000 }, [0, 1, 2]);
+    checkSegmented(exits, 3, counts, i8Counts);
+  });
+
+  it('2 ranks: reduceScatter and allgatherInto with unequal segments', async () => {
+    const dir = tempDir();
+    const counts = [
+      [70_001, 3],
+      [0, 40_000],
+    ];
+    const i8Counts = [17, 200_000];
+    const exits = await runRanks({ mode: 'segmented', size: 2, counts, i8Counts, store: { kind: 'file', path: dir }, prefix: 'seg2', timeoutMs: 30_000 }, [0, 1]);
+    checkSegmented(exits, 2, counts, i8Counts);
+  });
+
+  it('ranks that pass different segment counts fail with COMM_MISMATCH naming each other', async () => {
+    const dir = tempDir();
+    const exits = await runRanks({ mode: 'segmentMismatch', size: 2, store: { kind: 'file', path: dir }, prefix: 'segmismatch', timeoutMs: 20_000 }, [0, 1]);
+    expect(exits[0]!.result).toMatchObject({ ok: false, error: { code: 'COMM_MISMATCH', ranks: [1] } });
+    expect(exits[0]!.result!.error!.message).toMatch(/rank 1 issued collective #1, reduceScatter of 8 f32, where this rank issued #1, reduceScatter of 8 f32, with other segment counts/);
+    expect(exits[1]!.result).toMatchObject({ ok: false, error: { code: 'COMM_MISMATCH', ranks: [0] } });
   });
 
   it('2 ranks meet through a redis-server started for the test', async () => {
@@ -289,8 +370,20 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
     const data = Float32Array.of(1.5, -2);
     await solo.allreduce(data, 'sum');
     expect(Array.from(data)).toEqual([1.5, -2]);
+    // Segmented collectives: a world of one keeps its data; the wrapper checks counts and types.
+    const seg = Int32Array.of(4, -7, 9);
+    await solo.reduceScatter(seg, [3]);
+    await solo.allgatherInto(Int8Array.of(1, 2), [2]);
+    expect(Array.from(seg)).toEqual([4, -7, 9]);
+    expect(() => solo.reduceScatter(seg, [1, 2])).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    expect(() => solo.reduceScatter(seg, [2])).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    expect(() => solo.allgatherInto(seg, [-1])).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => solo.allgatherInto(seg, [1.5])).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => solo.reduceScatter(Int8Array.of(1) as unknown as Int32Array, [1])).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => solo.allgatherInto(Float64Array.of(1) as unknown as Int8Array, [1])).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     await solo.close();
     await expect(solo.barrier()).rejects.toMatchObject({ code: 'COMM_CLOSED' });
+    await expect(solo.reduceScatter(seg, [3])).rejects.toMatchObject({ code: 'COMM_CLOSED' });
     // Its rendezvous keys were files in the store directory: deleted once connected.
     expect(readdirSync(dir)).toEqual([]);
   });

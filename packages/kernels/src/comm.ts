@@ -8,9 +8,9 @@ import { statSync } from 'node:fs';
 import { NinodesError } from './errors.js';
 import { KernelsError, type KernelsErrorCode } from './error-codes.js';
 import { callNative, callNativeAsync } from './native-addon.js';
-import type { CommArray, CommDType, CommHandle as Handle, CommStatus as NativeStatus, ReduceOp } from '@ninodes/native';
+import type { CommArray, CommDType, CommGatherArray, CommGatherDType, CommHandle as Handle, CommStatus as NativeStatus, ReduceOp } from '@ninodes/native';
 
-export type { CommArray, ReduceOp };
+export type { CommArray, CommGatherArray, ReduceOp };
 
 /** Where ranks meet: a directory every rank can reach (one machine), or a Redis server. */
 export type CommStore = { kind: 'file'; path: string } | { kind: 'redis'; host: string; port: number };
@@ -63,6 +63,33 @@ function dtypeOf(data: unknown, where: string): CommDType {
   if (data instanceof Float32Array) return 'f32';
   if (data instanceof Int32Array) return 'i32';
   throw new KernelsError('INVALID_ARGUMENT', `${where}: expected a Float32Array or Int32Array`, { value: data, where });
+}
+
+function gatherDtypeOf(data: unknown, where: string): CommGatherDType {
+  if (data instanceof Int8Array) return 'i8';
+  if (data instanceof Float32Array || data instanceof Int32Array) return dtypeOf(data, where);
+  throw new KernelsError('INVALID_ARGUMENT', `${where}: expected a Float32Array, Int32Array or Int8Array`, { value: data, where });
+}
+
+/** Checks a segmented collective's counts: one non-negative integer per rank, summing to `length`. */
+function checkCounts(counts: readonly number[], size: number, length: number, where: string): void {
+  if (!Array.isArray(counts) || counts.length !== size) {
+    throw new KernelsError('SHAPE_MISMATCH', `${where}: counts must hold one segment length per rank (${size})`, {
+      value: counts,
+      where,
+      hint: 'pass the same counts on every rank, segment r being rank r\'s rows times the row length',
+    });
+  }
+  let sum = 0;
+  for (const [r, c] of counts.entries()) {
+    if (typeof c !== 'number' || !Number.isSafeInteger(c) || c < 0) {
+      throw new KernelsError('INVALID_ARGUMENT', `${where}: counts[${r}] must be a non-negative integer`, { value: c, where });
+    }
+    sum += c;
+  }
+  if (sum !== length) {
+    throw new KernelsError('SHAPE_MISMATCH', `${where}: counts sum to ${sum}, the data holds ${length} elements`, { value: counts, where });
+  }
 }
 
 function requireInt(value: unknown, lo: number, hi: number, what: string): number {
@@ -125,6 +152,35 @@ export class Communicator {
     const out = (dtype === 'f32' ? new Float32Array(data.length * this.size) : new Int32Array(data.length * this.size)) as T;
     await this.enqueue('allgather', data.byteLength, (h) => callNative('allgather', (n) => n.commAllgather(h, data, out, dtype)));
     return out;
+  }
+
+  /**
+   * In place. data = size consecutive segments, segment r of counts[r] elements (sum(counts) ===
+   * data.length, every rank passes the same counts). On return segment `this.rank` holds the sum over
+   * ranks of every rank's segment `this.rank`, in the same fixed rank order and so the same bits as
+   * allreduce('sum') gives for those elements; other segments are left unspecified (may be overwritten).
+   * Float32Array or Int32Array. Each rank sends peer p only segment p: (size - 1) / size of what an
+   * allreduce of `data` sends. Counts as `data.byteLength` bytes in stats().
+   */
+  reduceScatter(data: CommArray, counts: readonly number[]): Promise<void> {
+    const dtype = dtypeOf(data, 'reduceScatter');
+    checkCounts(counts, this.size, data.length, 'reduceScatter');
+    const c = [...counts]; // a queued call runs later: the caller may reuse its array meanwhile
+    return this.enqueue('reduceScatter', data.byteLength, (h) => callNative('reduceScatter', (n) => n.commReduceScatter(h, data, dtype, c)));
+  }
+
+  /**
+   * In place. data = size consecutive segments of counts[r] elements; this rank's segment holds its
+   * data; on return every segment r holds rank r's segment (bytes as sent). Float32Array, Int32Array
+   * or Int8Array (int8 activations: one byte per element, any counts). Counts as this rank's segment
+   * bytes in stats().
+   */
+  allgatherInto(data: CommGatherArray, counts: readonly number[]): Promise<void> {
+    const dtype = gatherDtypeOf(data, 'allgatherInto');
+    checkCounts(counts, this.size, data.length, 'allgatherInto');
+    const c = [...counts]; // a queued call runs later: the caller may reuse its array meanwhile
+    const own = c[this.rank]! * data.BYTES_PER_ELEMENT;
+    return this.enqueue('allgatherInto', own, (h) => callNative('allgatherInto', (n) => n.commAllgatherInto(h, data, dtype, c)));
   }
 
   /** Resolves once every rank has reached the barrier. */

@@ -86,6 +86,7 @@ export {
   createCommunicator,
   type CommArray,
   type CommErrorCode,
+  type CommGatherArray,
   type CommStats,
   type CommStore,
   type CommunicatorOptions,

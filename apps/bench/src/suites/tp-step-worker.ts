@@ -94,10 +94,10 @@ export interface StepWorker {
 }
 
 /** Starts a worker and resolves once it has loaded and run its first forward. */
-export async function startStepWorker(cfg: WorkerConfig, readyTimeoutMs = 600_000): Promise<StepWorker> {
+export async function startStepWorker(cfg: WorkerConfig, readyTimeoutMs = 600_000, cpus?: string): Promise<StepWorker> {
   const where = cfg.tp === undefined ? `one-rank worker (${cfg.threads} threads)` : `rank ${cfg.tp.rank} of ${cfg.tp.size}`;
   const { worker } = await startLineWorker(
-    { command: process.execPath, args: ['--input-type=module', '--eval', SOURCE], env: { NINODES_BENCH_TP_WORKER: JSON.stringify(cfg), OMP_NUM_THREADS: String(cfg.threads) }, where },
+    { command: process.execPath, args: ['--input-type=module', '--eval', SOURCE], env: { NINODES_BENCH_TP_WORKER: JSON.stringify(cfg), OMP_NUM_THREADS: String(cfg.threads) }, where, ...(cpus === undefined ? {} : { cpus }) },
     readyTimeoutMs,
   );
   return worker;
@@ -110,6 +110,8 @@ export interface LineWorkerSpec {
   env: Record<string, string>;
   /** Names the worker in errors. */
   where: string;
+  /** Pin the process to these CPUs ("0" or "0,1", through taskset, which execs the command: same pid). */
+  cpus?: string;
 }
 
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
@@ -129,7 +131,8 @@ function cpuSecondsOf(pid: number): number {
  * both speak it.
  */
 export function startLineWorker(spec: LineWorkerSpec, readyTimeoutMs: number): Promise<{ worker: StepWorker; ready: Record<string, unknown> }> {
-  const child: ChildProcess = spawn(spec.command, spec.args, {
+  const [command, args] = spec.cpus === undefined ? [spec.command, spec.args] : ['taskset', ['-c', spec.cpus, spec.command, ...spec.args]];
+  const child: ChildProcess = spawn(command, args, {
     cwd: benchRoot(),
     env: { ...process.env, OMP_WAIT_POLICY: 'passive', ...spec.env },
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -15,6 +15,7 @@
 import { join } from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { type H3PresetName, ensureSyntheticCheckpoint, flowSigmas, gaussianNoise, h3Linears, h3Preset, layoutOf } from '@ninodes/models';
+import { allowedCpus, cpuSlices, hasTaskset } from '@ninodes/device';
 import { openCheckpoint } from '@ninodes/quant';
 import { shardPlan } from '@ninodes/tp';
 import type { BenchCase, Contender, Metric, Params, Suite, Work } from '../suite.js';
@@ -32,6 +33,7 @@ async function startTorchRanks(
   base: { path: string; compute: string; latent: { frames: number; height: number; width: number }; sigma: number; seed: number },
   channels: number,
   dir: string,
+  pins: readonly string[] | undefined,
 ): Promise<{ ranks: StepWorker[] } | { missing: string }> {
   if (base.compute !== 'f32') return { missing: 'the PyTorch + Gloo peer (tools/torch-h3/h3_tp_gloo.py) runs fp32 weights only' };
   const shape = [1, channels, base.latent.frames, base.latent.height, base.latent.width];
@@ -48,7 +50,7 @@ async function startTorchRanks(
     '--latent', latentFile, '--shape', shape.join(','), '--sigma', String(base.sigma), '--threads', '1', '--timeout', String(TIMEOUT_MS / 1000),
   ];
   const settled = await Promise.allSettled(
-    Array.from({ length: WORLD }, (_, rank) => startLineWorker({ command: python, args: args(rank), env: { OMP_NUM_THREADS: '1' }, where: `torch rank ${rank} of ${WORLD}` }, TIMEOUT_MS)),
+    Array.from({ length: WORLD }, (_, rank) => startLineWorker({ command: python, args: args(rank), env: { OMP_NUM_THREADS: '1' }, where: `torch rank ${rank} of ${WORLD}`, ...(pins === undefined ? {} : { cpus: pins[rank] as string }) }, TIMEOUT_MS)),
   );
   const started = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const missing = started.find((r) => typeof r.ready.missing === 'string');
@@ -76,9 +78,23 @@ function stepFlops(model: H3PresetName, frames: number, height: number, width: n
   return flops + c.layers * 4 * tokens * tokens * c.heads * c.headDim;
 }
 
+/**
+ * Cores for each side, as `ninodes run --tp 2 --tp-pin` places ranks: rank r (and the one-rank 1-thread
+ * worker, on rank 0's) on its own core, the 2-thread worker on both. Left unpinned, two busy
+ * single-threaded processes on a 2-core machine lost ~10% of their wall time to the scheduler (two
+ * one-rank processes side by side: 508 ms per step each, pinned 448, alone 450). Undefined without
+ * taskset or with fewer than WORLD usable cores: every side then runs unpinned.
+ */
+function pinning(): { ranks: string[]; oneThread: string; twoThreads: string } | undefined {
+  const cpus = allowedCpus();
+  const ranks = hasTaskset() ? cpuSlices(cpus, WORLD, 1) : undefined;
+  const both = cpuSlices(cpus, 1, WORLD);
+  return ranks === undefined || both === undefined ? undefined : { ranks, oneThread: ranks[0] as string, twoThreads: both[0] as string };
+}
+
 /** Starts all ranks together (they meet in the store); if one fails, the others are stopped. */
-async function startRanks(configs: WorkerConfig[]): Promise<StepWorker[]> {
-  const settled = await Promise.allSettled(configs.map((c) => startStepWorker(c, TIMEOUT_MS)));
+async function startRanks(configs: WorkerConfig[], pins: readonly string[] | undefined): Promise<StepWorker[]> {
+  const settled = await Promise.allSettled(configs.map((c, r) => startStepWorker(c, TIMEOUT_MS, pins?.[r])));
   const failure = settled.find((s) => s.status === 'rejected');
   if (failure === undefined) return settled.map((s) => (s as PromiseFulfilledResult<StepWorker>).value);
   await Promise.all(settled.map((s) => (s.status === 'fulfilled' ? s.value.close() : undefined)));
@@ -122,13 +138,17 @@ const step: BenchCase = {
     const workers: StepWorker[] = [];
     try {
       // One side at a time: loads do not compete with each other for the cores.
-      const one1 = await startStepWorker({ ...base, threads: 1 }, TIMEOUT_MS);
+      const pins = pinning();
+      const one1 = await startStepWorker({ ...base, threads: 1 }, TIMEOUT_MS, pins?.oneThread);
       workers.push(one1);
-      const one2 = await startStepWorker({ ...base, threads: 2 }, TIMEOUT_MS);
+      const one2 = await startStepWorker({ ...base, threads: 2 }, TIMEOUT_MS, pins?.twoThreads);
       workers.push(one2);
-      const ranks = await startRanks(Array.from({ length: WORLD }, (_, rank) => ({ ...base, threads: 1, tp: { rank, size: WORLD, storeDir, prefix, timeoutMs: TIMEOUT_MS } })));
+      const ranks = await startRanks(
+        Array.from({ length: WORLD }, (_, rank) => ({ ...base, threads: 1, tp: { rank, size: WORLD, storeDir, prefix, timeoutMs: TIMEOUT_MS } })),
+        pins?.ranks,
+      );
       workers.push(...ranks);
-      const torch = await startTorchRanks(base, h3Preset(model).config.latentChannels, join(ctx.tmpDir, `torch-${model}-${process.pid}`));
+      const torch = await startTorchRanks(base, h3Preset(model).config.latentChannels, join(ctx.tmpDir, `torch-${model}-${process.pid}`), pins?.ranks);
       if ('ranks' in torch) workers.push(...torch.ranks);
       // Both torch ranks run n steps in lock-step (their collectives); the slower one's time counts.
       const torchContender: Contender =
@@ -158,6 +178,7 @@ const step: BenchCase = {
           m.cpu_per_step_one_rank_1t = { value: cpuOne, unit: 's' };
           m.cpu_per_step_one_rank_2t = { value: one2.cpuSecondsPerForward(), unit: 's' };
           if ('ranks' in torch) m.cpu_per_step_torch_rank0 = { value: torch.ranks[0]!.cpuSecondsPerForward(), unit: 's' };
+          m.pinned = { value: pins === undefined ? 0 : 1, unit: 'count' };
           m.peak_rss_one_rank_1t = { value: one1.peakResidentBytes(), unit: 'bytes', better: 'lower' };
           m.peak_rss_one_rank_2t = { value: one2.peakResidentBytes(), unit: 'bytes', better: 'lower' };
           m.weight_bytes_per_rank = { value: plan.ranks[0]!.totalBytes, unit: 'bytes', better: 'lower' };

@@ -8,6 +8,13 @@ const b64 = (a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('b
 // The same deterministic inputs the test recomputes in float64.
 const f32Input = (rank, n) => Float32Array.from({ length: n }, (_, i) => (((i * 7919 + rank * 104729) % 2001) - 1000) / 37);
 const i32Input = (rank, n) => Int32Array.from({ length: n }, (_, i) => ((i * 31 + rank * 1_000_003) % 200_003) - 100_000);
+const i8Input = (rank, n) => Int8Array.from({ length: n }, (_, i) => ((i * 13 + rank * 71) % 255) - 127);
+// allgatherInto's buffer: this rank's segment holds its input, the others junk it must overwrite.
+function gatherBuffer(Type, input, counts, rank) {
+  const data = new Type(counts.reduce((a, b) => a + b, 0)).fill(-99);
+  data.set(input(rank, counts[rank]), counts.slice(0, rank).reduce((a, b) => a + b, 0));
+  return data;
+}
 
 const out = { rank: job.rank, pid: process.pid };
 try {
@@ -29,6 +36,37 @@ try {
     await comm.barrier();
     out.stats = comm.stats();
     Object.assign(out, { sum: b64(sum), max: b64(max), isum: b64(isum), imax: b64(imax), bcast: b64(bcast), gathered: b64(gathered) });
+  } else if (job.mode === 'segmented') {
+    // Per count set: reduceScatter and allreduce of the same inputs (this rank's segment of each),
+    // then allgatherInto of f32, i32 and i8 segments.
+    out.sets = [];
+    for (const counts of job.counts) {
+      const total = counts.reduce((a, b) => a + b, 0);
+      const start = counts.slice(0, job.rank).reduce((a, b) => a + b, 0);
+      const own = (a) => b64(a.subarray(start, start + counts[job.rank]));
+      const set = {};
+      for (const [name, input] of [['f32', f32Input], ['i32', i32Input]]) {
+        const rs = input(job.rank, total);
+        await comm.reduceScatter(rs, counts);
+        const ar = input(job.rank, total);
+        await comm.allreduce(ar, 'sum');
+        set[`rs_${name}`] = own(rs);
+        set[`ar_${name}`] = own(ar);
+      }
+      const gf = gatherBuffer(Float32Array, (r, n) => f32Input(r + 10, n), counts, job.rank);
+      await comm.allgatherInto(gf, counts);
+      const gi = gatherBuffer(Int32Array, (r, n) => i32Input(r + 10, n), counts, job.rank);
+      await comm.allgatherInto(gi, counts);
+      Object.assign(set, { ag_f32: b64(gf), ag_i32: b64(gi) });
+      out.sets.push(set);
+    }
+    const g8 = gatherBuffer(Int8Array, i8Input, job.i8Counts, job.rank);
+    await comm.allgatherInto(g8, job.i8Counts);
+    out.ag_i8 = b64(g8);
+    out.stats = comm.stats();
+  } else if (job.mode === 'segmentMismatch') {
+    // Same collective and total, different segment counts.
+    await comm.reduceScatter(f32Input(job.rank, 8), job.rank === 0 ? [4, 4] : [3, 5]);
   } else if (job.mode === 'die') {
     await comm.barrier();
     if (job.rank === job.victim) process.kill(process.pid, 'SIGKILL');
