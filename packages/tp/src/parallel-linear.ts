@@ -22,7 +22,7 @@ import {
 } from '@ninodes/kernels';
 import { TpError } from './error-codes.js';
 import { type LinearOp, type LinearProvider, type LinearSpec, sequenceCounts, sequenceRows } from '@ninodes/quant';
-import { allgatherInto, int8LinearQuantized, quantizeRowsInto, reduceScatter } from './sequence-collectives.js';
+import { int8LinearQuantized, quantizeRowsInto } from './sequence-collectives.js';
 import type { ShardPlan } from './shard-plan.js';
 
 /** The int8 operands quant's ops expose (QuantLinearOp.int8Weight). */
@@ -90,7 +90,7 @@ class RowParallelLinear implements LinearOp {
   /** Sums of every rank's partial output, in place: every row (allreduce), or this rank's rows (reduce-scatter). */
   private reduce(data: Float32Array | Int32Array, m: number): Promise<void> {
     if (!this.sequenceParallel) return this.comm.allreduce(data, 'sum');
-    return reduceScatter(this.comm, data, sequenceCounts(m, this.comm.size, this.spec.outFeatures));
+    return this.comm.reduceScatter(data, sequenceCounts(m, this.comm.size, this.spec.outFeatures));
   }
 
   /** The rows whose reduced output this rank finishes: its own (sequence parallel) or all of them. */
@@ -212,8 +212,8 @@ class ColumnSequenceLinear implements LinearOp {
       const scale = this.scratch.scales.take(s, 1);
       try {
         if (stop > start) quantizeRowsInto(x.rows(start, stop), { convrot: int8.convrot, qOut: q.rows(start, stop), scaleOut: scale.rows(start, stop) });
-        await allgatherInto(this.comm, q.data, sequenceCounts(s, size, k));
-        await allgatherInto(this.comm, scale.data, sequenceCounts(s, size, 1));
+        await this.comm.allgatherInto(q.data, sequenceCounts(s, size, k));
+        await this.comm.allgatherInto(scale.data, sequenceCounts(s, size, 1));
         return await int8LinearQuantized(q, scale, int8.q, int8.scale, { ...(int8.bias ? { bias: int8.bias } : {}), ...(out ? { out } : {}) });
       } finally {
         this.scratch.scales.release(scale);
@@ -223,7 +223,7 @@ class ColumnSequenceLinear implements LinearOp {
     const rows = this.scratch.rows.take(s, k);
     try {
       if (stop > start) rows.data.set(x.rows(start, stop).data, start * k);
-      await allgatherInto(this.comm, rows.data, sequenceCounts(s, size, k));
+      await this.comm.allgatherInto(rows.data, sequenceCounts(s, size, k));
       return await this.local.forward(rows, out);
     } finally {
       this.scratch.rows.release(rows);

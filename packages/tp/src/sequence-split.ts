@@ -2,7 +2,6 @@
 import type { Communicator, Tensor } from '@ninodes/kernels';
 import { type RowRange, type SequenceSplit, sequenceCounts, sequenceRows } from '@ninodes/quant';
 import { TpError } from './error-codes.js';
-import { allgatherInto } from './sequence-collectives.js';
 
 /**
  * This rank's share of the token rows (quant's sequenceRows over the communicator's rank and size)
@@ -19,7 +18,7 @@ export function sequenceSplit(comm: Communicator): SequenceSplit {
       if (x.dtype !== 'f32' || x.rank !== 2) {
         throw new TpError('SHAPE_MISMATCH', `gatherRows takes an f32 [S, W] matrix, got ${x.dtype} [${x.shape.join(', ')}]`, { value: x.shape, where: 'sequenceSplit.gatherRows' });
       }
-      if (size > 1) await allgatherInto(comm, x.data, sequenceCounts(x.shape[0] as number, size, x.shape[1] as number));
+      if (size > 1) await comm.allgatherInto(x.data, sequenceCounts(x.shape[0] as number, size, x.shape[1] as number));
     },
   };
 }
