@@ -62,12 +62,40 @@ const isAlive = (pid: number): boolean => {
 };
 const rankPids = (stderr: string): number[] => [...stderr.matchAll(/\[tp\] rank \d+: pid (\d+)/g)].map((m) => Number(m[1]));
 
-function latentOf(out: string): Float32Array {
-  const f = openSafetensors(join(out, 'latent.safetensors'));
+/** The tensor `name` of the `name`.safetensors a run wrote into `out` (latent, audio). */
+function outputOf(out: string, name: 'latent' | 'audio'): Float32Array {
+  const f = openSafetensors(join(out, `${name}.safetensors`));
   try {
-    return f.tensor('latent').copy().data as Float32Array;
+    return f.tensor(name).copy().data as Float32Array;
   } finally {
     f.close();
+  }
+}
+const latentOf = (out: string): Float32Array => outputOf(out, 'latent');
+const audioOf = (out: string): Float32Array => outputOf(out, 'audio');
+
+/**
+ * `ninodes run` with `args` on one rank and on `n`, for int8 convrot and fp32 weights: the ranks
+ * agree; int8 convrot latent and audio bytes equal one rank's, fp32 within 1e-6 relative.
+ */
+async function expectStreamsAsOneRank(args: string[], n: number, tag: string): Promise<void> {
+  for (const quant of ['int8_convrot', 'fp32'] as const) {
+    const one = await startCli([...args, '--quant', quant, '--out', join(dir, `${tag}-${quant}-1`), '--json']);
+    expect(one.status, one.stderr).toBe(0);
+    const r = await startCli([...args, '--quant', quant, '--tp', String(n), '--out', join(dir, `${tag}-${quant}-${n}`), '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const report = runReportSchema.parse(JSON.parse(r.stdout));
+    expect(report.tp!.ranks).toHaveLength(n);
+    expect(new Set(report.tp!.ranks.map((x) => x.latentSha256)).size).toBe(1);
+    const [v1, vn] = [latentOf(join(dir, `${tag}-${quant}-1`)), latentOf(join(dir, `${tag}-${quant}-${n}`))];
+    const [a1, an] = [audioOf(join(dir, `${tag}-${quant}-1`)), audioOf(join(dir, `${tag}-${quant}-${n}`))];
+    if (quant === 'int8_convrot') {
+      expect(report.output.latentSha256).toBe(runReportSchema.parse(JSON.parse(one.stdout)).output.latentSha256);
+      expect(Buffer.from(an.buffer).equals(Buffer.from(a1.buffer))).toBe(true);
+    } else {
+      expect(relFrobenius(vn, v1)).toBeLessThanOrEqual(1e-6);
+      expect(relFrobenius(an, a1)).toBeLessThanOrEqual(1e-6);
+    }
   }
 }
 
@@ -134,32 +162,7 @@ describe('ninodes run --tp', () => {
     await writeSyntheticH3Checkpoint(av, { config: { ...config, audioChannels: 32, textDim: 512, refinerLayers: 2 }, seed: 12 });
     const ctx = join(dir, 'tp-context.safetensors');
     await writeSafetensors(ctx, [{ name: 'context', dtype: 'f32', shape: [1, 3, 512], data: () => gaussianNoise([1, 3, 512], 4).bytes() }]);
-    const streams = ['--context', ctx, '--audio-frames', '2'];
-    const audioOf = (out: string): Float32Array => {
-      const f = openSafetensors(join(out, 'audio.safetensors'));
-      try {
-        return f.tensor('audio').copy().data as Float32Array;
-      } finally {
-        f.close();
-      }
-    };
-    for (const quant of ['int8_convrot', 'fp32'] as const) {
-      const one = await startCli(['run', '--model', av, ...LATENT, ...streams, '--quant', quant, '--out', join(dir, `av-${quant}-1`), '--json']);
-      expect(one.status, one.stderr).toBe(0);
-      const r = await startCli(['run', '--model', av, ...LATENT, ...streams, '--quant', quant, '--tp', '2', '--out', join(dir, `av-${quant}-2`), '--json']);
-      expect(r.status, r.stderr).toBe(0);
-      const report = runReportSchema.parse(JSON.parse(r.stdout));
-      expect(new Set(report.tp!.ranks.map((x) => x.latentSha256)).size).toBe(1);
-      const [v1, v2] = [latentOf(join(dir, `av-${quant}-1`)), latentOf(join(dir, `av-${quant}-2`))];
-      const [a1, a2] = [audioOf(join(dir, `av-${quant}-1`)), audioOf(join(dir, `av-${quant}-2`))];
-      if (quant === 'int8_convrot') {
-        expect(report.output.latentSha256).toBe(runReportSchema.parse(JSON.parse(one.stdout)).output.latentSha256);
-        expect(Buffer.from(a2.buffer).equals(Buffer.from(a1.buffer))).toBe(true);
-      } else {
-        expect(relFrobenius(v2, v1)).toBeLessThanOrEqual(1e-6);
-        expect(relFrobenius(a2, a1)).toBeLessThanOrEqual(1e-6);
-      }
-    }
+    await expectStreamsAsOneRank(['run', '--model', av, ...LATENT, '--context', ctx, '--audio-frames', '2'], 2, 'av');
   });
 
   it('three ranks on 256 video tokens with text and audio rows (389 rows, modalities crossing the ranks\' row boundaries): int8 convrot bytes equal one rank, fp32 within 1e-6', async () => {
@@ -171,33 +174,7 @@ describe('ninodes run --tp', () => {
     await writeSyntheticH3Checkpoint(av3, { config: { ...config, hidden: 768, heads: 12, headDim: 64, ffn: 1536, audioChannels: 32, textDim: 512, refinerLayers: 2 }, seed: 13 });
     const ctx = join(dir, 'tp3-context.safetensors');
     await writeSafetensors(ctx, [{ name: 'context', dtype: 'f32', shape: [1, 3, 512], data: () => gaussianNoise([1, 3, 512], 5).bytes() }]);
-    const args = ['run', '--model', av3, '--steps', '2', '--frames', '1', '--height', '32', '--width', '32', '--context', ctx, '--audio-frames', '65'];
-    const audioOf = (out: string): Float32Array => {
-      const f = openSafetensors(join(out, 'audio.safetensors'));
-      try {
-        return f.tensor('audio').copy().data as Float32Array;
-      } finally {
-        f.close();
-      }
-    };
-    for (const quant of ['int8_convrot', 'fp32'] as const) {
-      const one = await startCli([...args, '--quant', quant, '--out', join(dir, `tp3-${quant}-1`), '--json']);
-      expect(one.status, one.stderr).toBe(0);
-      const r = await startCli([...args, '--quant', quant, '--tp', '3', '--out', join(dir, `tp3-${quant}-3`), '--json']);
-      expect(r.status, r.stderr).toBe(0);
-      const report = runReportSchema.parse(JSON.parse(r.stdout));
-      expect(report.tp!.ranks).toHaveLength(3);
-      expect(new Set(report.tp!.ranks.map((x) => x.latentSha256)).size).toBe(1);
-      const [v1, v3] = [latentOf(join(dir, `tp3-${quant}-1`)), latentOf(join(dir, `tp3-${quant}-3`))];
-      const [a1, a3] = [audioOf(join(dir, `tp3-${quant}-1`)), audioOf(join(dir, `tp3-${quant}-3`))];
-      if (quant === 'int8_convrot') {
-        expect(report.output.latentSha256).toBe(runReportSchema.parse(JSON.parse(one.stdout)).output.latentSha256);
-        expect(Buffer.from(a3.buffer).equals(Buffer.from(a1.buffer))).toBe(true);
-      } else {
-        expect(relFrobenius(v3, v1)).toBeLessThanOrEqual(1e-6);
-        expect(relFrobenius(a3, a1)).toBeLessThanOrEqual(1e-6);
-      }
-    }
+    await expectStreamsAsOneRank(['run', '--model', av3, '--steps', '2', '--frames', '1', '--height', '32', '--width', '32', '--context', ctx, '--audio-frames', '65'], 3, 'tp3');
   });
 
   it('ranks started by hand with NINODES_TP_* meet through a redis-server and write the single-rank latent', async () => {
