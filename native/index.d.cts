@@ -148,6 +148,8 @@ export interface NativeAddon {
     external: boolean,
     backend: string,
   ): Promise<void>;
+  /** int8Linear's GEMM and epilogue on rows already quantized (qx i8 [m, k], xScale f32 [m]). */
+  int8LinearQuantized(qx: Uint8Array, w: Uint8Array, wScale: Uint8Array, bias: Uint8Array | null, y: Uint8Array, xScale: Uint8Array, m: number, k: number, n: number, backend: string): Promise<void>;
   int8Dequantize(acc: Uint8Array, xScale: Uint8Array, wScale: Uint8Array, bias: Uint8Array | null, y: Uint8Array, m: number, n: number): Promise<void>;
 
   // ops/int8_quantize.cc, ops/int8_backend.cc

@@ -510,6 +510,103 @@ Napi::Value linear(const Napi::CallbackInfo& info) {
   });
 }
 
+// Where int8Linear's activation rows come from: f32 rows x, rotated (group != 0) and quantized on
+// the way into each backend's own layout (scales into scale_out, or taken from there when external),
+// or rows already quantized by quantizeRowsInt8 (int8LinearQuantized: a sequence-parallel rank's
+// rows all-gathered as int8), which skip straight to the GEMM and the same epilogue.
+struct Int8Rows {
+  bool quantized = false;  // q, not x (an empty tensor's pointer may be null either way)
+  const float* x = nullptr;
+  const int8_t* q = nullptr;
+  size_t group = 0;
+  bool regular = true;
+  bool external = false;
+  float* scale_out = nullptr;  // with x: [m] row scales, written unless external
+};
+
+// Rows [r0, r0 + count) of `rows` as int8 into dst [count, k].
+void stage_rows(const Int8Rows& rows, size_t r0, size_t count, size_t k, int8_t* dst, ParallelFor pfor) {
+  if (rows.quantized) {
+    if (count * k != 0) std::memcpy(dst, rows.q + r0 * k, count * k);
+    return;
+  }
+  quantize_rows_int8(rows.x + r0 * k, count, k, rows.group, rows.regular, rows.external ? rows.scale_out + r0 : nullptr, dst, rows.scale_out + r0, pfor);
+}
+
+// int8Linear's GEMM and epilogue (out.x_scale holds the row scales once the rows are staged).
+void int8_linear_rows(const Int8Rows& rows, const int8_t* w, const Dims& d, const Int8Epilogue& out, Int8Backend backend) {
+  const ParallelFor pfor = pfor_for(backend);
+  if (backend == Int8Backend::kAmx || backend == Int8Backend::kVnni) {
+    // Pack into the kernel's layout (quantizing with the rotation fused, for f32 rows), then the
+    // GEMM with the dequant fused.
+    const bool amx = backend == Int8Backend::kAmx;
+    thread_local Scratch pbuf;
+    auto* packed = static_cast<int8_t*>(pbuf.get(amx ? amx_packed_bytes(d.m, d.k) : vnni_packed_bytes(d.m, d.k)));
+    if (rows.quantized) {
+      (amx ? amx_pack_activations : vnni_pack_activations)(rows.q, d.m, d.k, packed, pfor);
+    } else {
+      (amx ? amx_quantize_pack : vnni_quantize_pack)(rows.x, d.m, d.k, rows.group, rows.regular, rows.external ? rows.scale_out : nullptr, packed, rows.scale_out, pfor);
+    }
+    (amx ? amx_int8_gemm : vnni_int8_gemm)(packed, w, d.m, d.k, d.n, out, pfor);
+    pbuf.trim();
+    return;
+  }
+  const size_t P = panel_rows();
+  // Row panels pay off only where the weight reorder is the plain 32-bit transpose (the AMX
+  // layout). Where oneDNN wants its VNNI layout with s8 compensation (AVX512-VNNI without AMX),
+  // its generic reorder runs on every call and made int8Linear 1.8x the bare matmul at
+  // M = 1024, K = N = 3072 on a Zen 4 EPYC (CPU time); one whole matmul, whose own B packing
+  // is amortized inside the kernel, brings it to ~1.1x. Same integer accumulators, same
+  // dequant: the results are identical either way.
+  const std::shared_ptr<PanelPrim> pp =
+      backend == Int8Backend::kOnednn && d.m >= 4 * P && d.k > 0 && d.n > 0 ? cached_panel(P, d.k, d.n) : nullptr;
+  if (pp != nullptr && pp->fast_reorder) {
+    sync_onednn_threads();
+    dnnl::engine& eng = onednn_engine();
+    dnnl::stream stream(eng);
+    thread_local Scratch wbuf, qbuf, abuf, mspad, rspad;
+    const memory mscratch(pp->matmul_scratch, eng, mspad.get(pp->matmul_scratch.get_size()));
+    memory wuser(pp->wei_user, eng, const_cast<int8_t*>(w));
+    memory wblk(pp->wei_blocked, eng, wbuf.get(pp->wei_blocked.get_size()));
+    if (pp->fast_reorder) {
+      reorder_ba16a64b4a(w, static_cast<int8_t*>(wblk.get_data_handle()), d.k, d.n);
+    } else {
+      const memory rscratch(pp->reorder_scratch, eng, rspad.get(pp->reorder_scratch.get_size()));
+      pp->weight_reorder.execute(stream, {{DNNL_ARG_FROM, wuser}, {DNNL_ARG_TO, wblk}, {DNNL_ARG_SCRATCHPAD, rscratch}});
+    }
+    auto* qp = static_cast<int8_t*>(qbuf.get(P * d.k));
+    auto* ap = static_cast<int32_t*>(abuf.get(P * d.n * sizeof(int32_t)));
+    memory src(pp->src, eng, qp);
+    for (size_t m0 = 0; m0 < d.m; m0 += P) {
+      const size_t count = std::min(P, d.m - m0);
+      stage_rows(rows, m0, count, d.k, qp, pfor);
+      if (count < P) std::memset(qp + count * d.k, 0, (P - count) * d.k);
+      int32_t* acc = out.acc != nullptr && count == P ? out.acc + m0 * d.n : ap;
+      memory dst(pp->dst, eng, acc);
+      pp->matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wblk}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, mscratch}});
+      stream.wait();
+      if (out.acc != nullptr && count < P) std::memcpy(out.acc + m0 * d.n, acc, count * d.n * sizeof(int32_t));
+      if (out.y != nullptr) dequant(acc, out.x_scale + m0, out.w_scale, out.bias, out.y + m0 * d.n, count, d.n, pfor);
+    }
+    wbuf.trim();
+    return;
+  }
+  // Reused per worker: fresh multi-MiB temporaries page-fault on every call. Quantized rows are
+  // multiplied in place.
+  thread_local Scratch qbuf, abuf;
+  const int8_t* qx = rows.q;
+  if (!rows.quantized) {
+    auto* staged = static_cast<int8_t*>(qbuf.get(d.m * d.k));
+    stage_rows(rows, 0, d.m, d.k, staged, pfor);
+    qx = staged;
+  }
+  int32_t* acc = out.acc != nullptr ? out.acc : static_cast<int32_t*>(abuf.get(d.m * d.n * sizeof(int32_t)));
+  int8_gemm(backend, qx, w, acc, d.m, d.k, d.n);
+  if (out.y != nullptr) dequant(acc, out.x_scale, out.w_scale, out.bias, out.y, d.m, d.n, pfor);
+  qbuf.trim();
+  abuf.trim();
+}
+
 // int8Matmul(qx i8 [M,K], qw i8 [N,K], acc i32 [M,N], M, K, N, backend)
 Napi::Value int8_matmul(const Napi::CallbackInfo& info) {
   return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
@@ -526,6 +623,13 @@ Napi::Value int8_matmul(const Napi::CallbackInfo& info) {
         info.Env(), "ninodes.int8Matmul", [=] { int8_gemm(backend, a, b, c, d.m, d.k, d.n); },
         [](Napi::Env env) { return env.Undefined(); }, {info[0], info[1], info[2]});
   });
+}
+
+// Row scales supplied by the caller must be positive and finite (quantizeRowsInt8's always are).
+void check_row_scales(const float* xs, size_t m) {
+  for (size_t r = 0; r < m; ++r) {
+    if (!(std::isfinite(xs[r]) && xs[r] > 0)) fail("INVALID_ARGUMENT", "external scale of row " + std::to_string(r) + " is not a positive finite number");
+  }
 }
 
 // int8Linear(x f32 [M,K], qw i8 [N,K], wScale f32 [N] | null (no y), bias f32 [N] | null, y f32 [M,N] | null,
@@ -556,87 +660,59 @@ Napi::Value int8_linear(const Napi::CallbackInfo& info) {
     float* y = yb.present ? args::as<float>(yb, args::mul(d.m, d.n, "int8Linear"), "int8Linear output") : nullptr;
     int32_t* acc_out = accb.present ? args::as<int32_t>(accb, d.m * d.n, "int8Linear accumulators") : nullptr;
     float* xs = args::as<float>(xsb, d.m, "int8Linear input scale");
-    if (external) {
-      for (size_t r = 0; r < d.m; ++r) {
-        if (!(std::isfinite(xs[r]) && xs[r] > 0)) fail("INVALID_ARGUMENT", "external scale of row " + std::to_string(r) + " is not a positive finite number");
-      }
-    }
-    const bool regular = order == "regular";
+    if (external) check_row_scales(xs, d.m);
     const Int8Backend backend = resolve_int8_backend(args::string(info, 13, "int8 backend"), d.m, d.k);
-    auto work = [=] {
-      const ParallelFor pfor = pfor_for(backend);
-      if (backend == Int8Backend::kAmx || backend == Int8Backend::kVnni) {
-        // Quantize (rotation fused) straight into the kernel's layout, then the GEMM with dequant fused.
-        const bool amx = backend == Int8Backend::kAmx;
-        thread_local Scratch pbuf;
-        auto* packed = static_cast<int8_t*>(pbuf.get(amx ? amx_packed_bytes(d.m, d.k) : vnni_packed_bytes(d.m, d.k)));
-        (amx ? amx_quantize_pack : vnni_quantize_pack)(x, d.m, d.k, group, regular, external ? xs : nullptr, packed, xs, pfor);
-        Int8Epilogue out;
-        out.acc = acc_out;
-        out.y = y;
-        out.x_scale = xs;
-        out.w_scale = ws;
-        out.bias = bias;
-        (amx ? amx_int8_gemm : vnni_int8_gemm)(packed, w, d.m, d.k, d.n, out, pfor);
-        pbuf.trim();
-        return;
-      }
-      const size_t P = panel_rows();
-      // Row panels pay off only where the weight reorder is the plain 32-bit transpose (the AMX
-      // layout). Where oneDNN wants its VNNI layout with s8 compensation (AVX512-VNNI without AMX),
-      // its generic reorder runs on every call and made int8Linear 1.8x the bare matmul at
-      // M = 1024, K = N = 3072 on a Zen 4 EPYC (CPU time); one whole matmul, whose own B packing
-      // is amortized inside the kernel, brings it to ~1.1x. Same integer accumulators, same
-      // dequant: the results are identical either way.
-      const std::shared_ptr<PanelPrim> pp =
-          backend == Int8Backend::kOnednn && d.m >= 4 * P && d.k > 0 && d.n > 0 ? cached_panel(P, d.k, d.n) : nullptr;
-      if (pp != nullptr && pp->fast_reorder) {
-        sync_onednn_threads();
-        dnnl::engine& eng = onednn_engine();
-        dnnl::stream stream(eng);
-        thread_local Scratch wbuf, qbuf, abuf, mspad, rspad;
-        const memory mscratch(pp->matmul_scratch, eng, mspad.get(pp->matmul_scratch.get_size()));
-        memory wuser(pp->wei_user, eng, const_cast<int8_t*>(w));
-        memory wblk(pp->wei_blocked, eng, wbuf.get(pp->wei_blocked.get_size()));
-        if (pp->fast_reorder) {
-          reorder_ba16a64b4a(w, static_cast<int8_t*>(wblk.get_data_handle()), d.k, d.n);
-        } else {
-          const memory rscratch(pp->reorder_scratch, eng, rspad.get(pp->reorder_scratch.get_size()));
-          pp->weight_reorder.execute(stream, {{DNNL_ARG_FROM, wuser}, {DNNL_ARG_TO, wblk}, {DNNL_ARG_SCRATCHPAD, rscratch}});
-        }
-        auto* qp = static_cast<int8_t*>(qbuf.get(P * d.k));
-        auto* ap = static_cast<int32_t*>(abuf.get(P * d.n * sizeof(int32_t)));
-        memory src(pp->src, eng, qp);
-        for (size_t m0 = 0; m0 < d.m; m0 += P) {
-          const size_t rows = std::min(P, d.m - m0);
-          quantize_rows_int8(x + m0 * d.k, rows, d.k, group, regular, external ? xs + m0 : nullptr, qp, xs + m0, pfor);
-          if (rows < P) std::memset(qp + rows * d.k, 0, (P - rows) * d.k);
-          int32_t* acc = acc_out != nullptr && rows == P ? acc_out + m0 * d.n : ap;
-          memory dst(pp->dst, eng, acc);
-          pp->matmul.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wblk}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, mscratch}});
-          stream.wait();
-          if (acc_out != nullptr && rows < P) std::memcpy(acc_out + m0 * d.n, acc, rows * d.n * sizeof(int32_t));
-          if (y != nullptr) dequant(acc, xs + m0, ws, bias, y + m0 * d.n, rows, d.n, pfor);
-        }
-        wbuf.trim();
-        return;
-      }
-      // Reused per worker: fresh multi-MiB temporaries page-fault on every call.
-      thread_local Scratch qbuf, abuf;
-      auto* qx = static_cast<int8_t*>(qbuf.get(d.m * d.k));
-      quantize_rows_int8(x, d.m, d.k, group, regular, external ? xs : nullptr, qx, xs, pfor);
-      int32_t* acc = acc_out != nullptr ? acc_out : static_cast<int32_t*>(abuf.get(d.m * d.n * sizeof(int32_t)));
-      int8_gemm(backend, qx, w, acc, d.m, d.k, d.n);
-      if (y != nullptr) dequant(acc, xs, ws, bias, y, d.m, d.n, pfor);
-      qbuf.trim();
-      abuf.trim();
-    };
+    Int8Rows rows;
+    rows.x = x;
+    rows.group = group;
+    rows.regular = order == "regular";
+    rows.external = external;
+    rows.scale_out = xs;
+    Int8Epilogue out;
+    out.acc = acc_out;
+    out.y = y;
+    out.x_scale = xs;
+    out.w_scale = ws;
+    out.bias = bias;
+    auto work = [=] { int8_linear_rows(rows, w, d, out, backend); };
     std::vector<Napi::Value> keep{info[0], info[1], info[6]};
     if (wsb.present) keep.push_back(info[2]);
     if (yb.present) keep.push_back(info[4]);
     if (bb.present) keep.push_back(info[3]);
     if (accb.present) keep.push_back(info[5]);
     return AsyncOp::start(info.Env(), "ninodes.int8Linear", work, [](Napi::Env env) { return env.Undefined(); }, keep);
+  });
+}
+
+// int8LinearQuantized(qx i8 [M,K], qw i8 [N,K], wScale f32 [N], bias f32 [N] | null, y f32 [M,N], xScale f32 [M],
+//                     M, K, N, backend): int8Linear on rows quantizeRowsInt8 already quantized (no rotation,
+// no quantization), through the same GEMM and epilogue, so the bits equal int8Linear's y for the x
+// those rows came from.
+Napi::Value int8_linear_quantized(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const args::Bytes qb = args::bytes(info, 0, "int8LinearQuantized qx");
+    const args::Bytes wb = args::bytes(info, 1, "int8LinearQuantized weight");
+    const args::Bytes wsb = args::bytes(info, 2, "int8LinearQuantized weight scale");
+    const args::Bytes bb = args::bytes(info, 3, "int8LinearQuantized bias", true);
+    const args::Bytes yb = args::bytes(info, 4, "int8LinearQuantized output");
+    const args::Bytes xsb = args::bytes(info, 5, "int8LinearQuantized input scale");
+    const Dims d = dims(info, 6);
+    if (d.k > kMaxK) fail("INVALID_SHAPE", "int8LinearQuantized: K = " + std::to_string(d.k) + " exceeds " + std::to_string(kMaxK));
+    Int8Rows rows;
+    rows.quantized = true;
+    rows.q = args::as<int8_t>(qb, args::mul(d.m, d.k, "int8LinearQuantized"), "int8LinearQuantized qx");
+    const int8_t* w = args::as<int8_t>(wb, args::mul(d.n, d.k, "int8LinearQuantized"), "int8LinearQuantized weight");
+    Int8Epilogue out;
+    out.w_scale = args::as<float>(wsb, d.n, "int8LinearQuantized weight scale");
+    out.bias = bb.present ? args::as<float>(bb, d.n, "int8LinearQuantized bias") : nullptr;
+    out.y = args::as<float>(yb, args::mul(d.m, d.n, "int8LinearQuantized"), "int8LinearQuantized output");
+    out.x_scale = args::as<float>(xsb, d.m, "int8LinearQuantized input scale");
+    check_row_scales(out.x_scale, d.m);
+    const Int8Backend backend = resolve_int8_backend(args::string(info, 9, "int8 backend"), d.m, d.k);
+    auto work = [=] { int8_linear_rows(rows, w, d, out, backend); };
+    std::vector<Napi::Value> keep{info[0], info[1], info[2], info[4], info[5]};
+    if (bb.present) keep.push_back(info[3]);
+    return AsyncOp::start(info.Env(), "ninodes.int8LinearQuantized", work, [](Napi::Env env) { return env.Undefined(); }, keep);
   });
 }
 
@@ -670,5 +746,6 @@ NINODES_MODULE(linear) {
   exports.Set("linear", Napi::Function::New(env, ninodes::linear, "linear"));
   exports.Set("int8Matmul", Napi::Function::New(env, ninodes::int8_matmul, "int8Matmul"));
   exports.Set("int8Linear", Napi::Function::New(env, ninodes::int8_linear, "int8Linear"));
+  exports.Set("int8LinearQuantized", Napi::Function::New(env, ninodes::int8_linear_quantized, "int8LinearQuantized"));
   exports.Set("int8Dequantize", Napi::Function::New(env, ninodes::int8_dequantize, "int8Dequantize"));
 }

@@ -3,6 +3,7 @@ import {
   type Int8BackendName,
   type Int8AccumulatorOptions,
   type Int8LinearOptions,
+  type Int8LinearQuantizedOptions,
   type Int8MatmulOptions,
   type QuantizeRowsOptions,
   type QuantizeWeightOptions,
@@ -11,6 +12,7 @@ import {
   checkExternalScale,
   checkInt8K,
   checkWeightScale,
+  int8Dims,
   linearDims,
   resolveConvrot,
 } from './linear-checks.js';
@@ -19,12 +21,12 @@ import { KernelsError } from './error-codes.js';
 import { allocateNative } from './native-memory.js';
 import { Tensor } from './tensor.js';
 
-export type { Int8AccumulatorOptions, Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
+export type { Int8AccumulatorOptions, Int8BackendChoice, Int8BackendName, Int8LinearOptions, Int8LinearQuantizedOptions, Int8MatmulOptions, QuantizeRowsOptions, QuantizeWeightOptions } from './linear-checks.js';
 
-function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string, rotated?: Tensor, qOut?: Tensor<'i8'>): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
+function quantize(x: Tensor, group: number, external: Float32Array | undefined, where: string, rotated?: Tensor, qOut?: Tensor<'i8'>, scaleOut?: Tensor<'f32'>): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   const [rows, cols] = matrixDims(x, where);
   const q = qOut ?? Tensor.zeros('i8', [rows, cols]);
-  const scale = Tensor.zeros('f32', [rows, 1]);
+  const scale = scaleOut ?? Tensor.zeros('f32', [rows, 1]);
   if (external !== undefined) scale.data.set(external);
   callNative(where, (addon) => addon.quantizeRowsInt8(x.bytes(), q.bytes(), scale.bytes(), rows, cols, external !== undefined, group, 'regular', rotated?.bytes() ?? null));
   return { q, scale };
@@ -34,7 +36,8 @@ function quantize(x: Tensor, group: number, external: Float32Array | undefined, 
  * Per-row int8 quantization (comfy-kitchen): scale = max(absmax / 127, 1e-30), q = clamp(round half
  * to even(x / scale), -128, 127), NaN -> 0. `opts.scale` supplies the [M, 1] scales instead;
  * `opts.convrot` rotates the rows first (x·H per group), as int8Linear does; `opts.rotated` receives
- * the rotated rows.
+ * the rotated rows; `opts.qOut` / `opts.scaleOut` receive q and the scales (a row range of a bigger
+ * buffer: int8LinearQuantized on the gathered rows then gives int8Linear's bits).
  */
 export function quantizeRowsInt8(x: Tensor, options?: QuantizeRowsOptions): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   requireDType(x, ['f32'], 'quantizeRowsInt8 input');
@@ -57,7 +60,8 @@ export function quantizeRowsInt8(x: Tensor, options?: QuantizeRowsOptions): { q:
       }
     }
   }
-  return quantize(x, group, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8', opts.rotated, opts.qOut);
+  const scaleOut = opts.scaleOut === undefined ? undefined : outputF32(opts.scaleOut, [rows, 1], 'quantizeRowsInt8 scaleOut', [x, opts.rotated, opts.scale, opts.qOut]);
+  return quantize(x, group, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'), 'quantizeRowsInt8', opts.rotated, opts.qOut, scaleOut);
 }
 
 /** Offline weight path: rotate rows W·Hᵀ per group (if convrot), then per-output-row absmax/127. */
@@ -87,14 +91,7 @@ export async function quantizeWeightInt8Async(w: Tensor, options?: QuantizeWeigh
  * any backend; `options.backend` picks one (a backend this machine cannot run is BACKEND_UNAVAILABLE).
  */
 export async function int8Matmul(qx: Tensor, qw: Tensor, options?: Int8MatmulOptions): Promise<Tensor<'i32'>> {
-  requireDType(qx, ['i8'], 'int8Matmul qx');
-  requireDType(qw, ['i8'], 'int8Matmul qw');
-  const [m, k] = matrixDims(qx, 'int8Matmul qx');
-  const [n, wk] = matrixDims(qw, 'int8Matmul qw');
-  if (wk !== k) {
-    throw new KernelsError('SHAPE_MISMATCH', `int8Matmul: qx has K = ${k} but qw [${qw.shape.join(', ')}] has K = ${wk}`, { value: { qx: qx.shape, qw: qw.shape }, where: 'int8Matmul' });
-  }
-  checkInt8K(k, 'int8Matmul');
+  const { m, k, n } = int8Dims(qx, qw, 'int8Matmul');
   const backend = checkBackend(optionsOf(options, 'int8Matmul options').backend, 'int8Matmul options.backend');
   const acc = Tensor.zeros('i32', [m, n]);
   await callNativeAsync('int8Matmul', (addon) => addon.int8Matmul(qx.bytes(), qw.bytes(), acc.bytes(), m, k, n, backend));
@@ -142,6 +139,26 @@ export async function int8Linear(
     ),
   );
   return acc === undefined ? { y, xScale } : { y, acc, xScale };
+}
+
+/**
+ * int8Linear's GEMM and epilogue on rows already quantized (quantizeRowsInt8's q and scale, possibly
+ * gathered from other ranks): y = float(qx·qwᵀ) * (xScale * wScale) + bias, the same bits int8Linear
+ * gives for the x those rows came from (same convrot, same scales). qx [M, K] i8, xScale [M, 1] f32,
+ * qw [N, K] i8, wScale [N] or [N, 1], bias [N]; y into out ([M, N] f32) when given.
+ */
+export async function int8LinearQuantized(qx: Tensor, xScale: Tensor, qw: Tensor, wScale: Tensor, options?: Int8LinearQuantizedOptions): Promise<Tensor<'f32'>> {
+  const { m, k, n } = int8Dims(qx, qw, 'int8LinearQuantized');
+  const opts = optionsOf(options, 'int8LinearQuantized options');
+  checkExternalScale(xScale, m, 'int8LinearQuantized xScale');
+  checkWeightScale(wScale, n, 'int8LinearQuantized wScale');
+  checkBias(opts.bias, n, 'int8LinearQuantized');
+  const backend = checkBackend(opts.backend, 'int8LinearQuantized options.backend');
+  const y = outputF32(opts.out, [m, n], 'int8LinearQuantized', [qx, xScale, qw, wScale, opts.bias]);
+  await callNativeAsync('int8LinearQuantized', (addon) =>
+    addon.int8LinearQuantized(qx.bytes(), qw.bytes(), wScale.bytes(), opts.bias?.bytes() ?? null, y.bytes(), xScale.bytes(), m, k, n, backend),
+  );
+  return y;
 }
 
 /**

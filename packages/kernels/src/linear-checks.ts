@@ -40,6 +40,19 @@ export function checkInt8K(k: number, where: string): void {
   }
 }
 
+/** qx [M, K] i8 and qw [N, K] i8 with the same K (at most MAX_INT8_K): the operands of an exact int8 GEMM. */
+export function int8Dims(qx: Tensor, qw: Tensor, where: string): { m: number; k: number; n: number } {
+  requireDType(qx, ['i8'], `${where} qx`);
+  requireDType(qw, ['i8'], `${where} qw`);
+  const [m, k] = matrixDims(qx, `${where} qx`);
+  const [n, wk] = matrixDims(qw, `${where} qw`);
+  if (wk !== k) {
+    throw new KernelsError('SHAPE_MISMATCH', `${where}: qx has K = ${k} but qw [${qw.shape.join(', ')}] has K = ${wk}`, { value: { qx: qx.shape, qw: qw.shape }, where });
+  }
+  checkInt8K(k, where);
+  return { m, k, n };
+}
+
 export interface QuantizeRowsOptions {
   /** Externally supplied per-row scale [M, 1] (tensor parallelism: the allreduce-MAX'd scale). */
   scale?: Tensor;
@@ -55,6 +68,20 @@ export interface QuantizeRowsOptions {
   rotated?: Tensor;
   /** Where the quantized rows go (i8 of x's shape, disjoint from x); default a fresh tensor. */
   qOut?: Tensor;
+  /**
+   * Where the row scales go ([M, 1] f32, disjoint from the other tensors); default a fresh tensor.
+   * With `qOut`, a rank quantizes its rows straight into its slot of a buffer gathered across ranks.
+   */
+  scaleOut?: Tensor;
+}
+
+/** int8LinearQuantized: int8Linear's options once the rows are quantized. */
+export interface Int8LinearQuantizedOptions {
+  bias?: Tensor;
+  /** Where y goes ([M, N] f32, see outputF32); default a fresh tensor. */
+  out?: Tensor;
+  /** Which exact int8 GEMM runs (default `'auto'`); every backend gives the same bits. */
+  backend?: Int8BackendChoice;
 }
 
 export interface Int8LinearOptions {

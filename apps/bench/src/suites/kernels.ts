@@ -20,12 +20,15 @@ import {
   byteSizeOf,
   cast,
   dequantize,
+  dequantizeInt8Accumulators,
   gatedResidual,
+  getThreads,
   hadamard,
   hadamardSync,
   int8Backend,
   int8Backends,
   int8Linear,
+  int8LinearQuantized,
   int8Matmul,
   linear,
   modulate,
@@ -34,6 +37,7 @@ import {
   quantizeWeightInt8,
   rmsNorm,
   rmsNormModulate,
+  setThreads,
 } from '@ninodes/kernels';
 import { randomBlockTensor } from '@ninodes/quant';
 import { type Against, attentionContenders, attentionWork, intMmContenders, linearContenders, linearWork, memcpyBound } from '../peers/op-peers.js';
@@ -89,6 +93,31 @@ const int8Targets: Target[] = [3072, 5376].flatMap((k) => [
     when: { k },
   },
 ]);
+
+// One rank's column-parallel qkv (N = 1152) and fc1 half (N = 2048) of h3-small (K = 1536) under
+// sequence-parallel TP2, on the gathered rows of 384 or 768 tokens.
+const QUANTIZED_FULL: Params[] = [384, 768].flatMap((m) => [1152, 2048].map((n) => ({ m, k: 1536, n })));
+const QUANTIZED_QUICK: Params[] = [{ m: 384, k: 1536, n: 1152 }];
+
+/**
+ * Median over interleaved rounds of the process CPU time of each side divided by side 0's (the
+ * machine is shared: CPU time is what another tenant does not inflate). One intra-op thread, so the
+ * worker's CPU time is the op's.
+ */
+async function cpuRatios(sides: readonly (() => Promise<unknown>)[], rounds: number): Promise<number[]> {
+  const ratios: number[][] = sides.map(() => []);
+  for (let r = 0; r < rounds; r++) {
+    const cpu: number[] = [];
+    for (const side of sides) {
+      const t0 = process.cpuUsage();
+      await side();
+      const d = process.cpuUsage(t0);
+      cpu.push(d.user + d.system);
+    }
+    cpu.forEach((c, i) => ratios[i]!.push(c / cpu[0]!));
+  }
+  return ratios.map((v) => v.sort((a, b) => a - b)[Math.floor(v.length / 2)]!);
+}
 
 /** The torch entry of a helper's contenders (always present; the helper reports it missing itself). */
 function torchOf(a: Against): Against[string] & object {
@@ -204,6 +233,51 @@ export const kernelsSuite: Suite = {
             int8_backend_vnni: { value: int8Backend() === 'vnni' ? 1 : 0, unit: 'bool' },
             int8_backend_onednn: { value: int8Backend() === 'onednn' ? 1 : 0, unit: 'bool' },
           }),
+        };
+      },
+    },
+    {
+      name: 'linear_int8_quantized',
+      description:
+        'int8LinearQuantized on rows already quantized (sequence-parallel TP: gathered int8 rows + scales), 1 thread; against int8Linear on the f32 rows (rotation + quantization included) and int8Matmul + dequantizeInt8Accumulators (the unfused path it replaces)',
+      params: { full: QUANTIZED_FULL, quick: QUANTIZED_QUICK },
+      work: (p) => {
+        const s = shapeOf(p);
+        // Reads qx (i8), its scales, W (i8), bias; writes y (f32).
+        return { flops: 2 * s.m * s.n * s.k, bytes: s.m * s.k + 4 * s.m + s.n * s.k + 4 * s.n + 4 * s.m * s.n };
+      },
+      targets: [
+        { source: 'int8LinearQuantized', description: 'no slower than int8Linear, which also rotates and quantizes the rows', on: { ratio: 'int8_linear' }, op: '<=', value: 1 },
+        { source: 'int8LinearQuantized', description: 'faster than int8Matmul + dequantizeInt8Accumulators', on: { ratio: 'matmul_dequantize' }, op: '<=', value: 1 },
+      ],
+      budget: { minRuns: 5 },
+      setup: (p) => {
+        const s = shapeOf(p);
+        const threads = getThreads();
+        setThreads(1);
+        const x = randomF32([s.m, s.k], 1);
+        const b = randomF32([s.n], 3);
+        const { q: qw, scale: wScale } = quantizeWeightInt8(randomF32([s.n, s.k], 2), { convrot: CONVROT });
+        const { q: qx, scale: xScale } = quantizeRowsInt8(x, { convrot: CONVROT });
+        const out = Tensor.zeros('f32', [s.m, s.n]);
+        const ours = () => int8LinearQuantized(qx, xScale, qw, wScale, { bias: b, out });
+        const fullLinear = () => int8Linear(x, qw, wScale, { bias: b, convrot: CONVROT, out });
+        const unfused = async () => dequantizeInt8Accumulators(await int8Matmul(qx, qw), xScale, wScale, b, out);
+        return {
+          run: ours,
+          against: {
+            int8_linear: { kind: 'baseline', contender: { run: fullLinear } },
+            matmul_dequantize: { kind: 'baseline', contender: { run: unfused } },
+          },
+          metrics: async () => {
+            const [, overLinear, overUnfused] = await cpuRatios([ours, fullLinear, unfused], 9);
+            // Ours over each contender, as the time ratios are.
+            return {
+              cpu_ratio_int8_linear: { value: 1 / overLinear!, unit: 'ratio', better: 'lower' },
+              cpu_ratio_matmul_dequantize: { value: 1 / overUnfused!, unit: 'ratio', better: 'lower' },
+            };
+          },
+          dispose: () => void setThreads(threads),
         };
       },
     },
@@ -330,8 +404,8 @@ export const kernelsSuite: Suite = {
     },
   ],
   charts: [
-    { kind: 'throughput', title: 'fp32 and int8 linear GFLOP/s at DiT shapes', cases: ['linear_f32', 'linear_int8'] },
-    { kind: 'ratio', title: 'linear time ratio ours / contender (below 1: ours faster)', cases: ['linear_f32', 'linear_int8'] },
+    { kind: 'throughput', title: 'fp32 and int8 linear GFLOP/s at DiT shapes', cases: ['linear_f32', 'linear_int8', 'linear_int8_quantized'] },
+    { kind: 'ratio', title: 'linear time ratio ours / contender (below 1: ours faster)', cases: ['linear_f32', 'linear_int8', 'linear_int8_quantized'] },
     { kind: 'throughput', title: 'Hadamard rotation and GGUF decode GB/s against memcpy', cases: ['hadamard', 'gguf_decode'] },
     { kind: 'throughput', title: 'attention GFLOP/s: tiled, naive, torch SDPA', cases: ['attention'] },
     { kind: 'metric', title: 'attention extra peak RSS, tiled', metric: 'tiled_extra_bytes', cases: ['attention'], x: 'seq', color: 'dim' },

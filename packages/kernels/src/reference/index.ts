@@ -3,7 +3,7 @@
 export { cast } from './cast.js';
 export { decodeFp8, encodeFp8 } from './fp8.js';
 export { hadamard, hadamardSync } from './hadamard.js';
-export { int8Linear, int8Matmul, linear, quantizeRowsInt8, quantizeWeightInt8 } from './linear.js';
+export { int8Linear, int8LinearQuantized, int8Matmul, linear, quantizeRowsInt8, quantizeWeightInt8 } from './linear.js';
 export { dequantize } from './gguf-dequantize.js';
 export { attention } from './attention.js';
 export { gelu, silu, swiglu } from './activations.js';

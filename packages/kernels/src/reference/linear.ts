@@ -1,13 +1,14 @@
-import { matrixDims, optionsOf, requireDType } from '../arg-checks.js';
-import { KernelsError } from '../error-codes.js';
+import { matrixDims, optionsOf, outputF32, requireDType, requireShape } from '../arg-checks.js';
 import {
   type Int8LinearOptions,
+  type Int8LinearQuantizedOptions,
   type QuantizeRowsOptions,
   type QuantizeWeightOptions,
   checkBias,
   checkExternalScale,
   checkInt8K,
   checkWeightScale,
+  int8Dims,
   linearDims,
   resolveConvrot,
 } from '../linear-checks.js';
@@ -36,9 +37,15 @@ export function linear(x: Tensor, w: Tensor, bias?: Tensor): Tensor<'f32'> {
   return y;
 }
 
-function quantizeRows(rowsData: Float32Array, rows: number, cols: number, group: number, external: Float32Array | undefined): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
-  const q = Tensor.zeros('i8', [rows, cols]);
-  const scale = Tensor.zeros('f32', [rows, 1]);
+function quantizeRows(
+  rowsData: Float32Array,
+  rows: number,
+  cols: number,
+  group: number,
+  external: Float32Array | undefined,
+  q: Tensor<'i8'> = Tensor.zeros('i8', [rows, cols]),
+  scale: Tensor<'f32'> = Tensor.zeros('f32', [rows, 1]),
+): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   const qd = q.data;
   const row = new Float32Array(cols);
   for (let r = 0; r < rows; r++) {
@@ -61,12 +68,19 @@ function quantizeRows(rowsData: Float32Array, rows: number, cols: number, group:
   return { q, scale };
 }
 
-/** Reference per-row int8 quantization (see the native quantizeRowsInt8). */
+/** Reference per-row int8 quantization (see the native quantizeRowsInt8; `rotated` is not supported). */
 export function quantizeRowsInt8(x: Tensor, options?: QuantizeRowsOptions): { q: Tensor<'i8'>; scale: Tensor<'f32'> } {
   requireDType(x, ['f32'], 'quantizeRowsInt8 input');
   const opts = optionsOf(options, 'quantizeRowsInt8 options');
   const [rows, cols] = matrixDims(x, 'quantizeRowsInt8 input');
-  return quantizeRows(x.data, rows, cols, 0, checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale'));
+  const { group } = resolveConvrot(opts.convrot, cols, 'quantizeRowsInt8');
+  if (opts.qOut !== undefined) {
+    requireDType(opts.qOut, ['i8'], 'quantizeRowsInt8 opts.qOut');
+    requireShape(opts.qOut, [rows, cols], 'quantizeRowsInt8 opts.qOut');
+  }
+  const scale = opts.scaleOut === undefined ? undefined : outputF32(opts.scaleOut, [rows, 1], 'quantizeRowsInt8 scaleOut', [x, opts.scale, opts.qOut]);
+  const external = checkExternalScale(opts.scale, rows, 'quantizeRowsInt8 opts.scale');
+  return quantizeRows(x.data, rows, cols, group, external, opts.qOut as Tensor<'i8'> | undefined, scale);
 }
 
 /** Reference offline weight quantization (rotation W·Hᵀ per group, then per-row absmax/127). */
@@ -79,12 +93,7 @@ export function quantizeWeightInt8(w: Tensor, options?: QuantizeWeightOptions): 
 
 /** Reference exact int32 matmul qx·qwᵀ. */
 export function int8Matmul(qx: Tensor, qw: Tensor): Tensor<'i32'> {
-  requireDType(qx, ['i8'], 'int8Matmul qx');
-  requireDType(qw, ['i8'], 'int8Matmul qw');
-  const [m, k] = matrixDims(qx, 'int8Matmul qx');
-  const [n, wk] = matrixDims(qw, 'int8Matmul qw');
-  if (wk !== k) throw new KernelsError('SHAPE_MISMATCH', `int8Matmul: qx has K = ${k} but qw has K = ${wk}`, { value: { qx: qx.shape, qw: qw.shape }, where: 'int8Matmul' });
-  checkInt8K(k, 'int8Matmul');
+  const { m, k, n } = int8Dims(qx, qw, 'int8Matmul');
   const a = qx.data, b = qw.data;
   const acc = Tensor.zeros('i32', [m, n]);
   for (let i = 0; i < m; i++) {
@@ -108,14 +117,32 @@ export function int8Linear(x: Tensor, qw: Tensor, wScale: Tensor, options?: Int8
   const external = checkExternalScale(opts.xScale, d.m, 'int8Linear opts.xScale');
   const { q, scale } = quantizeRows((x as Tensor<'f32'>).data, d.m, d.k, group, external);
   const acc = int8Matmul(q, qw);
+  const y = epilogue(acc, scale, wScale, opts.bias, Tensor.zeros('f32', d.outShape));
+  return opts.returnAccumulators === true ? { y, acc, xScale: scale } : { y, xScale: scale };
+}
+
+/** Reference int8LinearQuantized: int8Linear's GEMM and epilogue on rows quantized already. */
+export function int8LinearQuantized(qx: Tensor, xScale: Tensor, qw: Tensor, wScale: Tensor, options?: Int8LinearQuantizedOptions): Tensor<'f32'> {
+  const { m, n } = int8Dims(qx, qw, 'int8LinearQuantized');
+  const opts = optionsOf(options, 'int8LinearQuantized options');
+  checkExternalScale(xScale, m, 'int8LinearQuantized xScale');
+  checkWeightScale(wScale, n, 'int8LinearQuantized wScale');
+  checkBias(opts.bias, n, 'int8LinearQuantized');
+  const y = outputF32(opts.out, [m, n], 'int8LinearQuantized', [qx, xScale, qw, wScale, opts.bias]);
+  return epilogue(int8Matmul(qx, qw), xScale, wScale, opts.bias, y);
+}
+
+/** y = float(acc) * (x_scale * w_scale) + bias, each step rounded to f32 in the native order. */
+function epilogue(acc: Tensor<'i32'>, xScale: Tensor, wScale: Tensor, bias: Tensor | undefined, y: Tensor<'f32'>): Tensor<'f32'> {
+  const [rows, cols] = matrixDims(acc, 'int8 epilogue accumulators');
+  const xs = (xScale as Tensor<'f32'>).data;
   const ws = (wScale as Tensor<'f32'>).data;
-  const bs = opts.bias === undefined ? undefined : (opts.bias as Tensor<'f32'>).data;
-  const y = Tensor.zeros('f32', d.outShape);
-  for (let m = 0; m < d.m; m++) {
-    for (let n = 0; n < d.n; n++) {
-      const v = f(f(acc.data[m * d.n + n] as number) * f((scale.data[m] as number) * (ws[n] as number)));
-      y.data[m * d.n + n] = bs === undefined ? v : v + (bs[n] as number);
+  const bs = bias === undefined ? undefined : (bias as Tensor<'f32'>).data;
+  for (let m = 0; m < rows; m++) {
+    for (let n = 0; n < cols; n++) {
+      const v = f(f(acc.data[m * cols + n] as number) * f((xs[m] as number) * (ws[n] as number)));
+      y.data[m * cols + n] = bs === undefined ? v : v + (bs[n] as number);
     }
   }
-  return opts.returnAccumulators === true ? { y, acc, xScale: scale } : { y, xScale: scale };
+  return y;
 }
