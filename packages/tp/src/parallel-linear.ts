@@ -18,11 +18,11 @@ import {
   add,
   dequantizeInt8Accumulators,
   int8LinearAccumulators,
+  int8LinearQuantized,
   quantizeRowsInt8,
 } from '@ninodes/kernels';
 import { TpError } from './error-codes.js';
 import { type LinearOp, type LinearProvider, type LinearSpec, sequenceCounts, sequenceRows } from '@ninodes/quant';
-import { int8LinearQuantized, quantizeRowsInto } from './sequence-collectives.js';
 import type { ShardPlan } from './shard-plan.js';
 
 /** The int8 operands quant's ops expose (QuantLinearOp.int8Weight). */
@@ -211,7 +211,7 @@ class ColumnSequenceLinear implements LinearOp {
       const q = this.scratch.q.take(s, k);
       const scale = this.scratch.scales.take(s, 1);
       try {
-        if (stop > start) quantizeRowsInto(x.rows(start, stop), { convrot: int8.convrot, qOut: q.rows(start, stop), scaleOut: scale.rows(start, stop) });
+        if (stop > start) quantizeRowsInt8(x.rows(start, stop), { convrot: int8.convrot, qOut: q.rows(start, stop), scaleOut: scale.rows(start, stop) });
         await this.comm.allgatherInto(q.data, sequenceCounts(s, size, k));
         await this.comm.allgatherInto(scale.data, sequenceCounts(s, size, 1));
         return await int8LinearQuantized(q, scale, int8.q, int8.scale, { ...(int8.bias ? { bias: int8.bias } : {}), ...(out ? { out } : {}) });
