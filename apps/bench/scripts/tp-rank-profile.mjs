@@ -6,10 +6,11 @@
 // measurement of record.
 //
 //   node apps/bench/scripts/tp-rank-profile.mjs <checkpoint> [--tp N] [--compute f32|bf16|int8_convrot]
-//     [--threads T] [--steps S] [--size HxW]
+//     [--threads T] [--steps S] [--size HxW] [--frames F] [--plain] [--pin]
 //
 // Without --tp (or --tp 1): one rank. With --tp N: N rank processes meeting in a temporary FileStore,
-// one JSON line each.
+// one JSON line each, sequence parallel as `ninodes run --tp` runs them (--plain: every rank holds
+// every row); --pin puts rank r on core r (taskset, as --tp-pin with one thread per rank).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,10 +21,19 @@ import { fileURLToPath } from 'node:url';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { tp: { type: 'string', default: '1' }, compute: { type: 'string', default: 'f32' }, threads: { type: 'string', default: '1' }, steps: { type: 'string', default: '2' }, size: { type: 'string', default: '32x32' } },
+  options: {
+    tp: { type: 'string', default: '1' },
+    compute: { type: 'string', default: 'f32' },
+    threads: { type: 'string', default: '1' },
+    steps: { type: 'string', default: '2' },
+    size: { type: 'string', default: '32x32' },
+    frames: { type: 'string', default: '1' },
+    plain: { type: 'boolean', default: false },
+    pin: { type: 'boolean', default: false },
+  },
 });
 const [path] = positionals;
-if (path === undefined) throw new Error('usage: tp-rank-profile.mjs <checkpoint> [--tp N] [--compute f32|bf16|int8_convrot] [--threads T] [--steps S] [--size HxW]');
+if (path === undefined) throw new Error('usage: tp-rank-profile.mjs <checkpoint> [--tp N] [--compute f32|bf16|int8_convrot] [--threads T] [--steps S] [--size HxW] [--frames F] [--plain] [--pin]');
 const size = Number(values.tp);
 const job = process.env.NINODES_TP_PROFILE_RANK;
 
@@ -34,7 +44,9 @@ if (size > 1 && job === undefined) {
     await Promise.all(
       Array.from({ length: size }, (_, rank) =>
         new Promise((resolve, reject) => {
-          const child = spawn(process.execPath, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+          const argv = [process.execPath, fileURLToPath(import.meta.url), ...process.argv.slice(2)];
+          const [command, ...args] = values.pin ? ['taskset', '-c', String(rank), ...argv] : argv;
+          const child = spawn(command, args, {
             env: { ...process.env, OMP_NUM_THREADS: values.threads, NINODES_TP_PROFILE_RANK: JSON.stringify({ rank, store }) },
             stdio: ['ignore', 'inherit', 'inherit'],
           });
@@ -53,7 +65,7 @@ async function profileRank({ rank, store }) {
   const { createCommunicator, setThreads } = await import('@ninodes/kernels');
   const { createOpProfiler, gaussianNoise, islandAwareProvider, layoutOf, openH3Model } = await import('@ninodes/models');
   const { createLinearProvider, openCheckpoint } = await import('@ninodes/quant');
-  const { parallelLinearProvider, shardPlan } = await import('@ninodes/tp');
+  const { parallelLinearProvider, sequenceSplit, shardPlan } = await import('@ninodes/tp');
   const compute = values.compute;
   const steps = Number(values.steps);
   setThreads(Number(values.threads));
@@ -94,16 +106,18 @@ async function profileRank({ rank, store }) {
   const islands = new Set(layout.groups.flatMap((g) => g.linears.filter((l) => l.fp32Island).map((l) => l.name)));
   let base = islandAwareProvider(main, asStored, islands);
   let shard;
+  let sequence;
   if (size > 1) {
     comm = await createCommunicator({ rank, size, store: { kind: 'file', path: store }, prefix: 'tp-profile', timeoutMs: 600_000 });
-    base = parallelLinearProvider({ provider: base, plan: shardPlan(layout, size, { compute }), comm });
+    base = parallelLinearProvider({ provider: base, plan: shardPlan(layout, size, { compute }), comm, sequence: !values.plain });
     shard = { rank, size };
+    if (!values.plain) sequence = sequenceSplit(comm);
   }
   const provider = { linear: (spec) => timedOp(base.linear(spec)) };
-  const opened = openH3Model(path, { provider, ...(shard ? { shard } : {}), config: layout.config, prefix: layout.prefix, capture: false });
+  const opened = openH3Model(path, { provider, ...(shard ? { shard } : {}), ...(sequence ? { sequence } : {}), config: layout.config, prefix: layout.prefix, capture: false });
   const model = opened.model;
   const [h, w] = values.size.split('x').map(Number);
-  const latent = gaussianNoise([1, model.config.latentChannels, 1, h, w], 145);
+  const latent = gaussianNoise([1, model.config.latentChannels, Number(values.frames), h, w], 145);
   const forward = async () => (await model.forward(latent, 0.9)).dispose();
   await forward(); // materializes the weights
   const threadCpu = () =>
@@ -139,6 +153,7 @@ async function profileRank({ rank, store }) {
     JSON.stringify({
       rank,
       size,
+      sequence: sequence !== undefined,
       compute,
       threads: Number(values.threads),
       wallPerStep: per(wall),

@@ -1,10 +1,11 @@
 // One rank of a tensor-parallel run, composed: the communicator, the plan read off the checkpoint's
 // layout, quant's provider (reading only this rank's slices) wrapped by tp's parallel ops, and the
-// H3 model built from this rank's heads and MLP slice.
+// H3 model built from this rank's heads and MLP slice, with sequence parallelism (between the
+// blocks' linears each rank holds its own token rows only).
 import { type Communicator, type LinearPrecision, createCommunicator } from '@ninodes/kernels';
 import { type OpenedH3Model, islandAwareProvider, layoutOf, openH3Model } from '@ninodes/models';
 import { type ComputeMode, type LinearProvider, attentionPrecisionFor, createLinearProvider, openCheckpoint } from '@ninodes/quant';
-import { type ShardPlan, parallelLinearProvider, shardPlan } from '@ninodes/tp';
+import { type ShardPlan, parallelLinearProvider, sequenceSplit, shardPlan } from '@ninodes/tp';
 import type { TpRankEnv } from './tp-env.js';
 
 export interface TpRankModel {
@@ -40,10 +41,10 @@ export async function openTpRank(modelPath: string, compute: ComputeMode, env: T
       const islands = new Set(layout.groups.flatMap((g) => g.linears.filter((l) => l.fp32Island).map((l) => l.name)));
       base = islandAwareProvider(main, asStored, islands);
     }
-    const provider = parallelLinearProvider({ provider: base, plan, comm });
+    const provider = parallelLinearProvider({ provider: base, plan, comm, sequence: true });
     // A given provider tells openH3Model nothing of the compute mode: the attention precision is passed.
     const attentionPrecision = attention ?? attentionPrecisionFor(compute);
-    const opened = openH3Model(modelPath, { provider, shard: { rank: env.rank, size: env.size }, config: layout.config, prefix: layout.prefix, attentionPrecision });
+    const opened = openH3Model(modelPath, { provider, shard: { rank: env.rank, size: env.size }, sequence: sequenceSplit(comm), config: layout.config, prefix: layout.prefix, attentionPrecision });
     return {
       comm,
       plan,

@@ -62,12 +62,40 @@ const isAlive = (pid: number): boolean => {
 };
 const rankPids = (stderr: string): number[] => [...stderr.matchAll(/\[tp\] rank \d+: pid (\d+)/g)].map((m) => Number(m[1]));
 
-function latentOf(out: string): Float32Array {
-  const f = openSafetensors(join(out, 'latent.safetensors'));
+/** The tensor `name` of the `name`.safetensors a run wrote into `out` (latent, audio). */
+function outputOf(out: string, name: 'latent' | 'audio'): Float32Array {
+  const f = openSafetensors(join(out, `${name}.safetensors`));
   try {
-    return f.tensor('latent').copy().data as Float32Array;
+    return f.tensor(name).copy().data as Float32Array;
   } finally {
     f.close();
+  }
+}
+const latentOf = (out: string): Float32Array => outputOf(out, 'latent');
+const audioOf = (out: string): Float32Array => outputOf(out, 'audio');
+
+/**
+ * `ninodes run` with `args` on one rank and on `n`, for int8 convrot and fp32 weights: the ranks
+ * agree; int8 convrot latent and audio bytes equal one rank's, fp32 within 1e-6 relative.
+ */
+async function expectStreamsAsOneRank(args: string[], n: number, tag: string): Promise<void> {
+  for (const quant of ['int8_convrot', 'fp32'] as const) {
+    const one = await startCli([...args, '--quant', quant, '--out', join(dir, `${tag}-${quant}-1`), '--json']);
+    expect(one.status, one.stderr).toBe(0);
+    const r = await startCli([...args, '--quant', quant, '--tp', String(n), '--out', join(dir, `${tag}-${quant}-${n}`), '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const report = runReportSchema.parse(JSON.parse(r.stdout));
+    expect(report.tp!.ranks).toHaveLength(n);
+    expect(new Set(report.tp!.ranks.map((x) => x.latentSha256)).size).toBe(1);
+    const [v1, vn] = [latentOf(join(dir, `${tag}-${quant}-1`)), latentOf(join(dir, `${tag}-${quant}-${n}`))];
+    const [a1, an] = [audioOf(join(dir, `${tag}-${quant}-1`)), audioOf(join(dir, `${tag}-${quant}-${n}`))];
+    if (quant === 'int8_convrot') {
+      expect(report.output.latentSha256).toBe(runReportSchema.parse(JSON.parse(one.stdout)).output.latentSha256);
+      expect(Buffer.from(an.buffer).equals(Buffer.from(a1.buffer))).toBe(true);
+    } else {
+      expect(relFrobenius(vn, v1)).toBeLessThanOrEqual(1e-6);
+      expect(relFrobenius(an, a1)).toBeLessThanOrEqual(1e-6);
+    }
   }
 }
 
@@ -101,9 +129,10 @@ describe('ninodes run --tp', () => {
       const report = runReportSchema.parse(JSON.parse(r.stdout));
       expect(report.tp?.size).toBe(n);
       expect(report.tp?.ranks.map((x) => x.rank)).toEqual(Array.from({ length: n }, (_, i) => i));
-      // Per step and block: int8 out_proj and fc2 reduce a scale (MAX) and accumulators (SUM), the
-      // adaLN rows are gathered; then the final layer's adaLN rows.
-      for (const rank of report.tp!.ranks) expect(rank.collectives).toBe(2 * (config.layers * (2 * 2 + 1) + 1));
+      // Per step and block (sequence parallel): int8 qkv and fc1 gather the ranks' quantized rows
+      // and their scales, out_proj and fc2 reduce a scale (MAX) and reduce-scatter accumulators, the
+      // adaLN rows are gathered; then the hidden rows are gathered and the final layer's adaLN rows.
+      for (const rank of report.tp!.ranks) expect(rank.collectives).toBe(2 * (config.layers * (4 * 2 + 1) + 2));
       for (const rank of report.tp!.ranks) expect(rank.latentSha256).toBe(single.output.latentSha256);
       expect(report.output.latentSha256).toBe(single.output.latentSha256);
       expect(Buffer.from(latentOf(join(dir, `i8-${n}`)).buffer).equals(Buffer.from(latentOf(join(dir, 'i8-1')).buffer))).toBe(true);
@@ -133,32 +162,19 @@ describe('ninodes run --tp', () => {
     await writeSyntheticH3Checkpoint(av, { config: { ...config, audioChannels: 32, textDim: 512, refinerLayers: 2 }, seed: 12 });
     const ctx = join(dir, 'tp-context.safetensors');
     await writeSafetensors(ctx, [{ name: 'context', dtype: 'f32', shape: [1, 3, 512], data: () => gaussianNoise([1, 3, 512], 4).bytes() }]);
-    const streams = ['--context', ctx, '--audio-frames', '2'];
-    const audioOf = (out: string): Float32Array => {
-      const f = openSafetensors(join(out, 'audio.safetensors'));
-      try {
-        return f.tensor('audio').copy().data as Float32Array;
-      } finally {
-        f.close();
-      }
-    };
-    for (const quant of ['int8_convrot', 'fp32'] as const) {
-      const one = await startCli(['run', '--model', av, ...LATENT, ...streams, '--quant', quant, '--out', join(dir, `av-${quant}-1`), '--json']);
-      expect(one.status, one.stderr).toBe(0);
-      const r = await startCli(['run', '--model', av, ...LATENT, ...streams, '--quant', quant, '--tp', '2', '--out', join(dir, `av-${quant}-2`), '--json']);
-      expect(r.status, r.stderr).toBe(0);
-      const report = runReportSchema.parse(JSON.parse(r.stdout));
-      expect(new Set(report.tp!.ranks.map((x) => x.latentSha256)).size).toBe(1);
-      const [v1, v2] = [latentOf(join(dir, `av-${quant}-1`)), latentOf(join(dir, `av-${quant}-2`))];
-      const [a1, a2] = [audioOf(join(dir, `av-${quant}-1`)), audioOf(join(dir, `av-${quant}-2`))];
-      if (quant === 'int8_convrot') {
-        expect(report.output.latentSha256).toBe(runReportSchema.parse(JSON.parse(one.stdout)).output.latentSha256);
-        expect(Buffer.from(a2.buffer).equals(Buffer.from(a1.buffer))).toBe(true);
-      } else {
-        expect(relFrobenius(v2, v1)).toBeLessThanOrEqual(1e-6);
-        expect(relFrobenius(a2, a1)).toBeLessThanOrEqual(1e-6);
-      }
-    }
+    await expectStreamsAsOneRank(['run', '--model', av, ...LATENT, '--context', ctx, '--audio-frames', '2'], 2, 'av');
+  });
+
+  it('three ranks on 256 video tokens with text and audio rows (389 rows, modalities crossing the ranks\' row boundaries): int8 convrot bytes equal one rank, fp32 within 1e-6', async () => {
+    // 12 heads and an MLP of 1536 split over 3 ranks; out_proj's and fc2's input slices (768 / 3,
+    // 1536 / 3) are whole 256-column convrot groups. 3 text + 130 audio + 256 video rows: sequence
+    // parallelism gives the ranks rows [0, 129), [129, 259), [259, 389), so the audio rows cross
+    // the first boundary and the video rows the second.
+    const av3 = join(dir, 'h3-tp3-av.safetensors');
+    await writeSyntheticH3Checkpoint(av3, { config: { ...config, hidden: 768, heads: 12, headDim: 64, ffn: 1536, audioChannels: 32, textDim: 512, refinerLayers: 2 }, seed: 13 });
+    const ctx = join(dir, 'tp3-context.safetensors');
+    await writeSafetensors(ctx, [{ name: 'context', dtype: 'f32', shape: [1, 3, 512], data: () => gaussianNoise([1, 3, 512], 5).bytes() }]);
+    await expectStreamsAsOneRank(['run', '--model', av3, '--steps', '2', '--frames', '1', '--height', '32', '--width', '32', '--context', ctx, '--audio-frames', '65'], 3, 'tp3');
   });
 
   it('ranks started by hand with NINODES_TP_* meet through a redis-server and write the single-rank latent', async () => {
@@ -276,7 +292,7 @@ describe('ninodes run --tp', () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/TP_RANK_FAILED: rank 1 of 2 was killed by SIGKILL/);
     // Rank 0's own error names rank 1 (its collective failed when rank 1's sockets closed).
-    expect(r.stderr).toMatch(/\[rank 0\] error COMM_PEER_LOST: rank 0 of 2: (allreduce|allgather) failed: rank 1 was lost/);
+    expect(r.stderr).toMatch(/\[rank 0\] error COMM_PEER_LOST: rank 0 of 2: (allreduce|allgather|allgatherInto|reduceScatter) failed: rank 1 was lost/);
     for (const pid of rankPids(r.stderr)) expect(isAlive(pid)).toBe(false);
     expect(existsSync(out)).toBe(false);
     expect(readdirSync(dir).filter((n) => n.includes('staging'))).toEqual([]);

@@ -1,7 +1,7 @@
 import { type LinearPrecision, Tensor } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
 import { type H3Config, rotDim } from './h3-config.js';
-import type { Shard } from '@ninodes/quant';
+import type { SequenceSplit, Shard } from '@ninodes/quant';
 import { checkH3Shard, h3LinearSpec } from './h3-layout.js';
 import { h3BlockLinears } from './h3-tensors.js';
 import type { ModSegment } from './h3-streams.js';
@@ -77,6 +77,8 @@ export class H3Block {
   readonly linears: { readonly adaln: LinearOp; readonly qkv: LinearOp; readonly out: LinearOp; readonly fc1: LinearOp; readonly fc2: LinearOp };
   /** Heads this rank attends over (all of them unless sharded). */
   readonly localHeads: number;
+  /** Sequence parallelism: the token rows this rank owns between the column and row layers. */
+  readonly sequence: SequenceSplit | undefined;
   private readonly config: H3Config;
   private readonly params: ParameterReader;
   /** Receives per-op wall times when set (bench); undefined costs nothing. */
@@ -90,9 +92,12 @@ export class H3Block {
   /**
    * With a `shard`, the block is one tensor-parallel rank's part: its heads (heads / size) and its
    * slice of the MLP (ffn / size); out_proj and fc2 give partial sums, which the provider's ops
-   * reduce inside their forward (the block just calls it).
+   * reduce inside their forward (the block just calls it). With a `sequence` split as well (of the
+   * same rank and size), the block holds only its own token rows between its linears: norms,
+   * modulation and gated residuals run on those rows, and the provider's column and row ops must
+   * work on sequence-parallel rows (LinearOp.sequenceParallel: they gather and reduce-scatter rows).
    */
-  constructor(config: H3Config, index: number, provider: LinearProvider, params: ParameterReader, prefix = '', profiler?: OpProfiler, shard?: Shard) {
+  constructor(config: H3Config, index: number, provider: LinearProvider, params: ParameterReader, prefix = '', profiler?: OpProfiler, shard?: Shard, sequence?: SequenceSplit) {
     this.config = config;
     this.profiler = profiler;
     this.index = index;
@@ -102,6 +107,7 @@ export class H3Block {
     const ops = h3BlockLinears(config, index).map((l) => provider.linear(h3LinearSpec(config, l, prefix, local)));
     const [adaln, qkv, out, fc1, fc2] = ops as [LinearOp, LinearOp, LinearOp, LinearOp, LinearOp];
     this.linears = { adaln, qkv, out, fc1, fc2 };
+    this.sequence = checkSequence(local, sequence, [qkv, out, fc1, fc2], index);
   }
 
   /**
@@ -126,6 +132,11 @@ export class H3Block {
     if (x.rank !== 2 || x.shape[1] !== d) {
       throw new ModelsError('SHAPE_MISMATCH', `block ${this.index}: x must be [S, ${d}], got [${x.shape.join(', ')}]`, { value: x.shape, where: `blocks.${this.index}` });
     }
+    // The rows [a, b) this rank computes the row-wise work of (all of them without a sequence split);
+    // under a split x, the residual stream, holds only these rows.
+    const { start: a, stop: b } = this.sequence?.rows(s) ?? { start: 0, stop: s };
+    const split = a !== 0 || b !== s;
+    const mine = (t: Tensor<'f32'>): Tensor<'f32'> => (split ? t.rows(a, b) : t);
     const p = `blocks.${this.index}`;
     const inner = heads * hd;
     const prof = this.profiler;
@@ -140,7 +151,9 @@ export class H3Block {
     };
     const t2 = tEmb.reshape([-1, tEmb.shape[tEmb.rank - 1] as number]);
     const segs = segments ?? [{ start: 0, stop: s, row: 0 }];
-    const whole = segs.length === 1 && segs[0]?.start === 0 && segs[0].stop === s;
+    // The segments' parts in the own rows, counted from a: the row-wise ops run on those.
+    const own = segs.flatMap((seg) => (Math.min(seg.stop, b) > Math.max(seg.start, a) ? [{ start: Math.max(seg.start, a) - a, stop: Math.min(seg.stop, b) - a, row: seg.row }] : []));
+    const whole = own.length === 1 && own[0]?.start === 0 && own[0].stop === b - a;
     // The adaLN output holds three modality rows (6·hidden each) per timestep; only the run of
     // modalities [lo, hi] this forward reads is computed (a video-only forward: one third of the
     // block's biggest linear; a tensor-parallel gather splits it across the ranks). Ops without
@@ -163,23 +176,38 @@ export class H3Block {
     // Chunk c of a segment's adaLN row (timestep t = row / 3, modality m = row % 3): the output is
     // [M, span·6·hidden] with modality m's six chunks at (span·6t + 6(m − lo) + c)·hidden.
     const at = (seg: ModSegment, c: number): number => 6 * span * Math.floor(seg.row / 3) + 6 * ((seg.row % 3) - lo) + c;
-    // Each segment's rows are written straight into their rows of `dst` (a workspace buffer, else fresh).
+    // Each segment's rows are written straight into their rows of `dst` (a workspace buffer, else
+    // fresh); v and dst are the own rows, as `own` counts them.
     const perRows = (v: Tensor<'f32'>, dst: Tensor<'f32'> | undefined, f: (rows: Tensor<'f32'>, seg: ModSegment, out: Tensor<'f32'> | undefined) => Tensor<'f32'>): Tensor<'f32'> => {
-      if (whole) return f(v, segs[0] as ModSegment, dst);
-      const out = dst ?? Tensor.zeros('f32', [s, v.shape[1] as number]);
-      for (const seg of segs) f(v.rows(seg.start, seg.stop), seg, out.rows(seg.start, seg.stop));
+      if (whole) return f(v, own[0] as ModSegment, dst);
+      const out = dst ?? Tensor.zeros('f32', [v.shape[0] as number, v.shape[1] as number]);
+      for (const seg of own) f(v.rows(seg.start, seg.stop), seg, out.rows(seg.start, seg.stop));
       return out;
+    };
+    // A row-wise result [S, W]: `f` writes the own rows into the given view (undefined: where it
+    // likes, without a split). Under a split the other rows stay as they were.
+    const rowWise = (key: string, shape: readonly number[], f: (dst: Tensor<'f32'> | undefined) => Tensor<'f32'>): Tensor<'f32'> => {
+      const dst = buf(key, shape) ?? (split ? Tensor.zeros('f32', shape) : undefined);
+      if (dst === undefined || !split) return f(dst);
+      if (b > a) f(dst.rows(a, b));
+      return dst;
+    };
+    const ownBuf = (key: string, shape: readonly number[]): Tensor<'f32'> | undefined => {
+      const t = buf(key, shape);
+      return t === undefined ? undefined : mine(t);
     };
     const modulateRows = (v: Tensor<'f32'>, c: number, dst: Tensor<'f32'> | undefined): Tensor<'f32'> =>
       perRows(v, dst, (r, seg, o) => modulate(r, chunk(mod, at(seg, c), d), chunk(mod, at(seg, c + 1), d), o));
     const gateRows = (base: Tensor<'f32'>, out: Tensor<'f32'>, c: number, dst?: Tensor<'f32'>): Tensor<'f32'> =>
       perRows(base, dst, (r, seg, o) => gatedResidual(r, whole ? out : out.rows(seg.start, seg.stop), chunk(mod, at(seg, c), d), o));
 
-    // One fused pass (RMSNorm then modulate, same bits) when one modality row covers every token.
+    // One fused pass (RMSNorm then modulate, same bits) when one modality row covers every own token.
     const normModulate = (v: Tensor<'f32'>, weight: string, c: number): Tensor<'f32'> =>
-      whole
-        ? timed(prof, 'norm', () => rmsNormModulate(v, this.params(weight), chunk(mod, at(segs[0] as ModSegment, c), d), chunk(mod, at(segs[0] as ModSegment, c + 1), d), eps, buf('h', v.shape)))
-        : timed(prof, 'elementwise', () => modulateRows(timed(prof, 'norm', () => rmsNorm(v, this.params(weight), eps, buf('norm', v.shape))), c, buf('h', v.shape)));
+      rowWise('h', v.shape, (dst) =>
+        whole
+          ? timed(prof, 'norm', () => rmsNormModulate(mine(v), this.params(weight), chunk(mod, at(own[0] as ModSegment, c), d), chunk(mod, at(own[0] as ModSegment, c + 1), d), eps, dst))
+          : timed(prof, 'elementwise', () => modulateRows(timed(prof, 'norm', () => rmsNorm(mine(v), this.params(weight), eps, ownBuf('norm', v.shape))), c, dst)),
+      );
     const h1 = normModulate(x, `${p}.norm1.weight`, 0);
     const qkv = await lin(this.linears.qkv, h1, 'qkv');
     const rot = rotDim(this.config);
@@ -203,14 +231,41 @@ export class H3Block {
       attention(q, k, v, { scale: 1 / Math.sqrt(hd), precision: this.attentionPrecision, mergeHeads: true, ...(attOut ? { out: attOut } : {}) }),
     );
     const attnOut = await lin(this.linears.out, att, 'attn_out');
-    const x1 = timed(prof, 'elementwise', () => gateRows(x, attnOut, 2, buf('x1', x.shape)));
+    const x1 = timed(prof, 'elementwise', () => rowWise('x1', x.shape, (dst) => gateRows(mine(x), mine(attnOut), 2, dst)));
 
     const h2 = normModulate(x1, `${p}.norm2.weight`, 3);
     const f1 = await lin(this.linears.fc1, h2, 'fc1');
     const mlpOut = await lin(this.linears.fc2, timed(prof, 'elementwise', () => swiglu(f1, buf('swiglu', [s, (f1.shape[1] as number) / 2]))), 'fc2');
     // Blocks alternate between two output buffers: the input x (the previous block's output) stays intact.
-    const x2 = timed(prof, 'elementwise', () => gateRows(x1, mlpOut, 5, buf(`x.${this.index % 2}`, x.shape)));
+    const x2 = timed(prof, 'elementwise', () => rowWise(`x.${this.index % 2}`, x.shape, (dst) => gateRows(mine(x1), mine(mlpOut), 5, dst)));
     trace?.({ attnOut, mlpOut, afterAttn: x1 });
     return x2;
   }
+}
+
+/**
+ * The block's sequence split, checked against its shard and its ops: a split needs a shard of the
+ * same rank and size, and the column and row ops must work on sequence-parallel rows exactly when
+ * the block does (a plain op would read rows this rank never filled, or leave rows unreduced).
+ * A split of one rank is no split.
+ */
+function checkSequence(shard: Shard | undefined, sequence: SequenceSplit | undefined, ops: readonly LinearOp[], index: number): SequenceSplit | undefined {
+  const split = sequence === undefined || sequence.size === 1 ? undefined : sequence;
+  if (split !== undefined && (shard === undefined || shard.rank !== split.rank || shard.size !== split.size)) {
+    throw new ModelsError('INVALID_SHARD', `a sequence split of rank ${split.rank} of ${split.size} needs a shard of the same rank and size, got ${shard === undefined ? 'none' : `rank ${shard.rank} of ${shard.size}`}`, {
+      value: { sequence: [split.rank, split.size], shard },
+      where: `blocks.${index}`,
+      hint: 'pass the shard and the sequence split of the same communicator',
+    });
+  }
+  for (const op of ops) {
+    if ((op.sequenceParallel === true) !== (split !== undefined)) {
+      throw new ModelsError('INVALID_SHARD', `linear '${op.spec.name}' ${op.sequenceParallel === true ? 'works on sequence-parallel rows, the model has no sequence split' : 'does not work on sequence-parallel rows, the model has a sequence split'}`, {
+        value: { sequenceParallel: op.sequenceParallel === true, split: split !== undefined },
+        where: op.spec.name,
+        hint: 'give the model a sequence split exactly when the provider was made with sequence: true',
+      });
+    }
+  }
+  return split;
 }

@@ -5,7 +5,7 @@ import { type CaptureSink, captureFromEnv } from './capture.js';
 import { resolveH3Config } from './detect-architecture.js';
 import { type H3Block as H3BlockType, H3Block } from './h3-block.js';
 import { type H3Config, H3_SIGMA_SHIFTS, patchDim, pddHeads, validateH3Config } from './h3-config.js';
-import type { GroupHooks, Shard } from '@ninodes/quant';
+import type { GroupHooks, SequenceSplit, Shard } from '@ninodes/quant';
 import { H3_POST_GROUPS, h3LinearSpec } from './h3-layout.js';
 import { H3RefinerBlock } from './h3-refiner.js';
 import { H3_MODALITY, type ModSegment, combinePddHeads, curveTimeEmbedding, packAudio, pddHeadWeights, timeShiftSigma, unpackAudio } from './h3-streams.js';
@@ -33,6 +33,13 @@ export interface H3ModelOptions {
    * provider's row-parallel ops must reduce their partial outputs inside forward.
    */
   readonly shard?: Shard;
+  /**
+   * Sequence parallelism, with `shard` (same rank and size): between their linears the blocks hold
+   * only this rank's token rows (the provider must have been made for it: tp's
+   * `parallelLinearProvider({ sequence: true })` and `sequenceSplit(comm)`); the rows are gathered
+   * after the last block, so the final layer and the output are whole on every rank.
+   */
+  readonly sequence?: SequenceSplit;
   /** Awaited around every execution group, in ModelLayout order (see h3Layout). */
   readonly hooks?: GroupHooks;
   /**
@@ -104,15 +111,18 @@ export class H3VideoModel implements VelocityModel {
   private profiler: OpProfiler | undefined;
   /** Settable later with `setHooks` (an executor attaches after the model is built). */
   private hooks: GroupHooks | undefined;
+  /** The blocks' sequence split (undefined: every rank holds every row). */
+  private readonly sequence: SequenceSplit | undefined;
 
-  private constructor(source: CheckpointSource, provider: LinearProvider, config: H3Config, prefix: string, capture: CaptureSink | undefined, shard: Shard | undefined, attentionPrecision: LinearPrecision) {
+  private constructor(source: CheckpointSource, provider: LinearProvider, config: H3Config, prefix: string, capture: CaptureSink | undefined, shard: Shard | undefined, attentionPrecision: LinearPrecision, sequence: SequenceSplit | undefined) {
     this.source = source;
     this.attentionPrecision = attentionPrecision;
     this.config = config;
     this.prefix = prefix;
     this.capture = capture;
     const params = (name: string): Tensor<'f32'> => this.param(name);
-    this.blocks = Array.from({ length: config.layers }, (_, i) => new H3Block(config, i, provider, params, prefix, undefined, shard));
+    this.blocks = Array.from({ length: config.layers }, (_, i) => new H3Block(config, i, provider, params, prefix, undefined, shard, sequence));
+    this.sequence = this.blocks[0]?.sequence;
     this.refiner = config.textDim === undefined ? [] : Array.from({ length: config.refinerLayers ?? 0 }, (_, i) => new H3RefinerBlock(config, i, provider, params, prefix));
     for (const b of [...this.blocks, ...this.refiner]) b.attentionPrecision = attentionPrecision;
     const linears = new Map<string, LinearOp>();
@@ -185,7 +195,7 @@ export class H3VideoModel implements VelocityModel {
       });
     }
     const capture = options.capture === false ? undefined : (options.capture ?? captureFromEnv());
-    const model = new H3VideoModel(source, provider, config, prefix, capture, options.shard, options.attentionPrecision ?? 'f32');
+    const model = new H3VideoModel(source, provider, config, prefix, capture, options.shard, options.attentionPrecision ?? 'f32', options.sequence);
     model.setProfiler(options.profiler);
     model.setHooks(options.hooks);
     return model;
@@ -377,8 +387,11 @@ export class H3VideoModel implements VelocityModel {
     for (const block of this.blocks) {
       const input = x;
       x = await this.group(`blocks.${block.index}`, () => block.forward(input, tEmb, angles, undefined, segments, ws));
+      // Under a sequence split a block's output holds this rank's rows only (so does the capture).
       if (cap) cap.write(`block-${String(block.index).padStart(3, '0')}`, { 'in.x': input, 'out.x': x });
     }
+    // The final layer (a few columns per row) runs whole on every rank: the rows are gathered first.
+    if (this.sequence !== undefined && this.blocks.length > 0) await this.sequence.gatherRows(x);
     const [finalGroup] = H3_POST_GROUPS;
     const xs = x;
     const n = pddHeads(this.config);

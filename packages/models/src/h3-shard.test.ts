@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Tensor } from '@ninodes/kernels';
 import { openSafetensors } from '@ninodes/memory';
-import { createLinearProvider, type LinearOp, type LinearProvider, type LinearSpec, maxRelError, type Shard } from '@ninodes/quant';
+import { createLinearProvider, type LinearOp, type LinearProvider, type LinearSpec, maxRelError, type SequenceSplit, type Shard, sequenceRows } from '@ninodes/quant';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { h3Layout } from './h3-layout.js';
 import { H3VideoModel } from './h3-model.js';
@@ -149,6 +149,28 @@ describe('tensor-parallel H3 blocks (two ranks in one process)', () => {
       const m = H3VideoModel.create(source, p0 as LinearProvider, { capture: false, shard: { rank: 0, size: 2 } });
       const x = gaussianNoise([4, config.hidden], 6);
       await expect(m.blocks[0]?.forward(x, await m.timeEmbedding(0.5), m.ropeAngles(1, 4, 4))).rejects.toMatchObject({ code: 'LINEAR_WIDTH_MISMATCH', where: 'blocks.0.mlp.fc1' });
+    } finally {
+      source.close();
+    }
+  });
+});
+
+describe('sequence-parallel H3 blocks', () => {
+  it('a sequence split needs a shard of the same rank and size and ops made for it (INVALID_SHARD), else nothing', async () => {
+    const source = openSafetensors(path);
+    try {
+      const base = createLinearProvider(source, { compute: 'f32' });
+      const split = (rank: number, size: number): SequenceSplit => ({ rank, size, rows: (s) => sequenceRows(s, rank, size), gatherRows: async () => undefined });
+      // quant's plain ops do not gather or reduce-scatter rows: refused, naming the first such layer.
+      expect(() => H3VideoModel.create(source, base, { capture: false, shard: { rank: 0, size: 2 }, sequence: split(0, 2) })).toThrow(expect.objectContaining({ code: 'INVALID_SHARD', where: 'blocks.0.attn.qkv_proj' }));
+      expect(() => H3VideoModel.create(source, base, { capture: false, shard: { rank: 1, size: 2 }, sequence: split(0, 2) })).toThrow(expect.objectContaining({ code: 'INVALID_SHARD', where: 'blocks.0' }));
+      expect(() => H3VideoModel.create(source, base, { capture: false, sequence: split(0, 2) })).toThrow(expect.objectContaining({ code: 'INVALID_SHARD' }));
+      // Ops that work on sequence-parallel rows in a model without a split: refused too.
+      const marked: LinearProvider = { linear: (spec) => Object.assign(base.linear(spec), { sequenceParallel: true }) };
+      expect(() => H3VideoModel.create(source, marked, { capture: false })).toThrow(expect.objectContaining({ code: 'INVALID_SHARD' }));
+      // A split of one rank is no split.
+      const one = H3VideoModel.create(source, base, { capture: false, sequence: split(0, 1) });
+      expect(one.blocks[0]?.sequence).toBeUndefined();
     } finally {
       source.close();
     }

@@ -54,6 +54,7 @@ export {
   type FormatDetection,
 } from './detect-formats.js';
 export type { LinearOp, LinearProvider, LinearShard, LinearSpec } from './linear-op.js';
+export { sequenceCounts, sequenceRows, type RowRange, type SequenceSplit } from './sequence-split.js';
 export { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';
 export {
   preparedKindOf,

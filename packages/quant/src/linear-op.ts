@@ -45,6 +45,14 @@ export interface LinearOp {
    * partial outputs are reduced. Undefined when the op adds its own bias or has none.
    */
   deferredBias?(): Tensor<'f32'> | undefined;
+  /**
+   * True on a tensor-parallel column- or row-parallel op that works on sequence-parallel rows (see
+   * SequenceSplit): x and y keep every row's place ([S, ·]), but a column-parallel forward reads only
+   * this rank's rows of x (it gathers the others) and returns every row of y; a row-parallel forward
+   * returns y whose own rows hold the reduced output (its other rows unspecified). A model run
+   * with a SequenceSplit needs such ops for its blocks' column and row layers, and only there.
+   */
+  readonly sequenceParallel?: boolean;
 }
 
 export interface LinearProvider {

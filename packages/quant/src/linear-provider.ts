@@ -80,9 +80,11 @@ export interface QuantLinearOp extends LinearOp {
    * themselves, e.g. row-parallel int8 with a shared activation scale and int32 accumulators
    * (kernels `int8Linear(x, q, scale, { convrot, xScale, returnAccumulators: true })`). A shard's
    * operands are its local q [N_local, K_local] and its rows' scales (row-parallel: every row's).
-   * Valid until `release()` or, with a cache, until the entry is evicted (which disposes them).
+   * `bias` is the one forward adds (a column-parallel shard's slice; none on a row-parallel shard,
+   * whose bias is deferred). Valid until `release()` or, with a cache, until the entry is evicted
+   * (which disposes them).
    */
-  int8Weight(): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false } | undefined>;
+  int8Weight(): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false; bias?: Tensor<'f32'> } | undefined>;
   /**
    * The output rows [start, stop) the forwards so far computed (their hull; forwardRows narrows
    * it), in the rows of the file's weight, bias and row scales; undefined before the first forward
@@ -268,8 +270,9 @@ class QuantLinear implements QuantLinearOp {
     });
   }
 
-  int8Weight(): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false } | undefined> {
-    return this.withPrepared(async (p) => (p.kind === 'int8' ? { q: p.q, scale: p.scale, convrot: p.convrot } : undefined));
+  int8Weight(): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false; bias?: Tensor<'f32'> } | undefined> {
+    const bias = this.rowParallel ? undefined : this.biasTensor();
+    return this.withPrepared(async (p) => (p.kind === 'int8' ? { q: p.q, scale: p.scale, convrot: p.convrot, ...(bias ? { bias } : {}) } : undefined));
   }
 
   heldBytes(): number {

@@ -87,17 +87,18 @@ interface RankOut {
   rank: number;
   ok: boolean;
   y?: Record<string, { shape: number[]; b64: string }>;
+  gathered?: number[];
   error?: { code: string; message: string; stack: string };
 }
 
-function runRanks(size: number): Promise<RankOut[]> {
+function runRanks(size: number, sequence = false): Promise<RankOut[]> {
   const storeDir = mkdtempSync(join(dir, 'store-'));
   return Promise.all(
     Array.from(
       { length: size },
       (_, rank) =>
         new Promise<RankOut>((resolve) => {
-          const job = { rank, size, storeDir, prefix: `tp${size}`, file, layout, m: M, dist, inputs: inputsUrl };
+          const job = { rank, size, storeDir, prefix: `tp${size}`, file, layout, m: M, dist, inputs: inputsUrl, sequence };
           const child = spawn(process.execPath, [worker], { env: { ...process.env, NINODES_TP_JOB: JSON.stringify(job) }, stdio: ['ignore', 'pipe', 'pipe'] });
           let stdout = '';
           let stderr = '';
@@ -237,6 +238,52 @@ describe('parallel linears across rank processes', () => {
       // The int8 path is a real approximation of the float layer (not, say, zeros on every rank).
       const rp8 = LAYERS[0]!;
       expect(maxRel(single.get('rp8')!, float64Reference(rp8))).toBeLessThan(0.05);
+    });
+  }
+});
+
+describe('sequence-parallel linears across rank processes', () => {
+  // M = 5 rows over 2 and 4 ranks: own rows [0, 2), [2, 5) and [0, 1), [1, 2), [2, 3), [3, 5).
+  const ownRows = (rank: number, size: number): [number, number] => [Math.floor((rank * M) / size), Math.floor(((rank + 1) * M) / size)];
+  for (const size of [2, 4]) {
+    it(`TP${size}: column layers read only their own rows and return every row; row layers finish their own rows; int8 bytes equal the unsplit layers`, async () => {
+      const [ranks, single] = await Promise.all([runRanks(size, true), singleRank()]);
+      for (const r of ranks) expect(r.ok, JSON.stringify(r.error)).toBe(true);
+      for (const l of LAYERS) {
+        const outs = ranks.map((r) => f32(r.y![l.name]!.b64));
+        const whole = single.get(l.name)!;
+        if (l.role === 'column') {
+          // Every row, though each rank's input held only its own.
+          expect(Buffer.from(assembleColumns(l, outs).buffer).equals(Buffer.from(whole.buffer)), l.name).toBe(true);
+          continue;
+        }
+        if (l.role === 'row') {
+          // Each rank's own rows, put together: the layer's output.
+          const y = new Float32Array(M * l.n);
+          for (const r of ranks) {
+            const [a, b] = ownRows(r.rank, size);
+            y.set(outs[r.rank]!.subarray(a * l.n, b * l.n), a * l.n);
+          }
+          if (l.int8) {
+            expect(Buffer.from(y.buffer).equals(Buffer.from(whole.buffer)), l.name).toBe(true);
+          } else {
+            // As the plain row-parallel fp32 layer (see above): no less accurate than one rank.
+            const exact = float64Reference(l);
+            expect(relFrobenius(y, exact), l.name).toBeLessThanOrEqual(2 * relFrobenius(whole, exact));
+            expect(relFrobenius(y, whole), l.name).toBeLessThanOrEqual(5e-6);
+          }
+          continue;
+        }
+        // Gathered and replicated layers are not sequence parallel: every rank, every row.
+        for (const o of outs) expect(Buffer.from(o.buffer).equals(Buffer.from(whole.buffer)), l.name).toBe(true);
+      }
+      // gatherRows: every row of [M, 3] from its owner, on every rank.
+      const want = Array.from({ length: M * 3 }, (_, i) => {
+        const row = Math.floor(i / 3);
+        const owner = Array.from({ length: size }, (_, r) => r).find((r) => row >= ownRows(r, size)[0] && row < ownRows(r, size)[1])!;
+        return 100 * owner + row;
+      });
+      for (const r of ranks) expect(r.gathered).toEqual(want);
     });
   }
 });

@@ -5,20 +5,28 @@
 // int8 weights the ranks first agree on each row's activation scale (allreduce MAX of the per-row
 // absmax of the rotated activations) and reduce the exact int32 accumulators, so the output has the
 // unsplit layer's bits.
+//
+// With sequence parallelism (Megatron-SP, `sequence: true`) the ranks hold only their own token
+// rows (quant's sequenceRows) between a block's row- and column-parallel layers: a row-parallel
+// layer reduce-scatters its sums (each rank receives its own rows, and runs the epilogue on those
+// alone), a column-parallel layer quantizes (int8) or copies (float) only its own rows and gathers
+// the others before its GEMM. Every rank still computes the exact sums of every row, so the bits
+// are those of the plain path.
 import {
   type Communicator,
   Tensor,
   add,
   dequantizeInt8Accumulators,
   int8LinearAccumulators,
+  int8LinearQuantized,
   quantizeRowsInt8,
 } from '@ninodes/kernels';
 import { TpError } from './error-codes.js';
-import type { LinearOp, LinearProvider, LinearSpec } from '@ninodes/quant';
+import { type LinearOp, type LinearProvider, type LinearSpec, sequenceCounts, sequenceRows } from '@ninodes/quant';
 import type { ShardPlan } from './shard-plan.js';
 
 /** The int8 operands quant's ops expose (QuantLinearOp.int8Weight). */
-type Int8Operands = { q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false };
+type Int8Operands = { q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false; bias?: Tensor<'f32'> };
 type WithInt8 = LinearOp & { int8Weight?(): Promise<Int8Operands | undefined> };
 
 /**
@@ -47,18 +55,22 @@ class SharedScratch<D extends 'i32' | 'i8' | 'f32'> {
   }
 }
 
-/** The scratch a provider's row-parallel layers share. */
+/** The scratch a provider's row- and (sequence-parallel) column-parallel layers share. */
 interface RowScratch {
   readonly acc: SharedScratch<'i32'>;
+  /** A row-parallel layer's quantized slice, or a column-parallel layer's gathered int8 rows. */
   readonly q: SharedScratch<'i8'>;
+  /** A sequence-parallel column layer's gathered int8 row scales [S, 1]. */
+  readonly scales: SharedScratch<'f32'>;
   /**
    * f32 rows: a float layer's reduced partial sums (before the bias goes on into the output), or an
-   * int8 convrot layer's rotated input slice (rotated once, for the scale and the GEMM).
+   * int8 convrot layer's rotated input slice (rotated once, for the scale and the GEMM), or a
+   * sequence-parallel float column layer's gathered rows.
    */
   readonly rows: SharedScratch<'f32'>;
 }
 
-const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8'), rows: new SharedScratch('f32') });
+const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8'), scales: new SharedScratch('f32'), rows: new SharedScratch('f32') });
 
 class RowParallelLinear implements LinearOp {
   readonly spec: LinearSpec;
@@ -68,9 +80,22 @@ class RowParallelLinear implements LinearOp {
     private readonly local: WithInt8,
     private readonly comm: Communicator,
     private readonly scratch: RowScratch,
+    /** Sequence parallel: y's own rows hold the output (reduce-scatter), its other rows are unspecified. */
+    readonly sequenceParallel: boolean,
   ) {
     this.spec = local.spec;
     this.format = local.format;
+  }
+
+  /** Sums of every rank's partial output, in place: every row (allreduce), or this rank's rows (reduce-scatter). */
+  private reduce(data: Float32Array | Int32Array, m: number): Promise<void> {
+    if (!this.sequenceParallel) return this.comm.allreduce(data, 'sum');
+    return this.comm.reduceScatter(data, sequenceCounts(m, this.comm.size, this.spec.outFeatures));
+  }
+
+  /** The rows whose reduced output this rank finishes: its own (sequence parallel) or all of them. */
+  private finished(m: number): { start: number; stop: number } {
+    return this.sequenceParallel ? sequenceRows(m, this.comm.rank, this.comm.size) : { start: 0, stop: m };
   }
 
   async forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
@@ -110,8 +135,9 @@ class RowParallelLinear implements LinearOp {
         try {
           await int8LinearAccumulators(rotated ?? x, int8.q, { convrot: false, xScale, accOut: acc });
           // Integer sums are exact: the reduced accumulators are the unsplit layer's.
-          await this.comm.allreduce(acc.data, 'sum');
-          await dequantizeInt8Accumulators(acc, xScale, int8.scale, bias, y);
+          await this.reduce(acc.data, m);
+          const { start, stop } = this.finished(m);
+          if (stop > start) await dequantizeInt8Accumulators(acc.rows(start, stop), xScale.rows(start, stop), int8.scale, bias, y.rows(start, stop));
         } finally {
           this.scratch.acc.release(acc);
         }
@@ -121,21 +147,86 @@ class RowParallelLinear implements LinearOp {
       return y;
     }
     // Float weights: partial products summed in fp32 across ranks, then the bias once.
+    const m = x.shape[0] as number;
     if (bias === undefined) {
       const y = await this.local.forward(x, out);
-      await this.comm.allreduce(y.data, 'sum');
+      await this.reduce(y.data, m);
       return y;
     }
     // With a bias the sums go to scratch and kernels' add writes sum + bias into the output (native,
     // in one pass; the same f32 additions as a loop here, which cost ~0.6 ms per [256, 1536] call).
-    const m = x.shape[0] as number;
     const sum = this.scratch.rows.take(m, this.spec.outFeatures);
     try {
       await this.local.forward(x, sum);
-      await this.comm.allreduce(sum.data, 'sum');
-      return add(sum, bias, out);
+      await this.reduce(sum.data, m);
+      if (!this.sequenceParallel) return add(sum, bias, out);
+      const y = out ?? Tensor.zeros('f32', [m, this.spec.outFeatures]);
+      const { start, stop } = this.finished(m);
+      if (stop > start) add(sum.rows(start, stop), bias, y.rows(start, stop));
+      return y;
     } finally {
       this.scratch.rows.release(sum);
+    }
+  }
+
+  materializedWeight(): Promise<Tensor<'f32'>> {
+    return this.local.materializedWeight();
+  }
+}
+
+/**
+ * A column-parallel layer under sequence parallelism: x [S, K] holds this rank's rows only; the
+ * ranks gather each other's rows and each computes its output columns for every row. Int8 weights
+ * gather the rows quantized (a quarter of the bytes, and each rank rotates and quantizes only its
+ * own rows: per-row scales need nothing of the other rows, so the gathered rows are the ones
+ * int8Linear quantizes from the whole x); other formats gather the f32 rows.
+ */
+class ColumnSequenceLinear implements LinearOp {
+  readonly spec: LinearSpec;
+  readonly format: string;
+  readonly sequenceParallel = true;
+
+  constructor(
+    private readonly local: WithInt8,
+    private readonly comm: Communicator,
+    private readonly scratch: RowScratch,
+  ) {
+    this.spec = local.spec;
+    this.format = local.format;
+  }
+
+  async forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+    const k = this.spec.inFeatures;
+    if (x.dtype !== 'f32' || x.shape.length !== 2 || x.shape[1] !== k) {
+      throw new TpError('SHAPE_MISMATCH', `column-parallel linear '${this.spec.name}' takes f32 [S, ${k}] (this rank's rows filled), got ${x.dtype} [${x.shape.join(', ')}]`, {
+        value: x.shape,
+        where: this.spec.name,
+      });
+    }
+    const { rank, size } = this.comm;
+    const s = x.shape[0] as number;
+    const { start, stop } = sequenceRows(s, rank, size);
+    const int8 = await this.local.int8Weight?.();
+    if (int8 !== undefined) {
+      const q = this.scratch.q.take(s, k);
+      const scale = this.scratch.scales.take(s, 1);
+      try {
+        if (stop > start) quantizeRowsInt8(x.rows(start, stop), { convrot: int8.convrot, qOut: q.rows(start, stop), scaleOut: scale.rows(start, stop) });
+        await this.comm.allgatherInto(q.data, sequenceCounts(s, size, k));
+        await this.comm.allgatherInto(scale.data, sequenceCounts(s, size, 1));
+        return await int8LinearQuantized(q, scale, int8.q, int8.scale, { ...(int8.bias ? { bias: int8.bias } : {}), ...(out ? { out } : {}) });
+      } finally {
+        this.scratch.scales.release(scale);
+        this.scratch.q.release(q);
+      }
+    }
+    const rows = this.scratch.rows.take(s, k);
+    try {
+      if (stop > start) rows.data.set(x.rows(start, stop).data, start * k);
+      await this.comm.allgatherInto(rows.data, sequenceCounts(s, size, k));
+      return await this.local.forward(rows, out);
+    } finally {
+      this.scratch.rows.release(rows);
     }
   }
 
@@ -264,18 +355,20 @@ function checkShardComm(local: LinearOp, comm: Communicator): void {
 /**
  * Wraps a rank's local op by its shard's role: row-parallel ops reduce across `comm` (int8 through
  * shared activation scales and int32 accumulators), column-parallel and replicated ops are returned
- * as they are (a `gathered` layer's local op too: `gatheredLinear` concatenates its outputs).
+ * as they are (a `gathered` layer's local op too: `gatheredLinear` concatenates its outputs). With
+ * `sequence`, row- and column-parallel ops work on sequence-parallel rows (LinearOp.sequenceParallel).
  */
-export function parallelLinear(local: LinearOp, comm: Communicator): LinearOp {
-  return byRole(local, comm, rowScratch());
+export function parallelLinear(local: LinearOp, comm: Communicator, options: { sequence?: boolean } = {}): LinearOp {
+  return byRole(local, comm, rowScratch(), options.sequence === true && comm.size > 1);
 }
 
-/** parallelLinear with the scratch of a provider's row-parallel layers. */
-function byRole(local: LinearOp, comm: Communicator, scratch: RowScratch): LinearOp {
-  const shard = local.spec.shard;
-  if (shard === undefined || shard.role !== 'row') return local;
-  checkShardComm(local, comm);
-  return new RowParallelLinear(local as WithInt8, comm, scratch);
+/** parallelLinear with the scratch of a provider's row- and column-parallel layers. */
+function byRole(local: LinearOp, comm: Communicator, scratch: RowScratch, sequence: boolean): LinearOp {
+  const role = local.spec.shard?.role;
+  if (role === 'row' || (sequence && role === 'column')) checkShardComm(local, comm);
+  if (role === 'row') return new RowParallelLinear(local as WithInt8, comm, scratch, sequence);
+  if (role === 'column' && sequence) return new ColumnSequenceLinear(local as WithInt8, comm, scratch);
+  return local;
 }
 
 /**
@@ -301,6 +394,12 @@ export interface ParallelProviderOptions {
   readonly provider: LinearProvider;
   readonly plan: ShardPlan;
   readonly comm: Communicator;
+  /**
+   * Sequence parallelism (Megatron-SP): the row- and column-parallel ops work on this rank's token
+   * rows (see LinearOp.sequenceParallel); the model must be run with the matching SequenceSplit
+   * (`sequenceSplit(comm)`). Default false: every rank holds every row.
+   */
+  readonly sequence?: boolean;
 }
 
 /**
@@ -310,6 +409,8 @@ export interface ParallelProviderOptions {
  */
 export function parallelLinearProvider(options: ParallelProviderOptions): LinearProvider {
   const { provider, plan, comm } = options;
+  // One rank holds every row: nothing to split.
+  const sequence = options.sequence === true && comm.size > 1;
   if (plan.world !== comm.size) {
     throw new TpError('SHARD_COMM_MISMATCH', `the plan splits over ${plan.world} ranks, the communicator has ${comm.size}`, {
       value: { plan: plan.world, comm: comm.size },
@@ -342,7 +443,7 @@ export function parallelLinearProvider(options: ParallelProviderOptions): Linear
       const localSpec: LinearSpec = { ...spec, inFeatures: planned.localIn, outFeatures: planned.localOut, shard };
       // Asked whole, a gathered layer answers whole; asked for the local part, the caller gathers.
       if (shard.role === 'gathered' && whole && comm.size > 1) return gatheredLinear(provider.linear(localSpec), comm, spec);
-      return byRole(provider.linear(localSpec), comm, scratch);
+      return byRole(provider.linear(localSpec), comm, scratch, sequence);
     },
   };
 }

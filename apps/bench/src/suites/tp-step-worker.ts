@@ -27,13 +27,14 @@ export interface WorkerConfig {
 
 // The rank is composed as `ninodes run` composes it (apps/runner/src/tp-rank.ts; bench cannot import
 // the runner): the plan from the layout, the provider reading only this rank's slices, fp32 islands
-// as stored, tp's parallel ops, the model built from this rank's heads and MLP slice.
+// as stored, tp's parallel ops, the model built from this rank's heads and MLP slice, sequence
+// parallel (each rank holds its own token rows between the blocks' linears).
 const SOURCE = `
 import { createInterface } from 'node:readline';
 import { createCommunicator, setThreads } from '@ninodes/kernels';
 import { gaussianNoise, islandAwareProvider, layoutOf, openH3Model } from '@ninodes/models';
 import { attentionPrecisionFor, createLinearProvider, openCheckpoint } from '@ninodes/quant';
-import { parallelLinearProvider, shardPlan } from '@ninodes/tp';
+import { parallelLinearProvider, sequenceSplit, shardPlan } from '@ninodes/tp';
 const cfg = JSON.parse(process.env.NINODES_BENCH_TP_WORKER);
 setThreads(cfg.threads);
 let comm;
@@ -49,9 +50,9 @@ if (cfg.tp === undefined) {
   const main = createLinearProvider(weights, { compute: cfg.compute });
   const asStored = createLinearProvider(weights, { compute: 'auto', detection: main.detection });
   const islands = new Set(layout.groups.flatMap((g) => g.linears.filter((l) => l.fp32Island).map((l) => l.name)));
-  const provider = parallelLinearProvider({ provider: islandAwareProvider(main, asStored, islands), plan, comm });
+  const provider = parallelLinearProvider({ provider: islandAwareProvider(main, asStored, islands), plan, comm, sequence: true });
   // A given provider tells openH3Model nothing of the compute mode: attention as the one-rank run picks it.
-  opened = openH3Model(cfg.path, { provider, shard: { rank: cfg.tp.rank, size: cfg.tp.size }, config: layout.config, prefix: layout.prefix, capture: false, attentionPrecision: attentionPrecisionFor(cfg.compute) });
+  opened = openH3Model(cfg.path, { provider, shard: { rank: cfg.tp.rank, size: cfg.tp.size }, sequence: sequenceSplit(comm), config: layout.config, prefix: layout.prefix, capture: false, attentionPrecision: attentionPrecisionFor(cfg.compute) });
 }
 const model = opened.model;
 const latent = gaussianNoise([1, model.config.latentChannels, cfg.latent.frames, cfg.latent.height, cfg.latent.width], cfg.seed);

@@ -1,6 +1,8 @@
 // One rank of the parallel-linear test, run as a child process by parallel-linear.test.ts: joins the
 // communicator, builds its local ops through parallelLinearProvider over the test's checkpoint, runs
 // each layer on its part of the input and prints the outputs (base64 of the f32 bytes) as one JSON line.
+// With job.sequence the provider is sequence parallel: a column layer's input holds this rank's rows
+// only (the others are filled with large values, which would change every output they reached).
 const job = JSON.parse(process.env.NINODES_TP_JOB);
 const [kernels, memory, quant, tp] = await Promise.all([job.dist.kernels, job.dist.memory, job.dist.quant, job.dist.tp].map((p) => import(p)));
 const { inputOf } = await import(job.inputs);
@@ -12,7 +14,8 @@ try {
   comm = await kernels.createCommunicator({ rank: job.rank, size: job.size, store: { kind: 'file', path: job.storeDir }, prefix: job.prefix, timeoutMs: 30_000 });
   source = memory.SafetensorsFile.open(job.file);
   const plan = tp.shardPlan(job.layout, job.size);
-  const provider = tp.parallelLinearProvider({ provider: quant.createLinearProvider(source), plan, comm });
+  const provider = tp.parallelLinearProvider({ provider: quant.createLinearProvider(source), plan, comm, sequence: job.sequence === true });
+  const own = quant.sequenceRows(job.m, job.rank, job.size);
   out.y = {};
   for (const group of job.layout.groups) {
     for (const l of group.linears) {
@@ -25,6 +28,10 @@ try {
         const part = new Float32Array(job.m * k);
         for (let r = 0; r < job.m; r++) part.set(x.subarray(r * l.inFeatures + job.rank * k, r * l.inFeatures + (job.rank + 1) * k), r * k);
         local = part;
+      }
+      if (job.sequence === true && l.role === 'column') {
+        local = x.slice();
+        for (let r = 0; r < job.m; r++) if (r < own.start || r >= own.stop) local.fill(1e6 * (job.rank + 1), r * l.inFeatures, (r + 1) * l.inFeatures);
       }
       // Row-parallel layers write into the caller's buffer, as the model's workspace asks them to.
       const into = l.role === 'row' ? kernels.Tensor.zeros('f32', [job.m, l.outFeatures]) : undefined;
@@ -43,6 +50,13 @@ try {
         out.y[`${l.name}.weight`] = { shape: w.shape, b64: Buffer.from(w.data.buffer, w.data.byteOffset, w.data.byteLength).toString('base64') };
       }
     }
+  }
+  if (job.sequence === true) {
+    // The split's gather: rank r fills its rows of [m, 3] with 100·r + the row, the others with -1.
+    const split = tp.sequenceSplit(comm);
+    const g = kernels.Tensor.fromArray('f32', [job.m, 3], Float32Array.from({ length: job.m * 3 }, (_, i) => (Math.floor(i / 3) >= own.start && Math.floor(i / 3) < own.stop ? 100 * job.rank + Math.floor(i / 3) : -1)));
+    await split.gatherRows(g);
+    out.gathered = [...g.data];
   }
   out.ok = true;
 } catch (e) {
