@@ -91,12 +91,17 @@ export async function packLinearWeight(w: Tensor): Promise<PackedLinearWeight> {
   return new PackedLinearWeight([n, k], storage);
 }
 
-/** The plain bf16 [N, K] weight back from a packed one (a fresh tensor, the original bits). */
+/** The plain bf16 [N, K] weight back from a packed one (fresh native memory, the original bits). */
 export async function unpackLinearWeight(w: PackedLinearWeight): Promise<Tensor<'bf16'>> {
   livePacked(w, 'unpackLinearWeight');
   const [n, k] = w.shape;
-  const out = Tensor.zeros('bf16', [n, k]);
-  await callNativeAsync('unpackLinearWeight', (a) => a.packLinearBf16(out.bytes(), w.storage.bytes(), k, n, true));
+  const out = allocateNative('bf16', [n, k]);
+  try {
+    await callNativeAsync('unpackLinearWeight', (a) => a.packLinearBf16(out.bytes(), w.storage.bytes(), k, n, true));
+  } catch (error) {
+    out.dispose();
+    throw error;
+  }
   return out;
 }
 
