@@ -9,16 +9,20 @@ export interface Bf16WeightOptions {
 
 /**
  * A prepared bf16 layer weight: the plain [N, K] tensor as loaded (often a view of the mapped
- * checkpoint) until a bf16-precision call multiplies more than BF16_FEW_ROWS rows with it; from
- * then on only its packed copy (kernels `packLinearWeight`, anonymous native memory), which spares
- * oneDNN a reorder of the whole weight on every call and gives the same output bits. The packed copy
- * replaces the plain tensor, it is not kept beside it: the adaLN and timestep linears, which only
- * ever see a few rows (and read plain rows), never pack.
+ * checkpoint) until the second bf16-precision call that multiplies more than BF16_FEW_ROWS rows with
+ * it; from then on only its packed copy (kernels `packLinearWeight`, anonymous native memory), which
+ * spares oneDNN a reorder of the whole weight on every call and gives the same output bits. The
+ * packed copy replaces the plain tensor, it is not kept beside it. Never packed: the adaLN and
+ * timestep linears, which only see a few rows (and read plain rows), and a weight streamed through
+ * the weight cache (distorch: loaded, multiplied once, evicted), for which packing would be one more
+ * pass over the weight that a single call cannot win back.
  */
 export class Bf16Weight {
   #plain: Tensor<'bf16'> | undefined;
   #packed: PackedLinearWeight | undefined;
   #packing: Promise<void> | undefined;
+  /** bf16-precision calls with more than BF16_FEW_ROWS rows so far. */
+  #manyRowCalls = 0;
   /** Calls (and the packing) reading the plain tensor now: it is dropped when the last one ends. */
   #readers = 0;
   #disposed = false;
@@ -40,11 +44,11 @@ export class Bf16Weight {
   }
 
   /**
-   * Runs `use` with what a linear of `rows` rows should multiply: with `pack` (bf16 precision) and
-   * more than BF16_FEW_ROWS rows, the packed copy (packing it on the first such call).
+   * Runs `use` with what a linear of `rows` rows should multiply: with `pack` (bf16 precision) the
+   * packed copy once there is one, made on the second call with more than BF16_FEW_ROWS rows.
    */
   async use<R>(rows: number, pack: boolean, use: (w: Tensor<'bf16'> | PackedLinearWeight) => Promise<R>): Promise<R> {
-    if (pack && rows > BF16_FEW_ROWS && this.#packed === undefined && this.#plain !== undefined) await (this.#packing ??= this.#pack(this.#plain));
+    if (pack && rows > BF16_FEW_ROWS && ++this.#manyRowCalls >= 2 && this.#packed === undefined && this.#plain !== undefined) await (this.#packing ??= this.#pack(this.#plain));
     const packed = this.#packed;
     return packed !== undefined && pack ? use(packed) : this.withPlain(use);
   }
