@@ -130,6 +130,12 @@ export interface NativeAddon {
 
   // ops/linear.cc
   linear(x: Uint8Array, w: Uint8Array, wIsBf16: boolean, bias: Uint8Array | null, y: Uint8Array, m: number, k: number, n: number, precision: 'f32' | 'bf16'): Promise<void>;
+  /** Bytes of a bf16 [n, k] weight in the layout oneDNN's bf16 matmul packs it into (BACKEND_UNAVAILABLE without bf16 units). */
+  linearPackedBytes(k: number, n: number): number;
+  /** w bf16 [n, k] into `packed` (64-byte aligned, linearPackedBytes long), or with `unpack` back into w. */
+  packLinearBf16(w: Uint8Array, packed: Uint8Array, k: number, n: number, unpack: boolean): Promise<void>;
+  /** linear's bf16 compute with a packed weight: the same output bits as the plain weight. */
+  linearPackedBf16(x: Uint8Array, packed: Uint8Array, bias: Uint8Array | null, y: Uint8Array, m: number, k: number, n: number): Promise<void>;
   int8Matmul(a: Uint8Array, b: Uint8Array, c: Uint8Array, m: number, k: number, n: number, backend: string): Promise<void>;
   int8Linear(
     x: Uint8Array,

@@ -47,11 +47,12 @@ struct Key {
   size_t m, k, n;
   bool bias;
   size_t ldc = 0;  // row stride of the output in elements; 0 = n (dense)
-  bool operator==(const Key& o) const { return kind == o.kind && m == o.m && k == o.k && n == o.n && bias == o.bias && ldc == o.ldc; }
+  bool packed = false;  // kBf16 only: the weight is in packed_bf16_layout, not plain [N, K]
+  bool operator==(const Key& o) const { return kind == o.kind && m == o.m && k == o.k && n == o.n && bias == o.bias && ldc == o.ldc && packed == o.packed; }
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
-    size_t h = static_cast<size_t>(k.kind) * 31 + k.bias;
+    size_t h = (static_cast<size_t>(k.kind) * 31 + k.bias) * 2 + k.packed;
     for (size_t v : {k.m, k.k, k.n, k.ldc}) h = h * 1000003u ^ v;
     return h;
   }
@@ -91,6 +92,9 @@ struct Prim {
   memory::desc src, wei, dst, bias;
   // Scratchpad supplied per call (see user_scratchpad): one primitive may run on several threads.
   memory::desc scratch;
+  // A packed key's primitive runs only where it wants the packed layout and is the plain one's
+  // implementation (see cached_matmul); else the caller unpacks the weight and runs the plain key.
+  bool usable = true;
 };
 
 // oneDNN's library-owned scratchpad belongs to the primitive, so two threads executing one cached
@@ -100,6 +104,34 @@ dnnl::primitive_attr user_scratchpad() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
+}
+
+memory::desc bf16_weight_plain(size_t k, size_t n) {
+  return memory::desc({static_cast<memory::dim>(k), static_cast<memory::dim>(n)}, memory::data_type::bf16, memory::format_tag::ba);
+}
+
+// The layout packLinearBf16 stores a bf16 weight in: the one oneDNN's bf16 matmul picks for its
+// K x N weight (format_tag::any) at kPackRows rows. oneDNN 2.6 has no "any M" weight layout to ask
+// for: with M = DNNL_RUNTIME_DIM_VAL the bf16 matmul falls back to gemm:jit on the plain layout, and
+// its brgemm kernels (the ones that pack) need M at creation. Their weight layout follows the ISA
+// and N, not M (on AVX512_BF16 it is BA16a64b2a for every M from 1 to 4096, checked), so one packed
+// copy serves every M; each call still checks that its own primitive wants this layout (Prim::usable).
+constexpr memory::dim kPackRows = 1024;
+
+memory::desc packed_bf16_layout(size_t k, size_t n) {
+  static std::mutex mutex;
+  static std::unordered_map<Key, memory::desc, KeyHash> cache;
+  const Key key{MatKind::kBf16, 0, k, n, false};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 256) cache.clear();
+  const auto K = static_cast<memory::dim>(k), N = static_cast<memory::dim>(n);
+  memory::desc src({kPackRows, K}, memory::data_type::bf16, memory::format_tag::ab);
+  memory::desc wei({K, N}, memory::data_type::bf16, memory::format_tag::any);
+  memory::desc dst({kPackRows, N}, memory::data_type::f32, memory::format_tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), user_scratchpad(), onednn_engine());
+  return cache.emplace(key, pd.weights_desc()).first->second;
 }
 
 // Shared pointers: a cache flush never frees a primitive another thread is executing.
@@ -119,9 +151,20 @@ std::shared_ptr<Prim> cached_matmul(const Key& key) {
   memory::desc dst({M, N}, key.kind == MatKind::kS8 ? memory::data_type::s32 : memory::data_type::f32, memory::dims{ldc, 1});
   memory::desc bias({1, N}, memory::data_type::f32, memory::format_tag::ab);
   const dnnl::primitive_attr attr = user_scratchpad();
-  const dnnl::matmul::primitive_desc pd = key.bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, bias, dst), attr, onednn_engine())
-                                                   : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, onednn_engine());
-  auto prim = std::make_shared<Prim>(Prim{dnnl::matmul(pd), src, wei, dst, bias, pd.scratchpad_desc()});
+  auto make = [&](const memory::desc& w) {
+    return key.bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, bias, dst), attr, onednn_engine())
+                    : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, dst), attr, onednn_engine());
+  };
+  const dnnl::matmul::primitive_desc plain = make(wei);
+  if (!key.packed) return cache.emplace(key, std::make_shared<Prim>(Prim{dnnl::matmul(plain), src, wei, dst, bias, plain.scratchpad_desc()})).first->second;
+  // A packed weight's matmul: the primitive oneDNN picks with the weight layout left to it. The
+  // plain call's brgemm kernels first copy the weight into this same layout (that copy is what
+  // packing saves) and then run the same kernels, so the outputs are the plain call's bits (the
+  // tests compare bytes); were the implementation or the layout another, the call unpacks instead.
+  const dnnl::matmul::primitive_desc any = make(memory::desc({K, N}, in, memory::format_tag::any));
+  const memory::desc layout = packed_bf16_layout(key.k, key.n);
+  const bool usable = any.weights_desc() == layout && std::strcmp(any.impl_info_str(), plain.impl_info_str()) == 0;
+  auto prim = std::make_shared<Prim>(Prim{dnnl::matmul(any), src, layout, dst, bias, any.scratchpad_desc(), usable});
   return cache.emplace(key, std::move(prim)).first->second;
 }
 
@@ -444,6 +487,115 @@ Dims dims(const Napi::CallbackInfo& info, size_t at) {
   return {args::dim(info, at, "M"), args::dim(info, at + 1, "K"), args::dim(info, at + 2, "N")};
 }
 
+// oneDNN reorders between the plain [N, K] bf16 weight and packed_bf16_layout: a permutation of
+// the elements (the padding of the packed copy is zero), so unpacking returns the original bits.
+// Created per call: packing runs once per weight, unpacking only on the fallbacks below.
+void reorder_bf16_weight(const memory::desc& from, const void* src, const memory::desc& to, void* dst) {
+  sync_onednn_threads();
+  dnnl::engine& eng = onednn_engine();
+  dnnl::stream stream(eng);
+  memory a(from, eng, const_cast<void*>(src)), b(to, eng, dst);
+  dnnl::reorder(a, b).execute(stream, a, b);
+  stream.wait();
+}
+
+// linear's bf16 compute: x rounded to bf16, times the plain weight `w` or, when w is null, the
+// `packed` one. Few rows run the vdpbf16ps dot products, which read plain rows: a packed weight is
+// unpacked for them (the provider packs only weights that see many rows), as it is where the
+// primitive for this M would not take the packed layout.
+void bf16_linear(const float* x, const uint16_t* w, const void* packed, const float* bias, float* y, const Dims& d) {
+  thread_local Scratch xbuf;
+  auto* xh = static_cast<uint16_t*>(xbuf.get(d.m * d.k * sizeof(uint16_t)));
+  narrow_to_bf16(x, xh, d.m * d.k);
+  const Key key{MatKind::kBf16, d.m, d.k, d.n, bias != nullptr, 0, w == nullptr};
+  thread_local Scratch wbuf;
+  bool few = false;
+#if NINODES_HAS_X86
+  few = d.m <= kBf16GemvRows;
+#endif
+  if (w == nullptr && (few || !cached_matmul(key)->usable)) {
+    auto* plain = static_cast<uint16_t*>(wbuf.get(d.n * d.k * sizeof(uint16_t)));
+    reorder_bf16_weight(packed_bf16_layout(d.k, d.n), packed, bf16_weight_plain(d.k, d.n), plain);
+    w = plain;
+  }
+#if NINODES_HAS_X86
+  // cpu_has_bf16_units() was checked by the caller: the bf16 dot-product instructions are there.
+  if (few) {
+    gemv_bf16(xh, w, bias, y, d.m, d.k, d.n);
+  } else
+#endif
+  {
+    run_matmul(w != nullptr ? Key{MatKind::kBf16, d.m, d.k, d.n, bias != nullptr} : key, xh, w != nullptr ? static_cast<const void*>(w) : packed, bias, y);
+  }
+  wbuf.trim();
+  xbuf.trim();
+}
+
+void require_bf16_units(const char* what) {
+  if (!cpu_has_bf16_units()) fail("BACKEND_UNAVAILABLE", std::string(what) + " needs a CPU with AVX512_BF16 (this one has none, or NINODES_SIMD caps it)");
+}
+
+// linearPackedBytes(K, N): bytes of a [N, K] bf16 weight packed for the bf16 matmul (padded blocks).
+Napi::Value linear_packed_bytes(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const size_t k = args::dim(info, 0, "K"), n = args::dim(info, 1, "N");
+    if (k == 0 || n == 0) fail("INVALID_SHAPE", "a packed linear weight needs K >= 1 and N >= 1");
+    require_bf16_units("a packed bf16 linear weight");
+    sync_onednn_threads();
+    return Napi::Number::New(info.Env(), static_cast<double>(packed_bf16_layout(k, n).get_size()));
+  });
+}
+
+// packLinearBf16(w bf16 [N, K], packed [linearPackedBytes], K, N, unpack): w into the packed
+// layout, or (unpack) back into w. Off the JS thread.
+Napi::Value pack_linear_bf16(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const args::Bytes wb = args::bytes(info, 0, "plain weight");
+    const args::Bytes pb = args::bytes(info, 1, "packed weight");
+    const size_t k = args::dim(info, 2, "K"), n = args::dim(info, 3, "N");
+    const bool unpack = args::boolean(info, 4, "unpack");
+    if (k == 0 || n == 0) fail("INVALID_SHAPE", "a packed linear weight needs K >= 1 and N >= 1");
+    require_bf16_units("a packed bf16 linear weight");
+    sync_onednn_threads();
+    const memory::desc layout = packed_bf16_layout(k, n);
+    uint16_t* w = args::as<uint16_t>(wb, args::mul(n, k, "packLinearBf16"), "plain weight");
+    void* p = args::as<uint8_t>(pb, layout.get_size(), "packed weight");
+    if (reinterpret_cast<uintptr_t>(p) % 64 != 0) fail("MISALIGNED_STORAGE", "packed weight: storage is not 64-byte aligned");
+    auto work = [=] {
+      if (unpack) reorder_bf16_weight(layout, p, bf16_weight_plain(k, n), w);
+      else reorder_bf16_weight(bf16_weight_plain(k, n), w, layout, p);
+    };
+    return AsyncOp::start(info.Env(), "ninodes.packLinearBf16", work, [](Napi::Env env) { return env.Undefined(); }, {info[0], info[1]});
+  });
+}
+
+// linearPackedBf16(x f32 [M,K], packed, bias f32 [N] | null, y f32 [M,N], M, K, N): linear's bf16
+// compute with a weight packLinearBf16 packed; the same output bits as the plain weight.
+Napi::Value linear_packed_bf16(const Napi::CallbackInfo& info) {
+  return guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    const args::Bytes xb = args::bytes(info, 0, "linear input");
+    const args::Bytes pb = args::bytes(info, 1, "linear packed weight");
+    const args::Bytes bb = args::bytes(info, 2, "linear bias", true);
+    const args::Bytes yb = args::bytes(info, 3, "linear output");
+    const Dims d = dims(info, 4);
+    if (d.k == 0 || d.n == 0) fail("INVALID_SHAPE", "a packed linear weight needs K >= 1 and N >= 1");
+    require_bf16_units("linear precision 'bf16'");
+    sync_onednn_threads();
+    const float* x = args::as<float>(xb, args::mul(d.m, d.k, "linear"), "linear input");
+    const void* packed = args::as<uint8_t>(pb, packed_bf16_layout(d.k, d.n).get_size(), "linear packed weight");
+    if (reinterpret_cast<uintptr_t>(packed) % 64 != 0) fail("MISALIGNED_STORAGE", "linear packed weight: storage is not 64-byte aligned");
+    const float* bias = bb.present ? args::as<float>(bb, d.n, "linear bias") : nullptr;
+    float* y = args::as<float>(yb, args::mul(d.m, d.n, "linear"), "linear output");
+    args::mul(args::mul(d.m, d.n, "linear"), d.k, "linear work");
+    auto work = [=] {
+      if (d.m != 0) bf16_linear(x, nullptr, packed, bias, y, d);
+    };
+    std::vector<Napi::Value> keep{info[0], info[1], info[3]};
+    if (bb.present) keep.push_back(info[2]);
+    return AsyncOp::start(info.Env(), "ninodes.linearPackedBf16", work, [](Napi::Env env) { return env.Undefined(); }, keep);
+  });
+}
+
 // linear(x f32 [M,K], w f32|bf16 [N,K], wIsBf16, bias f32 [N] | null, y f32 [M,N], M, K, N, precision)
 // precision "f32": bf16 weights are widened exactly and multiplied in f32. "bf16": x is rounded to
 // bf16 and multiplied with the bf16 weights on the CPU's bf16 units, accumulating in f32.
@@ -475,22 +627,7 @@ Napi::Value linear(const Napi::CallbackInfo& info) {
         return;
       }
       if (!bf16) return run_matmul({MatKind::kF32, d.m, d.k, d.n, bias != nullptr}, x, w, bias, y);
-      if (bf16_compute) {
-        thread_local Scratch xbuf;
-        auto* xh = static_cast<uint16_t*>(xbuf.get(d.m * d.k * sizeof(uint16_t)));
-        narrow_to_bf16(x, xh, d.m * d.k);
-#if NINODES_HAS_X86
-        // cpu_has_bf16_units() was checked above: the bf16 dot-product instructions are there.
-        if (d.m <= kBf16GemvRows) {
-          gemv_bf16(xh, static_cast<const uint16_t*>(w), bias, y, d.m, d.k, d.n);
-          xbuf.trim();
-          return;
-        }
-#endif
-        run_matmul({MatKind::kBf16, d.m, d.k, d.n, bias != nullptr}, xh, w, bias, y);
-        xbuf.trim();
-        return;
-      }
+      if (bf16_compute) return bf16_linear(x, static_cast<const uint16_t*>(w), nullptr, bias, y, d);
       // bf16 weights: widen (exactly) a chunk of output rows at a time into a reused buffer and
       // multiply it into the matching output columns, instead of a fresh N x K f32 copy per call.
       const size_t rows = bf16_chunk_rows(d.m, d.k, d.n);
@@ -744,6 +881,9 @@ Napi::Value int8_dequantize(const Napi::CallbackInfo& info) {
 
 NINODES_MODULE(linear) {
   exports.Set("linear", Napi::Function::New(env, ninodes::linear, "linear"));
+  exports.Set("linearPackedBytes", Napi::Function::New(env, ninodes::linear_packed_bytes, "linearPackedBytes"));
+  exports.Set("packLinearBf16", Napi::Function::New(env, ninodes::pack_linear_bf16, "packLinearBf16"));
+  exports.Set("linearPackedBf16", Napi::Function::New(env, ninodes::linear_packed_bf16, "linearPackedBf16"));
   exports.Set("int8Matmul", Napi::Function::New(env, ninodes::int8_matmul, "int8Matmul"));
   exports.Set("int8Linear", Napi::Function::New(env, ninodes::int8_linear, "int8Linear"));
   exports.Set("int8LinearQuantized", Napi::Function::New(env, ninodes::int8_linear_quantized, "int8LinearQuantized"));

@@ -59,7 +59,7 @@ export { allocateNative, nativeBytes } from './native-memory.js';
 export { cast, castAsync, type CastSource, type CastTarget } from './cast.js';
 export { absMaxAsync, decodeFp8, encodeFp8, encodeFp8Async, type DecodeFp8Options, type EncodeFp8Options, type Fp8Format } from './fp8.js';
 export { hadamard, hadamardSync, type HadamardOptions } from './hadamard.js';
-export { linear, type LinearOptions, type LinearPrecision } from './linear.js';
+export { BF16_FEW_ROWS, PackedLinearWeight, linear, packLinearWeight, packedLinearBytes, unpackLinearWeight, type LinearOptions, type LinearPrecision } from './linear.js';
 export {
   dequantizeInt8Accumulators,
   int8Backend,

@@ -42,6 +42,16 @@ describe('one Tensor and NinodesError identity across the ESM and CJS builds', (
     }
   });
 
+  it.runIf(esm.buildInfo().bf16Units)("a weight packed by one build multiplies in the other's linear", async () => {
+    const w = cjs.cast(cjs.Tensor.f32([70, 96], Array.from({ length: 70 * 96 }, (_, i) => Math.cos(i * 0.3))), 'bf16');
+    const x = esm.Tensor.f32([8, 96], Array.from({ length: 8 * 96 }, (_, i) => Math.sin(i + 1)));
+    const packed = await cjs.packLinearWeight(w);
+    expect(packed instanceof esm.PackedLinearWeight).toBe(true);
+    const y = await esm.linear(x, packed, undefined, { precision: 'bf16' });
+    expect(Buffer.from(y.bytes()).equals(Buffer.from((await esm.linear(x, w, undefined, { precision: 'bf16' })).bytes()))).toBe(true);
+    packed.dispose();
+  });
+
   it("native tensors of one build are pinned by the other build's async ops", async () => {
     const x = cjs.allocateNative('f32', [2, 4]);
     x.data.set([1, 2, 3, 4, 5, 6, 7, 8]);

@@ -53,6 +53,7 @@ export {
   type FormatConflict,
   type FormatDetection,
 } from './detect-formats.js';
+export { Bf16Weight, type Bf16WeightOptions } from './bf16-weight.js';
 export type { LinearOp, LinearProvider, LinearShard, LinearSpec } from './linear-op.js';
 export { sequenceCounts, sequenceRows, type RowRange, type SequenceSplit } from './sequence-split.js';
 export { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';

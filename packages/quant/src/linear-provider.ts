@@ -5,12 +5,14 @@ import { type DetectedLayer, type FormatDetection, detectFormats } from './detec
 import type { LinearOp, LinearProvider, LinearSpec } from './linear-op.js';
 import { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';
 import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, toF32Async, weight2d } from './materialize.js';
-import { type ComputeMode, type PreparedData, type PreparedWeight, preparedWeight, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
+import { type ComputeMode, type PreparedData, type PreparedWeight, floatPrecision, preparedWeight, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
+import { Bf16Weight } from './bf16-weight.js';
 import { type WeightFormat, weightFormatInfo } from './weight-format.js';
 import { absMax, fp8ScaleOfAbsMax, relativeError } from './quant-math.js';
 import type { WeightPatcher } from './weight-patcher.js';
 
 export type { ComputeMode } from './memory-account.js';
+export { floatPrecision } from './memory-account.js';
 
 
 /**
@@ -104,15 +106,6 @@ export interface QuantLinearProvider extends LinearProvider {
 /** A weight cache for prepared linear weights: evicted weights are disposed. */
 export function createPreparedWeightCache(budgets: Readonly<Record<string, number>>): WeightCache<PreparedWeight> {
   return new WeightCache<PreparedWeight>({ budgets, dispose: (p) => p.dispose() });
-}
-
-/**
- * What float layers multiply in for a compute mode: bf16 compute ('bf16', PyTorch's bf16 mode)
- * runs on the CPU's bf16 units where it has them; everything else, and every CPU without them,
- * multiplies in f32 (bf16 weights widened exactly).
- */
-export function floatPrecision(compute: ComputeMode): LinearPrecision {
-  return compute === 'bf16' && buildInfo().bf16Units ? 'bf16' : 'f32';
 }
 
 /**
@@ -220,8 +213,13 @@ class QuantLinear implements QuantLinearOp {
       switch (p.kind) {
         case 'f32':
           return linear(x, pick(p.w), bias, out ? { out } : {});
-        case 'bf16':
-          return linear(x, pick(p.w), bias, { precision: this.precision, ...(out ? { out } : {}) });
+        case 'bf16': {
+          const options = { precision: this.precision, ...(out ? { out } : {}) };
+          // Some output rows (forwardRows) take the plain weight's row views; the whole output may
+          // run on the packed copy (bf16 precision), which the weight makes on its first many-row call.
+          if (part !== undefined) return p.w.withPlain((w) => linear(x, pick(w), bias, options));
+          return p.w.use(x.shape[0] as number, this.precision === 'bf16', (w) => linear(x, w, bias, options));
+        }
         case 'int8': {
           // The row scales int8Linear returns are not needed here: with `out`, they go to a scratch
           // kept for this row count, so a steady-state call allocates nothing. A call that overlaps
@@ -261,7 +259,7 @@ class QuantLinear implements QuantLinearOp {
           // Possibly a read-only mmap view: hand out a copy the caller may patch in place.
           return p.w.copy();
         case 'bf16':
-          return (await castAsync(p.w, 'f32')) as Tensor<'f32'>;
+          return p.w.withPlain(async (w) => (await castAsync(w, 'f32')) as Tensor<'f32'>);
         case 'fp8':
           return decodeFp8(p.w, { scale: p.scale });
         case 'int8':
@@ -395,7 +393,16 @@ class QuantLinear implements QuantLinearOp {
       const w = weight2d(this.source, layer, slice);
       switch (info.family) {
         case 'float':
-          if (w.dtype === 'bf16') return preparedWeight({ kind: 'bf16', w: w as Tensor<'bf16'> });
+          if (w.dtype === 'bf16') {
+            // Once it is packed, the mapped pages of the view are no longer read: drop them from the
+            // process (page cache may keep them), so what stays resident is the packed copy.
+            // (A shard's rows are one view of the file or a copy; its columns always a copy.)
+            const name = layer.tensors.weight;
+            const rows = slice?.columns === undefined && slice?.rows?.length === 1 ? slice.rows[0] : undefined;
+            const view = slice === undefined || rows !== undefined;
+            const dropped = view ? () => this.source.advise?.(name, 'dontneed', rows) : undefined;
+            return preparedWeight({ kind: 'bf16', w: new Bf16Weight(w as Tensor<'bf16'>, dropped ? { dropped } : {}) });
+          }
           return preparedWeight({ kind: 'f32', w: await toF32Async(w) });
         case 'int8':
           return preparedWeight({ kind: 'int8', q: w as Tensor<'i8'>, scale: rowScales(this.source, layer, slice), convrot: info.convrot });
@@ -440,7 +447,7 @@ class QuantLinear implements QuantLinearOp {
         case 'f32':
           return { kind: 'f32', w };
         case 'bf16':
-          return { kind: 'bf16', w: (await castAsync(w, 'bf16')) as Tensor<'bf16'> };
+          return { kind: 'bf16', w: new Bf16Weight((await castAsync(w, 'bf16')) as Tensor<'bf16'>) };
         case 'int8_convrot':
         case 'int8_rowwise':
         case 'int8_tensorwise_convrot':

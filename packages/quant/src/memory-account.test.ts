@@ -1,6 +1,6 @@
-import { Tensor, allocateNative, encodeFp8, isNinodesError } from '@ninodes/kernels';
+import { PackedLinearWeight, Tensor, allocateNative, buildInfo, encodeFp8, isNinodesError, linear, packedLinearBytes } from '@ninodes/kernels';
 import { SafetensorsFile } from '@ninodes/memory';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { GgufCheckpoint } from './gguf-checkpoint.js';
 import type { ComputeMode } from './memory-account.js';
 import { preparedWeight, residentBytes, transientBytes } from './memory-account.js';
@@ -28,6 +28,9 @@ function sources(): Record<string, ReturnType<typeof memoryCheckpoint>> {
 
 describe('memory account', () => {
   const x = fx.tensor('lin_b.x') as Tensor<'f32'>;
+  // Under bf16 compute (bf16 units) a layer multiplying many rows holds oneDNN's packed copy,
+  // padded to its blocks (this N is not a whole block).
+  const packed = buildInfo().bf16Units ? packedLinearBytes(N, K) : 2 * N * K;
   // [stored, compute, bytes the definition says: f32 4/param, bf16 2, int8 1 + 4 per row, fp8 1]
   const cases: [string, ComputeMode, number, number][] = [
     ['f32', 'auto', 4 * N * K, 0],
@@ -35,7 +38,8 @@ describe('memory account', () => {
     ['f16', 'auto', 4 * N * K, 0],
     ['f8_e4m3fn', 'auto', N * K, 4 * N * K],
     ['bf16', 'f32', 4 * N * K, 0],
-    ['f32', 'bf16', 2 * N * K, 0],
+    ['f32', 'bf16', packed, 0],
+    ['bf16', 'bf16', packed, 0],
     ['bf16', 'int8_convrot', N * K + 4 * N, 0],
     ['bf16', 'f8_e4m3fn', N * K, 4 * N * K],
   ];
@@ -106,6 +110,53 @@ describe('memory account', () => {
 describe('typed weight cache', () => {
   const x = fx.tensor('lin_b.x') as Tensor<'f32'>;
   const spec = { name: 'l', outFeatures: N, inFeatures: K, bias: true };
+
+  it.runIf(buildInfo().bf16Units)('bf16 compute: few rows and a single many-row call keep the plain weight, a second swaps it for the packed copy, and eviction frees that', async () => {
+    expect(x.shape[0]).toBeGreaterThan(4);
+    const src = sources().bf16 as ReturnType<typeof memoryCheckpoint>;
+    const plain = src.tensor('l.weight');
+    // The source hears when the op stops reading its mapped weight.
+    const advised: unknown[] = [];
+    const file = { ...src, advise: (name: string, advice: string, rows?: readonly [number, number]) => void advised.push([name, advice, rows]) };
+    const bytes = packedLinearBytes(N, K);
+    const weights = createPreparedWeightCache({ cpu: bytes });
+    const op = createLinearProvider(file, { compute: 'bf16', cache: { weights, model: 'm' } }).linear(spec);
+    const other = memoryCheckpoint('o.safetensors', { 'o.weight': plain, 'o.bias': bias });
+    const op2 = createLinearProvider(other, { compute: 'bf16', cache: { weights, model: 'm' } }).linear({ ...spec, name: 'o' });
+    weights.registerModel('m', [op2.weightDescriptor(), op.weightDescriptor()]);
+    expect(op.residentBytes).toBe(bytes);
+    const disposeSpy = vi.spyOn(PackedLinearWeight.prototype, 'dispose');
+    try {
+      const one = x.rows(0, 1);
+      const y1 = await op.forward(one);
+      expect(Buffer.from(y1.bytes()).equals(Buffer.from((await linear(one, plain, bias, { precision: 'bf16' })).bytes()))).toBe(true);
+      // One row: still the plain weight.
+      expect(advised).toEqual([]);
+      const y = await op.forward(x);
+      expect(Buffer.from(y.bytes()).equals(Buffer.from((await linear(x, plain, bias, { precision: 'bf16' })).bytes()))).toBe(true);
+      // One many-row call (a streamed weight's only one): still plain.
+      expect(advised).toEqual([]);
+      // The second packs it: the mapped weight's pages are let go.
+      expect(Buffer.from((await op.forward(x)).bytes()).equals(Buffer.from(y.bytes()))).toBe(true);
+      expect(advised).toEqual([['l.weight', 'dontneed', undefined]]);
+      // A few-row call on the packed weight: the same bits as on the plain one.
+      expect(Buffer.from((await op.forward(one)).bytes()).equals(Buffer.from(y1.bytes()))).toBe(true);
+      expect(disposeSpy).not.toHaveBeenCalled();
+      // The other layer (one row: it never packs) evicts it, and its packed memory goes with it.
+      await op2.forward(one);
+      expect(weights.has('cpu', 'm', op.weightDescriptor().key)).toBe(false);
+      expect(disposeSpy).toHaveBeenCalledTimes(1);
+      const freed = disposeSpy.mock.contexts[0] as PackedLinearWeight;
+      expect([freed.disposed, freed.byteLength]).toEqual([true, bytes]);
+      // Reloaded, and packed again from the file on its second use: the same output.
+      expect(Buffer.from((await op.forward(x)).bytes()).equals(Buffer.from(y.bytes()))).toBe(true);
+      expect(advised).toHaveLength(1);
+      expect(Buffer.from((await op.forward(x)).bytes()).equals(Buffer.from(y.bytes()))).toBe(true);
+      expect(advised).toHaveLength(2);
+    } finally {
+      disposeSpy.mockRestore();
+    }
+  });
 
   it('counts the account, disposes what it evicts, and keeps a LoRA patch evictable and counted', async () => {
     const src = sources().bf16 as ReturnType<typeof memoryCheckpoint>;

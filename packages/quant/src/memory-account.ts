@@ -1,4 +1,5 @@
-import { type Tensor } from '@ninodes/kernels';
+import { type LinearPrecision, type Tensor, buildInfo, packedLinearBytes } from '@ninodes/kernels';
+import type { Bf16Weight } from './bf16-weight.js';
 import { QuantError } from './error-codes.js';
 import { CONVROT_GROUP, type WeightFormat, scaleBytes, weightFormatInfo } from './weight-format.js';
 
@@ -21,6 +22,15 @@ export function runFormatOf(stored: WeightFormat, compute: ComputeMode, k: numbe
   if (compute !== 'auto') return compute === 'int8_convrot' && k % CONVROT_GROUP !== 0 ? 'int8_rowwise' : compute;
   if (options.requantizeGguf === true && (stored === 'q8_0' || stored === 'q6_k')) return 'int8_rowwise';
   return stored;
+}
+
+/**
+ * What float layers multiply in for a compute mode: bf16 compute ('bf16', PyTorch's bf16 mode)
+ * runs on the CPU's bf16 units where it has them; everything else, and every CPU without them,
+ * multiplies in f32 (bf16 weights widened exactly).
+ */
+export function floatPrecision(compute: ComputeMode): LinearPrecision {
+  return compute === 'bf16' && buildInfo().bf16Units ? 'bf16' : 'f32';
 }
 
 /** What a prepared layer keeps between calls, by kind (see PreparedWeight). */
@@ -63,7 +73,9 @@ export function residentBytes(stored: WeightFormat, compute: ComputeMode, shape:
     case 'f32':
       return 4 * n * k;
     case 'bf16':
-      return 2 * n * k;
+      // bf16 compute packs the weight of a layer that multiplies many rows into oneDNN's blocks
+      // (Bf16Weight), padded to whole blocks: the same 2·N·K bytes on sizes that fill them.
+      return floatPrecision(compute) === 'bf16' && n > 0 && k > 0 ? Math.max(2 * n * k, packedLinearBytes(n, k)) : 2 * n * k;
     case 'int8':
       return n * k + scaleBytes(run, [n, k], { prepared: true });
     case 'fp8':
@@ -84,7 +96,7 @@ export function transientBytes(stored: WeightFormat, compute: ComputeMode, shape
 /** The data of a prepared weight, by kind. */
 export type PreparedData =
   | { readonly kind: 'f32'; readonly w: Tensor<'f32'> }
-  | { readonly kind: 'bf16'; readonly w: Tensor<'bf16'> }
+  | { readonly kind: 'bf16'; readonly w: Bf16Weight }
   | { readonly kind: 'int8'; readonly q: Tensor<'i8'>; readonly scale: Tensor<'f32'>; readonly convrot: number | false }
   | { readonly kind: 'fp8'; readonly w: Tensor<'f8_e4m3fn' | 'f8_e5m2'>; readonly scale: number };
 
@@ -100,6 +112,17 @@ export type PreparedWeight = PreparedData & {
 
 /** Wraps prepared data; `borrowed` tensors (the caller's, e.g. a LoRA-patched weight) are not disposed. */
 export function preparedWeight(data: PreparedData, options: { borrowed?: boolean } = {}): PreparedWeight {
+  if (data.kind === 'bf16') {
+    // What it holds changes when it packs (the plain tensor goes): `bytes` reads it now.
+    const w = data.w;
+    return {
+      ...data,
+      get bytes() {
+        return w.bytes;
+      },
+      dispose: () => w.dispose(),
+    };
+  }
   const tensors: Tensor[] = data.kind === 'int8' ? [data.q, data.scale] : [data.w];
   const bytes = tensors.reduce((a, t) => a + t.byteLength, 0);
   let disposed = false;
