@@ -25,8 +25,9 @@ const small = ['--frames', '1', '--height', '8', '--width', '8', '--steps', '2',
 
 describe('ninodes run --alloc', () => {
   // The checkpoint's linears are bf16: --quant bf16 streams them as stored (used from the mapping),
-  // fp32 and int8_convrot convert them (read into pooled buffers first).
-  it.each(['fp32', 'bf16', 'int8_convrot'])('--quant %s: cpu,4mb;disk,* writes the same latent bytes as the all-resident run', async (quant) => {
+  // fp32, int8_convrot and fp8 (e4m3fn, its absmax and encoding on worker threads) convert them
+  // (read into pooled buffers first).
+  it.each(['fp32', 'bf16', 'int8_convrot', 'fp8'])('--quant %s: cpu,4mb;disk,* writes the same latent bytes as the all-resident run', async (quant) => {
     const resident = await cli('run', '--model', ckpt, ...small, '--quant', quant, '--out', join(dir, `resident-${quant}`), '--json');
     expect(resident.status).toBe(0);
     const streamed = await cli('run', '--model', ckpt, ...small, '--quant', quant, '--alloc', 'cpu,4mb;disk,*', '--out', join(dir, `streamed-${quant}`), '--json');
