@@ -21,6 +21,7 @@ export { deviceMap, type DeviceMapValue } from './device-map.js';
 export { formatPlacement } from './format-placement.js';
 export {
   StreamingExecutor,
+  type GroupFootprint,
   type GroupLoader,
   type LoadOptions,
   type LoadedGroup,

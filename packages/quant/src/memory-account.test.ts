@@ -3,7 +3,7 @@ import { SafetensorsFile } from '@ninodes/memory';
 import { describe, expect, it } from 'vitest';
 import { GgufCheckpoint } from './gguf-checkpoint.js';
 import type { ComputeMode } from './memory-account.js';
-import { preparedWeight, residentBytes, transientBytes } from './memory-account.js';
+import { preparedWeight, preparingBytes, residentBytes, transientBytes } from './memory-account.js';
 import { createLinearProvider, createPreparedWeightCache } from './linear-provider.js';
 import { fixturePath, readSafetensorsFixture } from './testing/fixtures.js';
 import { memoryCheckpoint } from './testing/memory-checkpoint.js';
@@ -28,18 +28,21 @@ function sources(): Record<string, ReturnType<typeof memoryCheckpoint>> {
 
 describe('memory account', () => {
   const x = fx.tensor('lin_b.x') as Tensor<'f32'>;
-  // [stored, compute, bytes the definition says: f32 4/param, bf16 2, int8 1 + 4 per row, fp8 1]
-  const cases: [string, ComputeMode, number, number][] = [
-    ['f32', 'auto', 4 * N * K, 0],
-    ['bf16', 'auto', 2 * N * K, 0],
-    ['f16', 'auto', 4 * N * K, 0],
-    ['f8_e4m3fn', 'auto', N * K, 4 * N * K],
-    ['bf16', 'f32', 4 * N * K, 0],
-    ['f32', 'bf16', 2 * N * K, 0],
-    ['bf16', 'int8_convrot', N * K + 4 * N, 0],
-    ['bf16', 'f8_e4m3fn', N * K, 4 * N * K],
+  // [stored, compute, bytes the definition says: f32 4/param, bf16 2, int8 1 + 4 per row, fp8 1;
+  // per call: fp8 decoded to f32; while preparing: the f32 intermediate of a conversion to a kind
+  // other than f32 from a weight not stored in f32]
+  const cases: [string, ComputeMode, number, number, number][] = [
+    ['f32', 'auto', 4 * N * K, 0, 0],
+    ['bf16', 'auto', 2 * N * K, 0, 0],
+    ['f16', 'auto', 4 * N * K, 0, 0],
+    ['f8_e4m3fn', 'auto', N * K, 4 * N * K, 0],
+    ['bf16', 'f32', 4 * N * K, 0, 0],
+    ['f32', 'bf16', 2 * N * K, 0, 0],
+    ['bf16', 'int8_convrot', N * K + 4 * N, 0, 4 * N * K],
+    ['bf16', 'f8_e4m3fn', N * K, 4 * N * K, 4 * N * K],
+    ['f32', 'f8_e4m3fn', N * K, 4 * N * K, 0],
   ];
-  it.each(cases)('%s run as %s: the account is what the prepared weight holds', async (stored, compute, want, transient) => {
+  it.each(cases)('%s run as %s: the account is what the prepared weight holds', async (stored, compute, want, transient, preparing) => {
     const src = (sources() as Record<string, ReturnType<typeof memoryCheckpoint>>)[stored];
     const op = createLinearProvider(src as never, { compute }).linear({ name: 'l', outFeatures: N, inFeatures: K, bias: true });
     expect(op.storedFormat).toBe(stored);
@@ -51,6 +54,8 @@ describe('memory account', () => {
     expect(op.weightDescriptor().bytes).toBe(want);
     expect(op.transientBytes).toBe(transient);
     expect(transientBytes(stored as WeightFormat, compute, [N, K])).toBe(transient);
+    expect(op.preparingBytes).toBe(preparing);
+    expect(preparingBytes(stored as WeightFormat, compute, [N, K])).toBe(preparing);
     op.release();
     expect(op.heldBytes()).toBe(0);
   });
