@@ -10,6 +10,7 @@ import { Tensor, nativeBytes } from '@ninodes/kernels';
 import { HostBufferPool, SafetensorsFile, type TensorSource, writeSafetensors } from '@ninodes/memory';
 import { type ComputeMode, createLinearProvider, type LayoutGroup, type ModelLayout } from '@ninodes/quant';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { computeLoadAccount, ownerOf } from './memory-account.js';
 import { opGroupLoader } from './op-group-loader.js';
 import { StagedSource } from './staged-source.js';
 import { StreamingExecutor } from './streaming-executor.js';
@@ -74,7 +75,11 @@ describe('opGroupLoader under a budget that holds one converting group', () => {
     // prepare at once).
     const group = LINEARS.length * result;
     const peak = LINEARS.length * (2 * N * K + intermediate + result);
-    expect(loader.footprint?.(layout.groups[1] as LayoutGroup, { streamed: true })).toEqual({ bytes: group, peakBytes: peak });
+    const block = layout.groups[1] as LayoutGroup;
+    expect(loader.footprint?.(block, { streamed: true })).toEqual({ bytes: group, peakBytes: peak });
+    // The planner's staging reserve counts a loading group the same way.
+    const load = computeLoadAccount(compute);
+    expect(block.tensors.reduce((a, t) => a + load(t, ownerOf(block, t)), 0)).toBe(peak);
     // The budget: the resident embed plus one streamed group at its peak. Nothing else fits.
     const budget = group + peak;
 
