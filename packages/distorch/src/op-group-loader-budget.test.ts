@@ -3,52 +3,25 @@
 // resident. A load in flight must be counted once, at what it holds at its peak (not at its
 // bytes as stored, nor twice: as the measured bytes it already holds and again as pending), so the
 // run stays within the budget, never loading over it.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Tensor, nativeBytes } from '@ninodes/kernels';
-import { HostBufferPool, SafetensorsFile, type TensorSource, writeSafetensors } from '@ninodes/memory';
-import { type ComputeMode, createLinearProvider, type LayoutGroup, type ModelLayout } from '@ninodes/quant';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HostBufferPool, SafetensorsFile } from '@ninodes/memory';
+import { type ComputeMode, createLinearProvider, type LayoutGroup } from '@ninodes/quant';
+import { describe, expect, it } from 'vitest';
 import { computeLoadAccount, ownerOf } from './memory-account.js';
 import { opGroupLoader } from './op-group-loader.js';
 import { StagedSource } from './staged-source.js';
 import { StreamingExecutor } from './streaming-executor.js';
+import { bf16Model, temporarySafetensors } from './test-support/bf16-checkpoint.js';
 
 const N = 256;
 const K = 256;
 const GROUPS = ['embed', 'blocks.0', 'blocks.1', 'blocks.2', 'blocks.3'];
 const LINEARS = ['fc1', 'fc2'];
-// bf16 weights with every bit pattern distinct per tensor (finite values: exponent bits kept low).
-const bf16 = (seed: number): Uint8Array => {
-  const u = new Uint16Array(N * K);
-  for (let i = 0; i < u.length; i++) u[i] = (0x3c00 + ((i * 7 + seed * 131) % 0x7ff)) ^ (i % 2 === 0 ? 0x8000 : 0);
-  return new Uint8Array(u.buffer);
-};
-const sources: TensorSource[] = GROUPS.flatMap((g, i) => LINEARS.map((l, j) => ({ name: `${g}.${l}.weight`, dtype: 'bf16' as const, shape: [N, K], data: () => bf16(2 * i + j) })));
-const layout: ModelLayout = {
-  architecture: 'test',
-  prefix: '',
-  groups: GROUPS.map(
-    (g): LayoutGroup => ({
-      name: g,
-      kind: g === 'embed' ? 'pre' : 'block',
-      tensors: LINEARS.map((l) => ({ name: `${g}.${l}.weight`, dtype: 'bf16', shape: [N, K], byteLength: 2 * N * K })),
-      linears: LINEARS.map((l) => ({ name: `${g}.${l}`, inFeatures: K, outFeatures: N, bias: false, storedFormat: 'bf16', role: 'column', fused: { kind: 'none' }, fp32Island: false })),
-    }),
-  ),
-};
+const { layout, sources } = bf16Model(GROUPS, LINEARS, N, K, false);
 const placement = { compute: 'cpu', groups: GROUPS.map((name) => ({ name, device: name === 'embed' ? 'cpu' : 'disk' })) };
 const spec = (name: string) => ({ name, inFeatures: K, outFeatures: N, bias: false });
 
-let dir: string;
-let path: string;
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'distorch-budget-'));
-  path = join(dir, 'budget.safetensors');
-  await writeSafetensors(path, sources);
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const file = temporarySafetensors('budget.safetensors', sources);
 
 describe('opGroupLoader under a budget that holds one converting group', () => {
   // Per weight, by the definition of each run format: its result (f32 4 B/param, int8 1 + 4 per
@@ -59,13 +32,13 @@ describe('opGroupLoader under a budget that holds one converting group', () => {
     ['f8_e4m3fn', N * K, 4 * N * K],
   ])('compute %s: every byte counted once, the peak within the budget, nothing loaded over it', async (compute, result, intermediate) => {
     const x = Tensor.fromArray('f32', [3, K], Float32Array.from({ length: 3 * K }, (_, i) => Math.sin(i) * 2));
-    const plain = SafetensorsFile.open(path);
+    const plain = SafetensorsFile.open(file());
     const plainOps = createLinearProvider(plain, { compute });
     const want = new Map<string, Buffer>();
     for (const g of GROUPS) for (const l of LINEARS) want.set(`${g}.${l}`, Buffer.from((await plainOps.linear(spec(`${g}.${l}`)).forward(x)).bytes()));
     plain.close();
 
-    const staged = new StagedSource(SafetensorsFile.open(path));
+    const staged = new StagedSource(SafetensorsFile.open(file()));
     const provider = createLinearProvider(staged, { compute });
     const ops = new Map(GROUPS.flatMap((g) => LINEARS.map((l) => [`${g}.${l}`, provider.linear(spec(`${g}.${l}`))] as const)));
     const pool = new HostBufferPool({ capBytes: 2 ** 30 });
