@@ -65,6 +65,21 @@ export function tensorReader(source: CheckpointSource, pool: HostBufferPool): Te
 }
 
 /**
+ * `reader`, adding each tensor's bytes to `progress` when its read starts (its buffer is taken from
+ * the pool then): what a load in flight holds, for the executor's `inFlightBytes`. The caller takes
+ * them off again when it gives a buffer back.
+ */
+export function countingReader(reader: TensorReader, source: CheckpointSource, progress: { bytes: number }): TensorReader {
+  return {
+    read: (name) => {
+      progress.bytes += source.entry(name).byteLength;
+      return reader.read(name);
+    },
+    close: () => reader.close(),
+  };
+}
+
+/**
  * Reads every tensor of `names`, at most `concurrency` at a time (default: all at once); on any
  * failure releases what was read and throws the first error. Each read in flight holds one of
  * libuv's threads (4 by default), where the model's own kernels queue too: a loader that reads
@@ -104,10 +119,19 @@ export async function readAll(reader: TensorReader, names: readonly string[], co
 export function fileGroupLoader(source: CheckpointSource, options: { pool?: HostBufferPool } = {}): FileGroupLoader {
   const pool = options.pool ?? new HostBufferPool({ capBytes: 0 });
   const reader = tensorReader(source, pool);
+  /** The bytes each load in flight has taken buffers for. */
+  const inFlight = new Set<{ bytes: number }>();
 
   return {
     async load(group: LayoutGroup): Promise<LoadedGroup<ReadonlyMap<string, LoadedTensor>>> {
-      const ok = await readAll(reader, group.tensors.map((t) => t.name));
+      const progress = { bytes: 0 };
+      inFlight.add(progress);
+      let ok: Awaited<ReturnType<typeof readAll>>;
+      try {
+        ok = await readAll(countingReader(reader, source, progress), group.tensors.map((t) => t.name));
+      } finally {
+        inFlight.delete(progress);
+      }
       let released = false;
       return {
         value: new Map(ok.map((r) => [r.tensor.name, r.tensor])),
@@ -119,6 +143,12 @@ export function fileGroupLoader(source: CheckpointSource, options: { pool?: Host
         },
       };
     },
+    // A group holds its tensors' bytes as stored, and nothing more while it loads.
+    footprint: (group) => {
+      const bytes = group.tensors.reduce((a, t) => a + t.byteLength, 0);
+      return { bytes, peakBytes: bytes };
+    },
+    inFlightBytes: () => [...inFlight].reduce((a, p) => a + p.bytes, 0),
     advise(group: LayoutGroup, advice: 'willneed' | 'dontneed'): void {
       if (source.advise === undefined) return;
       for (const t of group.tensors) source.advise(t.name, advice);

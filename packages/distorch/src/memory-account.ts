@@ -1,4 +1,5 @@
-import { type ComputeMode, type LayoutGroup, type LayoutLinear, type LayoutTensor, type RunFormatOptions, residentBytes } from '@ninodes/quant';
+import { isBlockDType } from '@ninodes/kernels';
+import { type ComputeMode, type LayoutGroup, type LayoutLinear, type LayoutTensor, type RunFormatOptions, preparingBytes, residentBytes, runFormatOf } from '@ninodes/quant';
 
 /**
  * Bytes one tensor of a group occupies once prepared for compute. The planner sums it per device,
@@ -24,6 +25,24 @@ export function computeAccount(compute: ComputeMode, options: RunFormatOptions =
     if (part === 'weight') return residentBytes(owner.storedFormat, owner.fp32Island ? 'auto' : compute, [owner.outFeatures, owner.inFeatures], options);
     if (part === 'bias') return 4 * owner.outFeatures;
     return 0;
+  };
+}
+
+/**
+ * What a tensor holds while its group is being loaded for a run in `compute` mode, at most (the
+ * planner's staging reserve; opGroupLoader's footprint counts the same): a weight that converts
+ * (or is stored as GGUF blocks) is read into a buffer of its stored bytes and prepared beside it,
+ * holding quant's residentBytes + preparingBytes (the f32 intermediate); anything else holds what
+ * computeAccount says.
+ */
+export function computeLoadAccount(compute: ComputeMode, options: RunFormatOptions = {}): TensorAccount {
+  const prepared = computeAccount(compute, options);
+  return (tensor, owner) => {
+    if (owner === undefined || tensor.name.slice(owner.name.length + 1) !== 'weight') return prepared(tensor, owner);
+    const mode = owner.fp32Island ? 'auto' : compute;
+    const shape = [owner.outFeatures, owner.inFeatures];
+    const converts = runFormatOf(owner.storedFormat, mode, owner.inFeatures, options) !== owner.storedFormat || isBlockDType(tensor.dtype);
+    return prepared(tensor, owner) + (converts ? tensor.byteLength + preparingBytes(owner.storedFormat, mode, shape, options) : 0);
   };
 }
 

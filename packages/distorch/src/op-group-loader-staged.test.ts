@@ -2,56 +2,23 @@
 // with positioned reads into pooled buffers and the ops prepare from those bytes; weights run as
 // stored are served from one view of the mapping per tensor, made once and kept (no copy). The
 // outputs must be the bytes the same ops give over the plain mapping.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Tensor } from '@ninodes/kernels';
-import { HostBufferPool, SafetensorsFile, type TensorSource, writeSafetensors } from '@ninodes/memory';
-import { type ComputeMode, createLinearProvider, type LayoutGroup, type ModelLayout } from '@ninodes/quant';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HostBufferPool, SafetensorsFile } from '@ninodes/memory';
+import { type ComputeMode, createLinearProvider, type ModelLayout } from '@ninodes/quant';
+import { describe, expect, it } from 'vitest';
 import { opGroupLoader } from './op-group-loader.js';
 import { StagedSource } from './staged-source.js';
 import { StreamingExecutor } from './streaming-executor.js';
+import { bf16Model, temporarySafetensors } from './test-support/bf16-checkpoint.js';
 
 const N = 96;
 const K = 64;
 const GROUPS = ['embed', 'blocks.0', 'blocks.1', 'blocks.2', 'blocks.3'];
-// bf16 weights with every bit pattern distinct per tensor (finite values: exponent bits kept low).
-const bf16 = (seed: number): Uint8Array => {
-  const u = new Uint16Array(N * K);
-  for (let i = 0; i < u.length; i++) u[i] = (0x3c00 + ((i * 7 + seed * 131) % 0x7ff)) ^ (i % 2 === 0 ? 0x8000 : 0);
-  return new Uint8Array(u.buffer);
-};
-const sources: TensorSource[] = GROUPS.flatMap((g, i) => [
-  { name: `${g}.fc.weight`, dtype: 'bf16' as const, shape: [N, K], data: () => bf16(i) },
-  { name: `${g}.fc.bias`, dtype: 'f32' as const, shape: [N], data: () => new Uint8Array(Float32Array.from({ length: N }, (_, r) => r / 8 - i).buffer) },
-]);
-const layout: ModelLayout = {
-  architecture: 'test',
-  prefix: '',
-  groups: GROUPS.map(
-    (g): LayoutGroup => ({
-      name: g,
-      kind: g === 'embed' ? 'pre' : 'block',
-      tensors: [
-        { name: `${g}.fc.weight`, dtype: 'bf16', shape: [N, K], byteLength: 2 * N * K },
-        { name: `${g}.fc.bias`, dtype: 'f32', shape: [N], byteLength: 4 * N },
-      ],
-      linears: [{ name: `${g}.fc`, inFeatures: K, outFeatures: N, bias: true, storedFormat: 'bf16', role: 'column', fused: { kind: 'none' }, fp32Island: false }],
-    }),
-  ),
-};
+const { layout, sources } = bf16Model(GROUPS, ['fc'], N, K, true);
 const placement = { compute: 'cpu', groups: GROUPS.map((name) => ({ name, device: name === 'embed' ? 'cpu' : 'disk' })) };
 const x = Tensor.fromArray('f32', [3, K], Float32Array.from({ length: 3 * K }, (_, i) => Math.sin(i) * 2));
 
-let dir: string;
-let path: string;
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'distorch-staged-'));
-  path = join(dir, 'staged.safetensors');
-  await writeSafetensors(path, sources);
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const file = temporarySafetensors('staged.safetensors', sources);
 
 describe('opGroupLoader with a StagedSource', () => {
   it.each<[ComputeMode, boolean]>([
@@ -59,13 +26,13 @@ describe('opGroupLoader with a StagedSource', () => {
     ['f32', false],
   ])('compute %s: outputs equal the mapped run; run as stored (%s): one kept view per weight, else positioned reads', async (compute, asStored) => {
     const kept = asStored;
-    const plain = SafetensorsFile.open(path);
+    const plain = SafetensorsFile.open(file());
     const want = new Map<string, Uint8Array>();
     const plainOps = createLinearProvider(plain, { compute });
     for (const g of GROUPS) want.set(g, (await plainOps.linear({ name: `${g}.fc`, inFeatures: K, outFeatures: N, bias: true }).forward(x)).bytes().slice());
     plain.close();
 
-    const mapped = SafetensorsFile.open(path);
+    const mapped = SafetensorsFile.open(file());
     const viewed: string[] = [];
     const tensor = mapped.tensor.bind(mapped);
     mapped.tensor = (name: string) => {
@@ -143,13 +110,13 @@ describe('opGroupLoader with a StagedSource', () => {
     // ahead at all until its rows are known; any other whole.
     const fused = parts ? ({ kind: 'parts', parts: 3 } as const) : ({ kind: 'none' } as const);
     const partsLayout: ModelLayout = { ...layout, groups: layout.groups.map((g) => ({ ...g, linears: g.linears.map((l) => ({ ...l, fused })) })) };
-    const plain = SafetensorsFile.open(path);
+    const plain = SafetensorsFile.open(file());
     const want = new Map<string, Uint8Array>();
     const plainOps = createLinearProvider(plain, { compute: 'auto' });
     for (const g of GROUPS) want.set(g, (await plainOps.linear({ name: `${g}.fc`, inFeatures: K, outFeatures: N, bias: true }).forwardRows!(x, a, b)).bytes().slice());
     plain.close();
 
-    const mapped = SafetensorsFile.open(path);
+    const mapped = SafetensorsFile.open(file());
     const calls: { call: string; name: string; rows: readonly [number, number] | undefined }[] = [];
     const populate = mapped.populate.bind(mapped);
     mapped.populate = (name: string, rows?: readonly [number, number]) => {

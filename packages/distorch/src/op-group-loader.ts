@@ -1,9 +1,9 @@
 import { NinodesError, isBlockDType } from '@ninodes/kernels';
 import { type CheckpointSource, HostBufferPool, type PooledBuffer } from '@ninodes/memory';
 import type { LayoutGroup, LayoutTensor, ModelLayout } from '@ninodes/quant';
-import { idleOf, readAll, tensorReader } from './file-group-loader.js';
+import { countingReader, idleOf, readAll, tensorReader } from './file-group-loader.js';
 import type { StagedSource } from './staged-source.js';
-import type { GroupLoader, LoadedGroup, LoadOptions } from './streaming-executor.js';
+import type { GroupFootprint, GroupLoader, LoadedGroup, LoadOptions } from './streaming-executor.js';
 import { DistorchError } from './error-codes.js';
 
 /**
@@ -26,6 +26,13 @@ export interface PreparableOp {
    * weights hold the rows of three modalities, and a video-only forward computes one.
    */
   rowsRead?(): readonly [number, number] | undefined;
+  /**
+   * quant's memory account of the op: what its prepared weight holds, and what preparing it holds
+   * beyond that (the f32 intermediate of a conversion). Without them a weight counts its bytes as
+   * stored, and nothing more.
+   */
+  readonly residentBytes?: number;
+  readonly preparingBytes?: number;
 }
 
 export interface OpGroupLoaderOptions {
@@ -116,98 +123,153 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
     if (rows[0] === 0 && rows[1] === t.shape[0]) return undefined;
     return rows;
   };
-  const reader = staged === undefined ? undefined : tensorReader(staged.inner, pool);
+  const inner = staged === undefined ? undefined : tensorReader(staged.inner, pool);
+  /** What each load in flight holds now (see inFlightBytes), by load. */
+  const inFlight = new Set<{ bytes: number }>();
+  /** Whether a weight is read into a buffer (converted, or GGUF blocks) rather than used from the mapping. */
+  const readIntoBuffer = (op: PreparableOp, weight: string): boolean => staged !== undefined && (!asStored(op) || isBlockDType(staged.entry(weight).dtype));
+  const storedBytes = new Map<string, number>();
+  for (const g of layout.groups) for (const t of g.tensors) storedBytes.set(t.name, t.byteLength);
+  /** What an op's prepared weight holds: its account, else its weight as stored. */
+  const residentOf = (op: PreparableOp, weight: string | undefined): number => op.residentBytes ?? (weight === undefined ? 0 : (storedBytes.get(weight) ?? 0));
+  /** What a converting op holds from the start of its prepare to its end, at most. */
+  const preparingOf = (op: PreparableOp, weight: string | undefined): number => residentOf(op, weight) + (op.preparingBytes ?? 0);
+
+  /**
+   * Loads a group, counting in `progress` what the load holds so far (at most its footprint's
+   * peak): a buffer from its read's start until it goes back, mapped pages from their populate's
+   * start (at the rows asked, then what was populated), an op from its prepare's start at its
+   * account and preparing bytes until it settles, then what it holds.
+   */
+  const loadGroup = async (group: LayoutGroup, options: LoadOptions | undefined, progress: { bytes: number }): Promise<LoadedGroup<void>> => {
+    const list = opsOf.get(group.name) ?? [];
+    const buffers = new Map<string, PooledBuffer>();
+    const mapped = new Set<string>();
+    const unstage = (name: string): void => {
+      staged?.unstage(name);
+      const buffer = buffers.get(name);
+      if (buffer !== undefined) progress.bytes -= buffer.bytes;
+      buffer?.release();
+      buffers.delete(name);
+      mapped.delete(name);
+    };
+    let populatedBytes = 0;
+    if (staged !== undefined && inner !== undefined) {
+      const reader = countingReader(inner, staged, progress);
+      const toRead: string[] = [];
+      try {
+        for (const { op, weight } of list) {
+          if (weight === undefined) continue;
+          // GGUF blocks are dequantized even "as stored": read them off this thread.
+          if (readIntoBuffer(op, weight)) {
+            toRead.push(weight);
+            continue;
+          }
+          // Run as stored: the ops use the mapped bytes where they are, as an all-resident run
+          // does (copying them costs ~90 ms of CPU per 400 MiB).
+          mapped.add(weight);
+          staged.stageMapped(weight);
+        }
+        // A streamed group's other tensors (the weights run as stored, biases, norms) are used
+        // from the mapping: their pages are read in and mapped now, on a worker thread, so the
+        // compute finds them resident instead of faulting them in from disk itself (cold cache).
+        // A resident group's pages are left to the compute, read once: populating maps whole
+        // tensors, also the parts a forward never reads (H3's adaLN rows of other modalities:
+        // 23 MiB more file-backed RSS of h3-tiny's 93 MB).
+        // Of a weight run as stored, only the rows the forwards read (rowsNeeded).
+        const toPopulate: { tensor: LayoutTensor; rows: readonly [number, number] | undefined }[] = [];
+        if (options?.streamed === true) {
+          for (const t of group.tensors) {
+            const rows = toRead.includes(t.name) ? 'none' : rowsNeeded(t);
+            if (rows !== 'none') toPopulate.push({ tensor: t, rows });
+          }
+        }
+        const [read, populated] = await Promise.allSettled([readAll(reader, toRead, STAGED_READS), populateInTurn(staged, toPopulate, progress)]);
+        if (read.status === 'fulfilled') {
+          for (const r of read.value) {
+            buffers.set(r.tensor.name, r.buffer);
+            staged.stage(r.tensor.name, r.buffer.buffer);
+          }
+        }
+        if (read.status === 'rejected') throw read.reason;
+        if (populated.status === 'rejected') throw populated.reason;
+        populatedBytes = populated.value;
+      } catch (error) {
+        for (const name of [...mapped, ...buffers.keys()]) unstage(name);
+        throw error;
+      }
+    }
+    // Preparing starts synchronously: a conversion runs on this thread before the promise returns.
+    let blockingSeconds = 0;
+    const results = await Promise.allSettled(
+      list.map(({ op, weight }) => {
+        // A weight used from the mapping was counted as its pages; any other is prepared here.
+        const preparing = weight !== undefined && mapped.has(weight) ? 0 : preparingOf(op, weight);
+        progress.bytes += preparing;
+        const t0 = now();
+        const prepared = op.int8Weight();
+        blockingSeconds += now() - t0;
+        return prepared.then(
+          () => {
+            progress.bytes += (preparing === 0 ? 0 : op.heldBytes()) - preparing;
+            // Converted: the op holds its own copy, the stored bytes can go back to the pool.
+            if (weight !== undefined && op.format !== undefined && op.format !== op.storedFormat) unstage(weight);
+          },
+          (error: unknown) => {
+            progress.bytes -= preparing;
+            throw error;
+          },
+        );
+      }),
+    );
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) {
+      for (const { op } of list) op.release();
+      for (const name of [...buffers.keys(), ...mapped]) unstage(name);
+      throw failed.reason;
+    }
+    let released = false;
+    return {
+      value: undefined,
+      bytes: list.reduce((a, { op }) => a + op.heldBytes(), 0),
+      populatedBytes,
+      blockingSeconds,
+      release: () => {
+        if (released) return;
+        released = true;
+        // The ops first: what they prepared may be a view of a staged buffer.
+        for (const { op } of list) op.release();
+        for (const name of [...buffers.keys(), ...mapped]) unstage(name);
+      },
+    };
+  };
 
   return {
     async load(group: LayoutGroup, options?: LoadOptions): Promise<LoadedGroup<void>> {
-      const list = opsOf.get(group.name) ?? [];
-      const buffers = new Map<string, PooledBuffer>();
-      const mapped = new Set<string>();
-      const unstage = (name: string): void => {
-        staged?.unstage(name);
-        buffers.get(name)?.release();
-        buffers.delete(name);
-        mapped.delete(name);
-      };
-      let populatedBytes = 0;
-      if (staged !== undefined && reader !== undefined) {
-        const toRead: string[] = [];
-        try {
-          for (const { op, weight } of list) {
-            if (weight === undefined) continue;
-            // GGUF blocks are dequantized even "as stored": read them off this thread.
-            if (!asStored(op) || isBlockDType(staged.entry(weight).dtype)) {
-              toRead.push(weight);
-              continue;
-            }
-            // Run as stored: the ops use the mapped bytes where they are, as an all-resident run
-            // does (copying them costs ~90 ms of CPU per 400 MiB).
-            mapped.add(weight);
-            staged.stageMapped(weight);
-          }
-          // A streamed group's other tensors (the weights run as stored, biases, norms) are used
-          // from the mapping: their pages are read in and mapped now, on a worker thread, so the
-          // compute finds them resident instead of faulting them in from disk itself (cold cache).
-          // A resident group's pages are left to the compute, read once: populating maps whole
-          // tensors, also the parts a forward never reads (H3's adaLN rows of other modalities:
-          // 23 MiB more file-backed RSS of h3-tiny's 93 MB).
-          // Of a weight run as stored, only the rows the forwards read (rowsNeeded).
-          const toPopulate: { name: string; rows: readonly [number, number] | undefined }[] = [];
-          if (options?.streamed === true) {
-            for (const t of group.tensors) {
-              const rows = toRead.includes(t.name) ? 'none' : rowsNeeded(t);
-              if (rows !== 'none') toPopulate.push({ name: t.name, rows });
-            }
-          }
-          const [read, populated] = await Promise.allSettled([readAll(reader, toRead, STAGED_READS), populateInTurn(staged, toPopulate)]);
-          if (read.status === 'fulfilled') {
-            for (const r of read.value) {
-              buffers.set(r.tensor.name, r.buffer);
-              staged.stage(r.tensor.name, r.buffer.buffer);
-            }
-          }
-          if (read.status === 'rejected') throw read.reason;
-          if (populated.status === 'rejected') throw populated.reason;
-          populatedBytes = populated.value;
-        } catch (error) {
-          for (const name of [...mapped, ...buffers.keys()]) unstage(name);
-          throw error;
-        }
+      const progress = { bytes: 0 };
+      inFlight.add(progress);
+      try {
+        return await loadGroup(group, options, progress);
+      } finally {
+        inFlight.delete(progress);
       }
-      // Preparing starts synchronously: a conversion runs on this thread before the promise returns.
-      let blockingSeconds = 0;
-      const results = await Promise.allSettled(
-        list.map(({ op, weight }) => {
-          const t0 = now();
-          const prepared = op.int8Weight();
-          blockingSeconds += now() - t0;
-          return prepared.then(() => {
-            // Converted: the op holds its own copy, the stored bytes can go back to the pool.
-            if (weight !== undefined && op.format !== undefined && op.format !== op.storedFormat) unstage(weight);
-          });
-        }),
-      );
-      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      if (failed !== undefined) {
-        for (const { op } of list) op.release();
-        for (const name of [...buffers.keys(), ...mapped]) unstage(name);
-        throw failed.reason;
-      }
-      let released = false;
-      return {
-        value: undefined,
-        bytes: list.reduce((a, { op }) => a + op.heldBytes(), 0),
-        populatedBytes,
-        blockingSeconds,
-        release: () => {
-          if (released) return;
-          released = true;
-          // The ops first: what they prepared may be a view of a staged buffer.
-          for (const { op } of list) op.release();
-          for (const name of [...buffers.keys(), ...mapped]) unstage(name);
-        },
-      };
     },
+    footprint(group: LayoutGroup, options?: LoadOptions): GroupFootprint {
+      // Upper bounds, summed: a group's reads all finish before its ops prepare (together), and
+      // each buffer goes back as soon as its op is prepared.
+      let bytes = 0;
+      let peakBytes = 0;
+      const weights = new Set<string>();
+      for (const { op, weight } of opsOf.get(group.name) ?? []) {
+        if (weight !== undefined) weights.add(weight);
+        bytes += residentOf(op, weight);
+        peakBytes += preparingOf(op, weight) + (weight !== undefined && readIntoBuffer(op, weight) ? (storedBytes.get(weight) ?? 0) : 0);
+      }
+      // A streamed group's other tensors are populated (mapped pages made resident) by the load.
+      if (staged !== undefined && options?.streamed === true) for (const t of group.tensors) if (!weights.has(t.name)) peakBytes += t.byteLength;
+      return { bytes, peakBytes: Math.max(bytes, peakBytes) };
+    },
+    inFlightBytes: () => [...inFlight].reduce((a, p) => a + p.bytes, 0),
     advise(group: LayoutGroup, advice: 'willneed' | 'dontneed'): void {
       if (source?.advise === undefined) return;
       // Read ahead only the rows a forward reads (a page cache read of the others is wasted I/O);
@@ -222,7 +284,7 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
     idleBytes: () => idleOf(pool),
     trim: () => pool.trim(),
     close: async () => {
-      await reader?.close();
+      await inner?.close();
     },
   };
 }
@@ -233,8 +295,15 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
  * tensors populated all at once took every thread and the compute waited behind the read ahead
  * (h3-tiny, 50 % streamed: steps 1.4-1.6x slower than without populating). Returns the bytes.
  */
-async function populateInTurn(staged: StagedSource, tensors: readonly { name: string; rows: readonly [number, number] | undefined }[]): Promise<number> {
+async function populateInTurn(staged: StagedSource, tensors: readonly { tensor: LayoutTensor; rows: readonly [number, number] | undefined }[], progress: { bytes: number }): Promise<number> {
   let bytes = 0;
-  for (const { name, rows } of tensors) bytes += await (rows === undefined ? staged.populate(name) : staged.populate(name, rows));
+  for (const { tensor, rows } of tensors) {
+    // Counted from the start, at the rows asked; then at what was populated (whole pages).
+    const asked = rows === undefined ? tensor.byteLength : Math.ceil((tensor.byteLength * (rows[1] - rows[0])) / (tensor.shape[0] ?? 1));
+    progress.bytes += asked;
+    const done = await (rows === undefined ? staged.populate(tensor.name) : staged.populate(tensor.name, rows));
+    progress.bytes += done - asked;
+    bytes += done;
+  }
   return bytes;
 }

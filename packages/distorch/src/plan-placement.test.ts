@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { ModelLayout } from '@ninodes/quant';
 import { describe, expect, it } from 'vitest';
-import { computeAccount } from './memory-account.js';
+import { computeAccount, computeLoadAccount } from './memory-account.js';
 import { parseAllocation } from './parse-allocation.js';
 import { machineDevices } from './machine-devices.js';
 import { type Placement, type PlanDevice, planPlacement } from './plan-placement.js';
@@ -163,6 +163,15 @@ describe('planPlacement on the real-shape h3-full layout', () => {
     expect(p.totalBytes).toBe(50 * block + islands + rest);
     const n = Math.floor((10 * GiB - islands - rest - 50 * 4 * (2 * H + 2 * D)) / (block - 4 * (2 * H + 2 * D)));
     expect(blocksOn(p, 'cuda:0')).toEqual(range(0, n));
+    // Staging: one streamed block held and one loading at its peak, each bf16 weight [n, k] read
+    // into a buffer (2 B/param) and widened to f32 (4 B/param) beside its int8 result.
+    const moving = block - 4 * (2 * H + 2 * D);
+    const loading = (n: number, k: number): number => rows(n, k) + 2 * n * k + 4 * n * k;
+    const peak = loading(18 * H, T) + 4 * 18 * H + loading(3 * inner, H) + loading(H, inner) + loading(2 * F, H) + loading(H, F);
+    expect(p.reserve.stagingBytes).toBe(2 * moving);
+    const q = planPlacement({ layout: full, allocation: 'cuda:0,10gb;cpu,*', devices: rtx, account: computeAccount('int8_convrot'), loadAccount: computeLoadAccount('int8_convrot') });
+    expect(q.reserve).toMatchObject({ stagingGroups: 2, stagingBytes: moving + peak });
+    expect(planPlacement({ layout: full, allocation: 'cuda:0,10gb;cpu,*', devices: rtx, account: computeAccount('int8_convrot'), loadAccount: computeLoadAccount('int8_convrot'), prefetch: 0 }).reserve.stagingBytes).toBe(peak);
   });
 
   it('is deterministic', () => {

@@ -25,6 +25,12 @@ export interface PlanOptions {
   readonly compute?: string;
   /** Bytes of a tensor once prepared (default: as stored). */
   readonly account?: TensorAccount;
+  /**
+   * The most a tensor holds while its group loads (computeLoadAccount: a converted weight's buffer
+   * and f32 intermediate beside its result; default: `account`): the staging reserve holds a
+   * streamed group loading at that peak.
+   */
+  readonly loadAccount?: TensorAccount;
   /** f32 working set of one group for the run's latent (estimateActivationBytes); the profile's modifier is applied here. */
   readonly activationBytes?: number;
   /** Groups the executor prefetches ahead of the one computing (default 1): the compute device stages 1 + prefetch streamed groups. */
@@ -181,7 +187,9 @@ function modifierOf(devices: readonly PlanDevice[], id: string): number {
  *   by default: a device takes consecutive groups while they fit its quota, then the next device
  *   takes over (a device is never returned to, so each holds one contiguous run of blocks);
  * - the compute device reserves the activation working set × its profile's attentionMemoryModifier
- *   and staging for (1 + prefetch) of the largest group streamed to it from another device.
+ *   and staging for (1 + prefetch) of the largest group streamed to it from another device: one
+ *   held (`account`) and `prefetch` loading at their peak (`loadAccount`), or one loading when
+ *   prefetch is 0.
  */
 export function planPlacement(options: PlanOptions): Placement {
   const placement = place(options);
@@ -256,7 +264,13 @@ function place(options: PlanOptions): Placement {
   const streamed = sized.filter((g) => (assigned.get(g.index)?.device ?? compute) !== compute);
   const largest = streamed.reduce((a, g) => Math.max(a, g.bytes - g.kept.reduce((s, t) => s + t.bytes, 0)), 0);
   const stagingGroups = streamed.length === 0 ? 0 : Math.min(1 + prefetch, streamed.length);
-  const stagingBytes = largest * stagingGroups;
+  // What a streamed group holds at its load's peak (the kept tensors stay on the compute device).
+  const loadAccount = options.loadAccount ?? account;
+  const peak = streamed.reduce((a, g) => {
+    const kept = new Set(g.kept.map((t) => t.name));
+    return Math.max(a, g.group.tensors.reduce((s, t) => (kept.has(t.name) ? s : s + loadAccount(t, ownerOf(g.group, t))), 0));
+  }, 0);
+  const stagingBytes = stagingGroups === 0 ? 0 : Math.max(peak, largest + peak * (stagingGroups - 1));
   const modifier = modifierOf(devices, compute);
   const activationBytes = Math.ceil((options.activationBytes ?? 0) * modifier);
 

@@ -218,6 +218,44 @@ describe('StreamingExecutor with real file reads', () => {
     await counted.close();
   });
 
+  it('a load in flight counts once, at its peak: what it holds so far is measured, not added on top', async () => {
+    // blocks.0 converts: 3000 bytes held (buffers, intermediates) while in flight, a peak of 5000,
+    // 1000 once loaded. The probe measures exactly what the loader holds.
+    let holding = 0;
+    let inFlight = false;
+    let finish = (): void => undefined;
+    const loader: GroupLoader<null> = {
+      load: (group) => {
+        if (group.name !== 'blocks.0') return Promise.resolve({ value: null, bytes: 0, release: () => undefined });
+        inFlight = true;
+        holding = 3000;
+        return new Promise((resolve) => {
+          finish = () => {
+            inFlight = false;
+            holding = 1000;
+            resolve({ value: null, bytes: 1000, release: () => (holding = 0) });
+          };
+        });
+      },
+      footprint: (group) => (group.name === 'blocks.0' ? { bytes: 1000, peakBytes: 5000 } : { bytes: 0, peakBytes: 0 }),
+      inFlightBytes: () => (inFlight ? holding : 0),
+    };
+    const exec = new StreamingExecutor({ layout, placement: placement(), loader, budgetBytes: 2 ** 20, prefetch: 0, measure: () => ({ anonymous: 100e6 + holding, fileBacked: 0 }) });
+    await exec.beforeGroup('embed');
+    await exec.afterGroup('embed');
+    const before = exec.beforeGroup('blocks.0');
+    expect(inFlight).toBe(true);
+    // Its peak, once: not the 3000 measured plus its peak (or its bytes as stored) again.
+    expect(exec.usedBytes()).toBe(5000);
+    expect(exec.held()).toEqual({ resident: 0, streamed: 5000 });
+    finish();
+    await before;
+    expect(exec.usedBytes()).toBe(1000);
+    expect(exec.held()).toEqual({ resident: 0, streamed: 1000 });
+    await exec.afterGroup('blocks.0');
+    await exec.close();
+  });
+
   it('overlap counts what a load held the JS thread for: blocking work is not hidden behind compute', async () => {
     // Loads that take 20 ms off the thread, read ahead while the model computes for 30 ms; or the
     // same loads reporting more synchronous conversion than they took in all.

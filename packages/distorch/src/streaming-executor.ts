@@ -26,9 +26,31 @@ export interface LoadOptions {
   readonly streamed: boolean;
 }
 
+/** What loading a group costs: what it holds once loaded, and the most a load of it holds while in flight. */
+export interface GroupFootprint {
+  /** Bytes the loaded group holds (what `LoadedGroup.bytes` will say). */
+  readonly bytes: number;
+  /**
+   * The most a load holds before it resolves (at least `bytes`): its result, plus the buffers it
+   * reads stored bytes into, the intermediates of conversions, the mapped pages it populates.
+   */
+  readonly peakBytes: number;
+}
+
 /** Reads one group's weights from where they are placed and prepares them for compute. */
 export interface GroupLoader<T> {
   load(group: LayoutGroup, options?: LoadOptions): Promise<LoadedGroup<T>>;
+  /**
+   * What a load of the group will cost (default: its bytes as stored, for both): a load in flight is
+   * counted at `peakBytes`, and room is made for that much before it starts.
+   */
+  footprint?(group: LayoutGroup, options?: LoadOptions): GroupFootprint;
+  /**
+   * Bytes the loads in flight hold now (resident, so in the measured RSS), each at most its
+   * `peakBytes`: the executor counts a load in flight at its peak, so it takes these out of the
+   * measurement rather than counting them twice.
+   */
+  inFlightBytes?(): number;
   /** Page-cache hint for the group's file pages (prefetch `willneed`, after release `dontneed`). */
   advise?(group: LayoutGroup, advice: 'willneed' | 'dontneed'): void;
   /** Bytes of released buffers the loader keeps for reuse: resident, but the next load takes them instead of allocating. */
@@ -110,7 +132,8 @@ interface Slot<T> {
   readonly index: number;
   readonly group: LayoutGroup;
   readonly streamed: boolean;
-  readonly size: number;
+  /** What the load in flight is counted at (its footprint's peak); once loaded, `loaded.bytes`. */
+  readonly peak: number;
   state: 'loading' | 'loaded';
   promise: Promise<LoadedGroup<T>>;
   loaded: LoadedGroup<T> | undefined;
@@ -137,7 +160,8 @@ export class StreamingExecutor<T> implements GroupHooks {
   private readonly groups: readonly LayoutGroup[];
   private readonly index = new Map<string, number>();
   private readonly streamed: boolean[];
-  private readonly sizes: number[];
+  /** Each group's footprint (a load in flight is counted at its peak). */
+  private readonly footprints: GroupFootprint[];
   private readonly slots = new Map<number, Slot<T>>();
   private readonly loader: GroupLoader<T>;
   private readonly budget: number;
@@ -178,7 +202,10 @@ export class StreamingExecutor<T> implements GroupHooks {
       }
     });
     this.streamed = this.groups.map((g) => device.get(g.name) !== placement.compute);
-    this.sizes = this.groups.map((g) => g.tensors.reduce((a, t) => a + t.byteLength, 0));
+    this.footprints = this.groups.map((g, i) => {
+      const stored = g.tensors.reduce((a, t) => a + t.byteLength, 0);
+      return this.loader.footprint?.(g, { streamed: this.streamed[i] as boolean }) ?? { bytes: stored, peakBytes: stored };
+    });
   }
 
   /** The weights of a group between its beforeGroup and afterGroup. */
@@ -198,7 +225,7 @@ export class StreamingExecutor<T> implements GroupHooks {
     let slot = this.slots.get(i);
     const start = now();
     if (slot === undefined) {
-      this.makeRoom(i, this.sizes[i] as number, true);
+      this.makeRoom(i, this.peakOf(i), true);
       slot = this.start(i);
     } else {
       this.current.hits++;
@@ -316,12 +343,13 @@ export class StreamingExecutor<T> implements GroupHooks {
   private start(i: number): Slot<T> {
     const group = this.groups[i] as LayoutGroup;
     const streamed = this.streamed[i] as boolean;
-    const size = this.sizes[i] as number;
-    if (streamed) this.streamedHeld += size;
-    else this.residentHeld += size;
+    // Counted at its peak from the start: room was made for that much.
+    const peak = this.peakOf(i);
+    if (streamed) this.streamedHeld += peak;
+    else this.residentHeld += peak;
     this.current.peakHeldBytes = Math.max(this.current.peakHeldBytes, this.streamedHeld + this.residentHeld);
     const t0 = now();
-    const slot: Slot<T> = { index: i, group, streamed, size, state: 'loading', promise: undefined as unknown as Promise<LoadedGroup<T>>, loaded: undefined, pins: 0, seconds: undefined, used: false };
+    const slot: Slot<T> = { index: i, group, streamed, peak, state: 'loading', promise: undefined as unknown as Promise<LoadedGroup<T>>, loaded: undefined, pins: 0, seconds: undefined, used: false };
     slot.promise = this.loader.load(group, { streamed }).then(
       (loaded) => {
         slot.loaded = loaded;
@@ -333,16 +361,16 @@ export class StreamingExecutor<T> implements GroupHooks {
         this.current.blockingSeconds += loaded.blockingSeconds ?? 0;
         this.current.bytesLoaded += loaded.bytes;
         if (streamed) this.current.bytesStreamed += loaded.bytes;
-        // A loader may prepare more or fewer bytes than the file holds: count what it holds.
-        if (streamed) this.streamedHeld += loaded.bytes - size;
-        else this.residentHeld += loaded.bytes - size;
+        // Loaded: what it holds now (its buffers and intermediates given back).
+        if (streamed) this.streamedHeld += loaded.bytes - peak;
+        else this.residentHeld += loaded.bytes - peak;
         this.current.peakHeldBytes = Math.max(this.current.peakHeldBytes, this.streamedHeld + this.residentHeld);
         return loaded;
       },
       (error: unknown) => {
         this.slots.delete(i);
-        if (streamed) this.streamedHeld -= size;
-        else this.residentHeld -= size;
+        if (streamed) this.streamedHeld -= peak;
+        else this.residentHeld -= peak;
         throw error;
       },
     );
@@ -355,7 +383,12 @@ export class StreamingExecutor<T> implements GroupHooks {
   }
 
   private heldBytes(slot: Slot<T>): number {
-    return slot.loaded?.bytes ?? slot.size;
+    return slot.loaded?.bytes ?? slot.peak;
+  }
+
+  private peakOf(i: number): number {
+    const f = this.footprints[i] as GroupFootprint;
+    return Math.max(f.bytes, f.peakBytes);
   }
 
   /**
@@ -389,7 +422,7 @@ export class StreamingExecutor<T> implements GroupHooks {
       if (!(this.streamed[j] as boolean)) continue;
       ahead++;
       if (this.slots.has(j)) continue;
-      if (!this.makeRoom(j, this.sizes[j] as number, false)) break;
+      if (!this.makeRoom(j, this.peakOf(j), false)) break;
       this.loader.advise?.(this.groups[j] as LayoutGroup, 'willneed');
       this.start(j);
     }
@@ -407,8 +440,9 @@ export class StreamingExecutor<T> implements GroupHooks {
 
   /**
    * What the budget counts: the RSS measured now over the baseline, less the loader's idle buffers
-   * (the next load reuses them), plus the loads in flight (not resident yet); never less than
-   * what the loaders report. Updates the step's peaks.
+   * (the next load reuses them), with each load in flight at its peak: what the loads already hold
+   * is in the measurement too, so it is taken out there (`inFlightBytes`) and every byte counts
+   * once. Never less than what the loaders report. Updates the step's peaks.
    */
   private used(): number {
     const accounted = this.streamedHeld + this.residentHeld;
@@ -423,8 +457,9 @@ export class StreamingExecutor<T> implements GroupHooks {
     c.peakFileBackedBytes = Math.max(c.peakFileBackedBytes, m.fileBacked);
     c.peakMeasuredBytes = Math.max(c.peakMeasuredBytes, measured);
     let pending = 0;
-    for (const s of this.slots.values()) if (s.state === 'loading') pending += s.size;
-    return Math.max(accounted, measured + pending);
+    for (const s of this.slots.values()) if (s.state === 'loading') pending += s.peak;
+    const holding = Math.min(pending, this.loader.inFlightBytes?.() ?? 0);
+    return Math.max(accounted, measured - holding + pending);
   }
 
   private sampleMemory(): void {

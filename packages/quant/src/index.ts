@@ -60,6 +60,7 @@ export { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-sha
 export {
   preparedKindOf,
   preparedWeight,
+  preparingBytes,
   residentBytes,
   runFormatOf,
   transientBytes,

@@ -5,7 +5,7 @@ import { type DetectedLayer, type FormatDetection, detectFormats } from './detec
 import type { LinearOp, LinearProvider, LinearSpec } from './linear-op.js';
 import { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';
 import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, toF32Async, weight2d } from './materialize.js';
-import { type ComputeMode, type PreparedData, type PreparedWeight, floatPrecision, preparedWeight, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
+import { type ComputeMode, type PreparedData, type PreparedWeight, floatPrecision, preparedWeight, preparingBytes, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
 import { Bf16Weight } from './bf16-weight.js';
 import { type WeightFormat, weightFormatInfo } from './weight-format.js';
 import { absMax, fp8ScaleOfAbsMax, relativeError } from './quant-math.js';
@@ -71,6 +71,8 @@ export interface QuantLinearOp extends LinearOp {
   /** What the memory account says this op holds while prepared (its cache size) and allocates per call. */
   readonly residentBytes: number;
   readonly transientBytes: number;
+  /** What it holds beyond `residentBytes` while its weight is being prepared (memory account's preparingBytes). */
+  readonly preparingBytes: number;
   /** Bytes the op's prepared weight holds now: its own, or its entry in the weight cache (0 when nothing is loaded). */
   heldBytes(): number;
   /** A row-parallel op's bias (its forward leaves it out), see LinearOp.deferredBias. */
@@ -128,6 +130,7 @@ class QuantLinear implements QuantLinearOp {
   readonly precision: LinearPrecision;
   readonly residentBytes: number;
   readonly transientBytes: number;
+  readonly preparingBytes: number;
   private readonly runFormat: WeightFormat;
   private readonly slice: LayerSlice | undefined;
   private prepared: Promise<Prepared> | undefined;
@@ -157,6 +160,7 @@ class QuantLinear implements QuantLinearOp {
     const local = [geometry.n, geometry.k] as const;
     this.residentBytes = residentBytes(layer.format, compute, local, requantizeGguf);
     this.transientBytes = transientBytes(layer.format, compute, local, requantizeGguf);
+    this.preparingBytes = preparingBytes(layer.format, compute, local, requantizeGguf);
     const group = weightFormatInfo(this.runFormat).convrot;
     if (this.slice?.columns !== undefined && group !== false && geometry.k % group !== 0) {
       throw new QuantError('SHARD_NOT_GROUP_ALIGNED', `layer '${spec.name}': a row-parallel slice of ${geometry.k} input columns splits the ${group}-column convrot groups`, {

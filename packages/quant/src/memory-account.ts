@@ -93,6 +93,21 @@ export function transientBytes(stored: WeightFormat, compute: ComputeMode, shape
   return preparedKindOf(runFormatOf(stored, compute, k, options)) === 'fp8' ? 4 * n * k : 0;
 }
 
+/**
+ * Bytes a linear holds while its weight is being prepared, beyond the `residentBytes` it keeps
+ * after: converting to a run kind other than f32 widens a weight not stored in f32 to an f32
+ * intermediate first (N·K·4: cast, int8 dequantized, GGUF decoded), which is freed once the result
+ * exists; the conversion holds both at its peak. Run as stored, converted to f32 (the widened weight
+ * is the result) or from an f32 weight (read where it is), nothing more. Not counted: a loader's
+ * buffer holding the stored bytes, and the f32 copy a LoRA patch of an f32 weight makes.
+ */
+export function preparingBytes(stored: WeightFormat, compute: ComputeMode, shape: readonly number[], options: RunFormatOptions = {}): number {
+  const [n, k] = checkShape(shape, 'preparingBytes');
+  const run = runFormatOf(stored, compute, k, options);
+  if (run === stored || stored === 'f32' || preparedKindOf(run) === 'f32') return 0;
+  return 4 * n * k;
+}
+
 /** The data of a prepared weight, by kind. */
 export type PreparedData =
   | { readonly kind: 'f32'; readonly w: Tensor<'f32'> }

@@ -1,5 +1,5 @@
 import { enumerateDevices } from '@ninodes/device';
-import { computeAccount, estimateActivationBytes, formatPlacement, latentTokens, machineDevices, planPlacement, type Placement } from '@ninodes/distorch';
+import { computeAccount, computeLoadAccount, estimateActivationBytes, formatPlacement, latentTokens, machineDevices, planPlacement, type Placement } from '@ninodes/distorch';
 import { layoutOf } from '@ninodes/models';
 import { openCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
@@ -27,11 +27,13 @@ export function planCheckpoint(path: string, args: z.infer<typeof planSchema>): 
   try {
     const layout = layoutOf(source);
     const devices = args.machine === undefined ? enumerateDevices({ includeDisk: false }).devices : machineDevices(args.machine);
+    const compute = args.quant === 'auto' ? 'auto' : QUANT_TO_COMPUTE[args.quant];
     return planPlacement({
       layout,
       allocation: args.alloc,
       devices,
-      account: computeAccount(args.quant === 'auto' ? 'auto' : QUANT_TO_COMPUTE[args.quant]),
+      account: computeAccount(compute),
+      loadAccount: computeLoadAccount(compute),
       activationBytes: estimateActivationBytes(layout, latentTokens(args)),
       fillOrder: args.fill,
     });

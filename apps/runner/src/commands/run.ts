@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
-import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
+import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, computeLoadAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
 import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
@@ -100,6 +100,8 @@ function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: Ru
       devices: enumerateDevices({ includeDisk: false }).devices,
       compute: 'cpu',
       account: computeAccount(QUANT_TO_COMPUTE[args.quant]),
+      // The staging reserve holds a streamed group converting (the executor counts its loads so).
+      loadAccount: computeLoadAccount(QUANT_TO_COMPUTE[args.quant]),
       activationBytes: estimateActivationBytes(layout, latentTokens(latent)),
       prefetch: args.prefetch,
     });
