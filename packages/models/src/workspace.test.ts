@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tensorAllocations } from '@ninodes/kernels';
+import { buildInfo, tensorAllocations } from '@ninodes/kernels';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { H3_DEFAULTS, type H3Config } from './h3-config.js';
 import { gaussianNoise } from './noise.js';
@@ -49,13 +49,16 @@ describe('Workspace', () => {
 
 describe('H3 forward in the steady state (issue 16)', () => {
   for (const compute of ['f32', 'bf16', 'int8_convrot'] as const) {
-    it(`${compute}: sampler steps 2..N create no new tensor storage`, async () => {
+    it(`${compute}: sampler steps 2..N create no new tensor storage (bf16: but each block weight packed once, in step 2)`, async () => {
       const { model, close } = openH3Model(path, { compute, capture: false });
       try {
         const perStep = await allocationsPerStep(model, { frames: 2, height: 6, width: 8, steps: 4 });
-        // Step 1 sizes the buffers (and materializes the weights).
+        // Step 1 sizes the buffers (and materializes the weights). Under bf16 compute on bf16 units
+        // step 2 packs each block's qkv, out_proj, fc1 and fc2 weight once (quant packs a bf16
+        // weight on its second call with many rows); nothing else is new.
         expect(perStep[0]).toBeGreaterThan(10);
-        expect(perStep.slice(1)).toEqual([0, 0, 0]);
+        const packs = compute === 'bf16' && buildInfo().bf16Units ? 4 * config.layers : 0;
+        expect(perStep.slice(1)).toEqual([packs, 0, 0]);
       } finally {
         close();
       }
