@@ -447,27 +447,28 @@ const char* Communicator::payload_of(int rank) const {
   return reinterpret_cast<const char*>(box) + kHeaderBytes;
 }
 
-void Communicator::exchange(uint32_t kind, uint64_t count, uint64_t shape, size_t bytes, int root, const size_t* per_peer) {
+void Communicator::exchange(uint32_t kind, uint64_t count, uint64_t shape, size_t bytes, int root, const size_t* per_peer, size_t widest) {
   ++sequence_;
   const uint64_t head = static_cast<uint64_t>(kind) | (sequence_ << 32);
   const int size = options_.size;
   const int self = options_.rank;
-  // Sends first, then receives: each message fits the socket buffers (kChunkWords), so no rank
-  // blocks in a send while its peer blocks in its own.
-  if (root < 0 || root == self) {
-    for (int p = 0; p < size; ++p) {
-      if (p == self) continue;
-      const int box = per_peer == nullptr ? 0 : p + 1;
-      uint64_t* header = outbox_.data() + box * kChunkWords;
-      header[0] = head;
-      header[1] = count;
-      header[2] = shape;
-      send_[p]->send(box * kChunkWords * 8, kHeaderBytes + (per_peer == nullptr ? bytes : per_peer[p]));
-      send_[p]->waitSend();
-    }
-  }
-  for (int p = 0; p < size; ++p) {
-    if (p == self || (root >= 0 && p != root)) continue;
+  // A message that fits a TCP socket's default buffers (kSocketSafeBytes) never blocks its send:
+  // every rank sends to every peer, then receives, and both directions of a pair move at once.
+  // Larger messages go pair by pair, in increasing peer order: of two ranks the lower one sends
+  // first, the higher one receives first, so a send always meets a receive already waiting for it,
+  // whatever the socket buffers hold, and a chain of waits runs down to a pair that can proceed.
+  // Every rank decides on `widest`, the same number everywhere, so the ranks of a pair agree.
+  const bool at_once = kHeaderBytes + (widest == 0 ? bytes : widest) <= kSocketSafeBytes;
+  const auto send_to = [&](int p) {
+    const int box = per_peer == nullptr ? 0 : p + 1;
+    uint64_t* header = outbox_.data() + box * kChunkWords;
+    header[0] = head;
+    header[1] = count;
+    header[2] = shape;
+    send_[p]->send(box * kChunkWords * 8, kHeaderBytes + (per_peer == nullptr ? bytes : per_peer[p]));
+    send_[p]->waitSend();
+  };
+  const auto receive_from = [&](int p) {
     recv_[p]->waitRecv();
     const uint64_t theirs = inbox_[p][0];
     if (theirs != head || inbox_[p][1] != count || inbox_[p][2] != shape) {
@@ -477,6 +478,27 @@ void Communicator::exchange(uint32_t kind, uint64_t count, uint64_t shape, size_
       if (theirs == head && inbox_[p][1] == count) msg << ", with other segment counts";
       msg << " (ranks must issue the same collectives in the same order)";
       throw CollectiveMismatch(p, msg.str());
+    }
+  };
+  const bool sends = root < 0 || root == self;
+  if (at_once) {
+    for (int p = 0; p < size && sends; ++p) {
+      if (p != self) send_to(p);
+    }
+    for (int p = 0; p < size; ++p) {
+      if (p != self && (root < 0 || p == root)) receive_from(p);
+    }
+    return;
+  }
+  for (int p = 0; p < size; ++p) {
+    if (p == self) continue;
+    const bool receives = root < 0 || p == root;
+    if (self < p) {
+      if (sends) send_to(p);
+      if (receives) receive_from(p);
+    } else {
+      if (receives) receive_from(p);
+      if (sends) send_to(p);
     }
   }
 }
@@ -558,7 +580,9 @@ CommStatus Communicator::reduce_scatter(void* data, const std::vector<size_t>& c
         if (n > 0) std::memcpy(outbox(p), bytes + (offsets[p] + i * kChunkElements) * 4, n * 4);
         sent[p] = n * 4;
       }
-      exchange(kind, total, shape, 0, -1, sent.data());
+      size_t widest = 0;
+      for (size_t c : counts) widest = std::max(widest, chunk_length(c, i, kChunkElements) * 4);
+      exchange(kind, total, shape, 0, -1, sent.data(), widest);
       // Every peer sent chunk i of this rank's segment; summed in rank order as allreduce does. The
       // partial sums go straight into y, so a rank past 1 reads its own values from a copy (its own
       // outbox, which it never sends) made before the first step overwrites them.
@@ -597,7 +621,9 @@ CommStatus Communicator::allgather_into(void* data, const std::vector<size_t>& c
       // each peer's segment comes back.
       const size_t own = chunk_length(counts[self], i, chunk);
       if (own > 0) std::memcpy(outbox(-1), bytes + (offsets[self] + i * chunk) * width, own * width);
-      exchange(kind, total, shape, own * width, -1);
+      size_t widest = 0;
+      for (size_t c : counts) widest = std::max(widest, chunk_length(c, i, chunk) * width);
+      exchange(kind, total, shape, own * width, -1, nullptr, widest);
       for (int r = 0; r < size; ++r) {
         if (r == self) continue;
         const size_t n = chunk_length(counts[r], i, chunk);
