@@ -9,7 +9,8 @@
  *
  * The PyTorch + Gloo peer (fp32 instances): the same TP2 split with torch.distributed over Gloo on
  * the same checkpoint and latent (tools/torch-h3/h3_tp_gloo.py, two rank processes of 1 thread),
- * self-timed; `missing` where python3 cannot import torch. CPU seconds per step of each side (from
+ * self-timed, and PyTorch's one rank on 1 thread (the same script at world size 1), so PyTorch's own
+ * TP2 speed-up stands beside ours; `missing` where python3 cannot import torch. CPU seconds per step of each side (from
  * /proc, every thread) are reported too: on a shared machine they say more than wall times.
  */
 import { join } from 'node:path';
@@ -20,19 +21,22 @@ import { openCheckpoint } from '@ninodes/quant';
 import { shardPlan } from '@ninodes/tp';
 import type { BenchCase, Contender, Metric, Params, Suite, Work } from '../suite.js';
 import { benchRoot } from '../package-root.js';
+import { median } from '../stats.js';
 import { benchCacheDir } from './quant.js';
 import { type StepWorker, type WorkerConfig, startLineWorker, startStepWorker } from './tp-step-worker.js';
 
 const TORCH_TP = join(benchRoot(), '..', '..', 'tools', 'torch-h3', 'h3_tp_gloo.py');
 
 /**
- * The PyTorch + Gloo TP2 ranks on the same checkpoint and latent, or why not: `missing` where torch
- * is not importable (the script says so) or the run is not fp32 (the peer runs fp32 weights only).
+ * `world` PyTorch + Gloo ranks on the same checkpoint and latent (world 1: PyTorch's one rank, the
+ * same script with nothing split), or why not: `missing` where torch is not importable (the script
+ * says so) or the run is not fp32 (the peer runs fp32 weights only).
  */
 async function startTorchRanks(
   base: { path: string; compute: string; latent: { frames: number; height: number; width: number }; sigma: number; seed: number },
   channels: number,
   dir: string,
+  world: number,
   pins: readonly string[] | undefined,
 ): Promise<{ ranks: StepWorker[] } | { missing: string }> {
   if (base.compute !== 'f32') return { missing: 'the PyTorch + Gloo peer (tools/torch-h3/h3_tp_gloo.py) runs fp32 weights only' };
@@ -42,15 +46,15 @@ async function startTorchRanks(
   const latentFile = join(dir, 'latent.f32');
   writeFileSync(latentFile, latent.data);
   latent.dispose();
-  const store = join(dir, 'torch-store');
+  const store = join(dir, `torch-store-${world}`);
   mkdirSync(store, { recursive: true });
   const python = process.env.NINODES_BENCH_PYTHON ?? 'python3';
   const args = (rank: number): string[] => [
-    '-u', TORCH_TP, '--rank', String(rank), '--world', String(WORLD), '--store', store, '--checkpoint', base.path,
+    '-u', TORCH_TP, '--rank', String(rank), '--world', String(world), '--store', store, '--checkpoint', base.path,
     '--latent', latentFile, '--shape', shape.join(','), '--sigma', String(base.sigma), '--threads', '1', '--timeout', String(TIMEOUT_MS / 1000),
   ];
   const settled = await Promise.allSettled(
-    Array.from({ length: WORLD }, (_, rank) => startLineWorker({ command: python, args: args(rank), env: { OMP_NUM_THREADS: '1' }, where: `torch rank ${rank} of ${WORLD}`, ...(pins === undefined ? {} : { cpus: pins[rank] as string }) }, TIMEOUT_MS)),
+    Array.from({ length: world }, (_, rank) => startLineWorker({ command: python, args: args(rank), env: { OMP_NUM_THREADS: '1' }, where: `torch rank ${rank} of ${world}`, ...(pins === undefined ? {} : { cpus: pins[rank] as string }) }, TIMEOUT_MS)),
   );
   const started = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const missing = started.find((r) => typeof r.ready.missing === 'string');
@@ -148,17 +152,34 @@ const step: BenchCase = {
         pins?.ranks,
       );
       workers.push(...ranks);
-      const torch = await startTorchRanks(base, h3Preset(model).config.latentChannels, join(ctx.tmpDir, `torch-${model}-${process.pid}`), pins?.ranks);
+      const torchDir = join(ctx.tmpDir, `torch-${model}-${process.pid}`);
+      const channels = h3Preset(model).config.latentChannels;
+      const torch = await startTorchRanks(base, channels, torchDir, WORLD, pins?.ranks);
       if ('ranks' in torch) workers.push(...torch.ranks);
-      // Both torch ranks run n steps in lock-step (their collectives); the slower one's time counts.
-      const torchContender: Contender =
-        'ranks' in torch ? { time: async (runs) => Math.max(...(await Promise.all(torch.ranks.map((r) => r.run(runs))))) } : { missing: torch.missing };
+      // PyTorch's own one rank on 1 thread, on rank 0's core: its TP2 speed-up is printed beside ours
+      // (a ratio target against one's own one rank is harder the faster that one rank is).
+      const torch1 = 'ranks' in torch ? await startTorchRanks(base, channels, torchDir, 1, pins === undefined ? undefined : [pins.oneThread]) : torch;
+      if ('ranks' in torch1) workers.push(...torch1.ranks);
+      // Seconds per forward of each torch side, round by round, for that speed-up.
+      const torchTimes = { tp2: [] as number[], one: [] as number[] };
+      const timedTorch = (side: { ranks: StepWorker[] } | { missing: string }, into: number[]): Contender =>
+        'ranks' in side
+          ? {
+              // Ranks run n steps in lock-step (their collectives); the slower one's time counts.
+              time: async (runs) => {
+                const seconds = Math.max(...(await Promise.all(side.ranks.map((r) => r.run(runs)))));
+                into.push(seconds / runs);
+                return seconds;
+              },
+            }
+          : { missing: side.missing };
       return {
         run: () => Promise.all(ranks.map((r) => r.run(1))),
         against: {
           one_rank_1t: { kind: 'baseline', contender: { time: (runs) => one1.run(runs) } },
           one_rank_2t: { kind: 'baseline', contender: { time: (runs) => one2.run(runs) } },
-          torch_tp2: { kind: 'peer', contender: torchContender },
+          torch_tp2: { kind: 'peer', contender: timedTorch(torch, torchTimes.tp2) },
+          torch_one_rank_1t: { kind: 'peer', contender: timedTorch(torch1, torchTimes.one) },
         },
         metrics: async () => {
           const m: Record<string, Metric> = {};
@@ -178,6 +199,9 @@ const step: BenchCase = {
           m.cpu_per_step_one_rank_1t = { value: cpuOne, unit: 's' };
           m.cpu_per_step_one_rank_2t = { value: one2.cpuSecondsPerForward(), unit: 's' };
           if ('ranks' in torch) m.cpu_per_step_torch_rank0 = { value: torch.ranks[0]!.cpuSecondsPerForward(), unit: 's' };
+          if (torchTimes.tp2.length > 0 && torchTimes.one.length > 0) {
+            m.torch_tp2_speedup = { value: median(torchTimes.one) / median(torchTimes.tp2), unit: 'ratio', better: 'higher' };
+          }
           m.pinned = { value: pins === undefined ? 0 : 1, unit: 'count' };
           m.peak_rss_one_rank_1t = { value: one1.peakResidentBytes(), unit: 'bytes', better: 'lower' };
           m.peak_rss_one_rank_2t = { value: one2.peakResidentBytes(), unit: 'bytes', better: 'lower' };
