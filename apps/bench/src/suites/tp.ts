@@ -10,8 +10,9 @@
  * The PyTorch + Gloo peer (fp32 instances): the same TP2 split with torch.distributed over Gloo on
  * the same checkpoint and latent (tools/torch-h3/h3_tp_gloo.py, two rank processes of 1 thread),
  * self-timed, and PyTorch's one rank on 1 thread (the same script at world size 1), so PyTorch's own
- * TP2 speed-up stands beside ours; `missing` where python3 cannot import torch. CPU seconds per step of each side (from
- * /proc, every thread) are reported too: on a shared machine they say more than wall times.
+ * TP2 speed-up stands beside ours; `missing` where python3 cannot import torch. CPU seconds per step
+ * of each side (from /proc, every thread) are reported too: on a shared machine they say more than
+ * wall times.
  */
 import { join } from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -84,10 +85,10 @@ function stepFlops(model: H3PresetName, frames: number, height: number, width: n
 
 /**
  * Cores for each side, as `ninodes run --tp 2 --tp-pin` places ranks: rank r on its own core, one
- * one-rank 1-thread worker on each rank's core (see the case), the 2-thread worker on both. Left unpinned, two busy
- * single-threaded processes on a 2-core machine lost ~10% of their wall time to the scheduler (two
- * one-rank processes side by side: 508 ms per step each, pinned 448, alone 450). Undefined without
- * taskset or with fewer than WORLD usable cores: every side then runs unpinned.
+ * one-rank 1-thread worker on each rank's core (see the case), the 2-thread worker on both. Left
+ * unpinned, two busy single-threaded processes on a 2-core machine lost ~10% of their wall time to
+ * the scheduler (two one-rank processes side by side: 508 ms per step each, pinned 448, alone 450).
+ * Undefined without taskset or with fewer than WORLD usable cores: every side then runs unpinned.
  */
 function pinning(): { ranks: string[]; twoThreads: string } | undefined {
   const cpus = allowedCpus();
@@ -145,7 +146,7 @@ const step: BenchCase = {
       // One side at a time: loads do not compete with each other for the cores.
       const pins = pinning();
       // One rank on 1 thread, on each core the TP ranks use, taking turns round by round: the cores
-      // of a shared VM need not run alike (here one ran the one-rank step 4-27 % slower than the
+      // of a shared VM need not run alike (here one ran the one-rank step 4-29 % slower than the
       // other), and a TP2 step runs at the pace of its slower rank, so a baseline on one core alone
       // would flatter or penalize TP2 by where it ran. Each core's own median is a metric.
       const ones: StepWorker[] = [];
