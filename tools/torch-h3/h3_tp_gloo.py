@@ -47,6 +47,10 @@ def main():
     except ImportError as e:
         say({"missing": f"torch is not importable by {sys.executable}: {e}"})
         return
+    if not hasattr(torch.nn.functional, "rms_norm"):
+        # tools/torch-h3 normalizes with F.rms_norm (torch 2.4+); Debian 12's python3-torch is 1.13.
+        say({"missing": f"torch {torch.__version__} by {sys.executable} has no torch.nn.functional.rms_norm (torch 2.4 or later)"})
+        return
     if not dist.is_available() or not dist.is_gloo_available():
         say({"missing": "this torch has no Gloo backend (torch.distributed)"})
         return
