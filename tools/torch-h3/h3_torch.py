@@ -26,6 +26,15 @@ import struct
 import torch
 import torch.nn.functional as F
 
+
+def unsupported():
+    """Why this torch cannot run the forward here (a sentence), or None when it can."""
+    if not hasattr(F, "rms_norm"):
+        # Debian 12's python3-torch is 1.13.
+        return f"torch {torch.__version__} has no torch.nn.functional.rms_norm, which this forward uses (torch 2.4 or later)"
+    return None
+
+
 _DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16, "F64": torch.float64}
 
 # Linears ComfyUI builds in float32 whatever the model dtype (kept fp32 in bf16 mode too).

@@ -47,16 +47,15 @@ def main():
     except ImportError as e:
         say({"missing": f"torch is not importable by {sys.executable}: {e}"})
         return
-    if not hasattr(torch.nn.functional, "rms_norm"):
-        # tools/torch-h3 normalizes with F.rms_norm (torch 2.4+); Debian 12's python3-torch is 1.13.
-        say({"missing": f"torch {torch.__version__} by {sys.executable} has no torch.nn.functional.rms_norm (torch 2.4 or later)"})
-        return
     if not dist.is_available() or not dist.is_gloo_available():
         say({"missing": "this torch has no Gloo backend (torch.distributed)"})
         return
     sys.dont_write_bytecode = True
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import h3_torch
+    if h3_torch.unsupported() is not None:
+        say({"missing": f"{h3_torch.unsupported()} ({sys.executable})"})
+        return
     from datetime import timedelta
 
     torch.set_num_threads(a.threads)
