@@ -53,8 +53,9 @@ def main():
     sys.dont_write_bytecode = True
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import h3_torch
-    if h3_torch.unsupported() is not None:
-        say({"missing": f"{h3_torch.unsupported()} ({sys.executable})"})
+    why = h3_torch.unsupported()
+    if why is not None:
+        say({"missing": f"{why} ({sys.executable})"})
         return
     from datetime import timedelta
 

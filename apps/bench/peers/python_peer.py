@@ -125,8 +125,9 @@ def setup_torch_h3_step(p):
     # No __pycache__ left in the source tree by a bench run.
     sys.dont_write_bytecode = True
     h3 = importlib.import_module("h3_torch")
-    if h3.unsupported() is not None:
-        raise Missing(h3.unsupported())
+    why = h3.unsupported()
+    if why is not None:
+        raise Missing(why)
     latent = h3.read_f32(p["latent"], [int(v) for v in p["shape"]])
     sigma = float(p["sigma"])
     if p.get("f64Out"):

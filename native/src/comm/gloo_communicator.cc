@@ -424,6 +424,14 @@ size_t rounds_of(const std::vector<size_t>& counts, size_t chunk) {
   return std::max<size_t>(1, (longest + chunk - 1) / chunk);
 }
 
+// Bytes of the longest segment's chunk `i`: every rank computes the same from the same counts, so
+// all pick the same exchange order for the round (see exchange()).
+size_t widest_chunk(const std::vector<size_t>& counts, size_t i, size_t chunk, size_t width) {
+  size_t widest = 0;
+  for (size_t c : counts) widest = std::max(widest, chunk_length(c, i, chunk) * width);
+  return widest;
+}
+
 size_t element_bytes(DType dtype) { return dtype == DType::kI8 ? 1 : 4; }
 
 // y = op(a, x) element-wise (a may be y), in one fixed order on every rank (rank 0's values first),
@@ -580,9 +588,7 @@ CommStatus Communicator::reduce_scatter(void* data, const std::vector<size_t>& c
         if (n > 0) std::memcpy(outbox(p), bytes + (offsets[p] + i * kChunkElements) * 4, n * 4);
         sent[p] = n * 4;
       }
-      size_t widest = 0;
-      for (size_t c : counts) widest = std::max(widest, chunk_length(c, i, kChunkElements) * 4);
-      exchange(kind, total, shape, 0, -1, sent.data(), widest);
+      exchange(kind, total, shape, 0, -1, sent.data(), widest_chunk(counts, i, kChunkElements, 4));
       // Every peer sent chunk i of this rank's segment; summed in rank order as allreduce does. The
       // partial sums go straight into y, so a rank past 1 reads its own values from a copy (its own
       // outbox, which it never sends) made before the first step overwrites them.
@@ -621,9 +627,7 @@ CommStatus Communicator::allgather_into(void* data, const std::vector<size_t>& c
       // each peer's segment comes back.
       const size_t own = chunk_length(counts[self], i, chunk);
       if (own > 0) std::memcpy(outbox(-1), bytes + (offsets[self] + i * chunk) * width, own * width);
-      size_t widest = 0;
-      for (size_t c : counts) widest = std::max(widest, chunk_length(c, i, chunk) * width);
-      exchange(kind, total, shape, own * width, -1, nullptr, widest);
+      exchange(kind, total, shape, own * width, -1, nullptr, widest_chunk(counts, i, chunk, width));
       for (int r = 0; r < size; ++r) {
         if (r == self) continue;
         const size_t n = chunk_length(counts[r], i, chunk);
