@@ -224,6 +224,7 @@ export interface NativeAddon {
   // counts: one segment length (elements) per rank, summing to data's length.
   commReduceScatter(handle: CommHandle, data: CommArray, dtype: CommDType, counts: readonly number[]): CommStatus;
   commAllgatherInto(handle: CommHandle, data: CommGatherArray, dtype: CommGatherDType, counts: readonly number[]): CommStatus;
+  commAllToAll(handle: CommHandle, send: CommGatherArray, recv: CommGatherArray, dtype: CommGatherDType, counts: readonly number[]): CommStatus;
   commBarrier(handle: CommHandle): CommStatus;
   commClose(handle: CommHandle): void;
 

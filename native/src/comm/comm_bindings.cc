@@ -190,6 +190,22 @@ Napi::Value comm_allgather_into(const Napi::CallbackInfo& info) {
   });
 }
 
+// commAllToAll(handle, send, recv, dtype, counts): send holds counts[p] elements for each rank p in
+// turn; recv holds size x counts[rank] elements. Both of one dtype; the TS wrapper rejects overlap.
+Napi::Value comm_all_to_all(const Napi::CallbackInfo& info) {
+  return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Handle comm = handle_arg(info, "commAllToAll");
+    const auto send = ninodes::args::bytes(info, 1, "commAllToAll send");
+    const auto recv = ninodes::args::bytes(info, 2, "commAllToAll recv");
+    const DType dtype = gather_dtype_arg(info, 3, "commAllToAll");
+    const auto length = [&](const ninodes::args::Bytes& b) { return dtype == DType::kI8 ? b.size : elements(b, "commAllToAll"); };
+    const auto counts = counts_arg(info, 4, comm->size(), length(send), "commAllToAll");
+    const size_t want = counts[comm->rank()] * static_cast<size_t>(comm->size());
+    if (length(recv) != want) ninodes::fail("SHAPE_MISMATCH", "commAllToAll: recv holds " + std::to_string(length(recv)) + " elements, size x counts[rank] is " + std::to_string(want));
+    return status_object(info.Env(), comm->all_to_all(send.data, recv.data, counts, dtype));
+  });
+}
+
 Napi::Value comm_barrier(const Napi::CallbackInfo& info) {
   return ninodes::guarded(info, [](const Napi::CallbackInfo& info) -> Napi::Value {
     Handle comm = handle_arg(info, "commBarrier");
@@ -213,6 +229,7 @@ NINODES_MODULE(comm) {
   exports.Set("commAllgather", Napi::Function::New(env, comm_allgather, "commAllgather"));
   exports.Set("commReduceScatter", Napi::Function::New(env, comm_reduce_scatter, "commReduceScatter"));
   exports.Set("commAllgatherInto", Napi::Function::New(env, comm_allgather_into, "commAllgatherInto"));
+  exports.Set("commAllToAll", Napi::Function::New(env, comm_all_to_all, "commAllToAll"));
   exports.Set("commBarrier", Napi::Function::New(env, comm_barrier, "commBarrier"));
   exports.Set("commClose", Napi::Function::New(env, comm_close, "commClose"));
 }

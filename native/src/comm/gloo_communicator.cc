@@ -376,7 +376,7 @@ namespace {
 // What a message's 24-byte header says: the collective (kind, dtype, op or root), the rank's count
 // of collectives so far, the element count and, for the segmented collectives, a hash of the
 // segment counts. Peers that disagree issued different collectives.
-enum Kind : uint32_t { kAllreduce = 1, kAllgather = 2, kBroadcast = 3, kBarrier = 4, kReduceScatter = 5, kAllgatherInto = 6 };
+enum Kind : uint32_t { kAllreduce = 1, kAllgather = 2, kBroadcast = 3, kBarrier = 4, kReduceScatter = 5, kAllgatherInto = 6, kAllToAll = 7 };
 
 uint32_t kind_word(Kind kind, DType dtype, uint32_t detail) {
   const uint32_t d = dtype == DType::kI32 ? 1u : dtype == DType::kI8 ? 2u : 0u;
@@ -384,11 +384,11 @@ uint32_t kind_word(Kind kind, DType dtype, uint32_t detail) {
 }
 
 std::string describe(uint32_t word, uint64_t count) {
-  static const char* names[] = {"?", "allreduce", "allgather", "broadcast", "barrier", "reduceScatter", "allgatherInto"};
+  static const char* names[] = {"?", "allreduce", "allgather", "broadcast", "barrier", "reduceScatter", "allgatherInto", "allToAll"};
   static const char* dtypes[] = {" f32", " i32", " i8", " ?"};
   const uint32_t kind = word & 0xff;
   std::ostringstream out;
-  out << (kind <= 6 ? names[kind] : "?");
+  out << (kind <= 7 ? names[kind] : "?");
   if (kind != kBarrier) out << " of " << count << dtypes[(word >> 8) & 3];
   if (kind == kAllreduce) out << ((word >> 16) == 1 ? " (max)" : " (sum)");
   if (kind == kBroadcast) out << " from rank " << (word >> 16);
@@ -632,6 +632,43 @@ CommStatus Communicator::allgather_into(void* data, const std::vector<size_t>& c
         if (r == self) continue;
         const size_t n = chunk_length(counts[r], i, chunk);
         if (n > 0) std::memcpy(bytes + (offsets[r] + i * chunk) * width, payload_of(r), n * width);
+      }
+    }
+  });
+}
+
+CommStatus Communicator::all_to_all(const void* send, void* recv, const std::vector<size_t>& counts, DType dtype) {
+  return run("allToAll", [&] {
+    const int size = options_.size;
+    const int self = options_.rank;
+    const size_t width = element_bytes(dtype);
+    const size_t chunk = kChunkBytes / width;
+    const std::vector<size_t> offsets = offsets_of(counts);
+    const size_t total = offsets.back() + counts.back();
+    const size_t mine = counts[self];  // every recv segment's length
+    const char* in = static_cast<const char*>(send);
+    char* out = static_cast<char*>(recv);
+    if (mine > 0) std::memcpy(out + self * mine * width, in + offsets[self] * width, mine * width);
+    if (size == 1) return;
+    const uint32_t kind = kind_word(kAllToAll, dtype, 0);
+    const uint64_t shape = hash_counts(counts);
+    std::vector<size_t> sent(size, 0);
+    const size_t rounds = rounds_of(counts, chunk);
+    for (size_t i = 0; i < rounds; ++i) {
+      // Peer p gets chunk i of segment p; chunk i of every peer's segment `self` comes back.
+      for (int p = 0; p < size; ++p) {
+        if (p == self) continue;
+        const size_t n = chunk_length(counts[p], i, chunk);
+        if (n > 0) std::memcpy(outbox(p), in + (offsets[p] + i * chunk) * width, n * width);
+        sent[p] = n * width;
+      }
+      // Every segment p is sent by some rank other than p, so the widest segment's chunk is the
+      // widest message of the round on every rank.
+      exchange(kind, total, shape, 0, -1, sent.data(), widest_chunk(counts, i, chunk, width));
+      const size_t n = chunk_length(mine, i, chunk);
+      if (n == 0) continue;
+      for (int r = 0; r < size; ++r) {
+        if (r != self) std::memcpy(out + (r * mine + i * chunk) * width, payload_of(r), n * width);
       }
     }
   });

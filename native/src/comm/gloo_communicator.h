@@ -84,6 +84,10 @@ class Communicator {
   // only what it needs: its segment p to peer p, or its own segment to everyone.
   CommStatus reduce_scatter(void* data, const std::vector<size_t>& counts, DType dtype);
   CommStatus allgather_into(void* data, const std::vector<size_t>& counts, DType dtype);
+  // all_to_all: `send` is size consecutive segments, segment p of counts[p] elements, for rank p;
+  // `recv` is size segments of counts[rank] elements each, segment q ending as rank q's segment
+  // `rank` (f32, i32, i8). Every rank passes the same counts; send and recv must not overlap.
+  CommStatus all_to_all(const void* send, void* recv, const std::vector<size_t>& counts, DType dtype);
   CommStatus barrier();
   void close();
 

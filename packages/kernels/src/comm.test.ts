@@ -110,10 +110,11 @@ function firstDifferences(got: ArrayLike<number>, want: ArrayLike<number>): numb
 }
 
 /**
- * Checks reduceScatter and allgatherInto (comm-rank's 'segmented' mode): each rank's reduced segment
- * has the bytes of its segment of an allreduce of the same inputs in the same run, and equals the
- * sum computed here in rank order (fp32 rounding after each addition, exact for i32); every rank's
- * gathered buffer is the concatenation of the segments the ranks put in.
+ * Checks reduceScatter, allgatherInto and allToAll (comm-rank's 'segmented' mode): each rank's reduced
+ * segment has the bytes of its segment of an allreduce of the same inputs in the same run, and equals
+ * the sum computed here in rank order (fp32 rounding after each addition, exact for i32); every
+ * rank's gathered buffer is the concatenation of the segments the ranks put in; every rank's
+ * all-to-all buffer is, rank by rank, the segment each rank addressed to it.
  */
 function checkSegmented(exits: Exit[], size: number, countSets: number[][], i8Counts: number[]): void {
   for (const exit of exits) expect(exit.result, exit.stderr).toMatchObject({ ok: true });
@@ -140,16 +141,26 @@ function checkSegmented(exits: Exit[], size: number, countSets: number[][], i8Co
       const concat = <T extends number>(input: (r: number, n: number) => ArrayLike<T>): T[] => counts.flatMap((n, r) => Array.from(input(r + 10, n)));
       expect(firstDifferences(decode.f32(set.ag_f32), concat(f32Input)), `f32 allgatherInto, counts ${counts}`).toEqual([]);
       expect(firstDifferences(decode.i32(set.ag_i32), concat(i32Input)), `i32 allgatherInto, counts ${counts}`).toEqual([]);
+      const addressed = <T extends number>(input: (r: number, n: number) => ArrayLike<T>): T[] =>
+        Array.from({ length: size }, (_, q) => Array.from(input(q + 20, total)).slice(start, start + counts[rank]!)).flat();
+      expect(firstDifferences(decode.f32(set.a2a_f32), addressed(f32Input)), `f32 allToAll, counts ${counts}, rank ${rank}`).toEqual([]);
+      expect(firstDifferences(decode.i32(set.a2a_i32), addressed(i32Input)), `i32 allToAll, counts ${counts}, rank ${rank}`).toEqual([]);
     }
   }
   const i8Want = i8Counts.flatMap((n, r) => Array.from(i8Input(r, n)));
+  const i8Total = i8Counts.reduce((a, b) => a + b, 0);
   for (const result of results) {
     expect(firstDifferences(decode.i8(result.ag_i8), i8Want), 'i8 allgatherInto').toEqual([]);
+    const start = i8Counts.slice(0, result.rank).reduce((a, b) => a + b, 0);
+    const i8Addressed = Array.from({ length: size }, (_, q) => Array.from(i8Input(q + 30, i8Total)).slice(start, start + i8Counts[result.rank]!)).flat();
+    expect(firstDifferences(decode.i8(result.a2a_i8), i8Addressed), `i8 allToAll, rank ${result.rank}`).toEqual([]);
     // Per count set: 2 reduceScatters and 2 allreduces (input buffers), 2 allgatherIntos (own
-    // segment), then the i8 allgatherInto (own segment, one byte an element).
+    // segment), 2 allToAlls (what went to peers); then the i8 allgatherInto (own segment, one byte
+    // an element) and the i8 allToAll.
     const own = (counts: number[]): number => counts[result.rank]!;
-    const bytes = countSets.reduce((sum, c) => sum + 4 * (4 * c.reduce((a, b) => a + b, 0) + 2 * own(c)), 0) + own(i8Counts);
-    expect(result.stats).toMatchObject({ collectives: 6 * countSets.length + 1, bytes });
+    const sum = (counts: number[]): number => counts.reduce((a, b) => a + b, 0);
+    const bytes = countSets.reduce((acc, c) => acc + 4 * (4 * sum(c) + 2 * own(c) + 2 * (sum(c) - own(c))), 0) + own(i8Counts) + (i8Total - own(i8Counts));
+    expect(result.stats).toMatchObject({ collectives: 8 * countSets.length + 2, bytes });
   }
 }
 
@@ -250,7 +261,7 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
     for (const e of exits) expect(e.code).toBe(0);
   });
 
-  it('3 ranks: reduceScatter and allgatherInto with unequal, empty and multi-chunk segments', async () => {
+  it('3 ranks: reduceScatter, allgatherInto and allToAll with unequal, empty and multi-chunk segments', async () => {
     const dir = tempDir();
     // An empty segment, a 5-element one and one over two 256 Ki-element chunks (1 MiB messages);
     // then three non-empty segments of different lengths, one of them just past the 128 KiB that a
@@ -266,7 +277,7 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
     checkSegmented(exits, 3, counts, i8Counts);
   });
 
-  it('2 ranks: reduceScatter and allgatherInto with unequal segments', async () => {
+  it('2 ranks: reduceScatter, allgatherInto and allToAll with unequal segments', async () => {
     const dir = tempDir();
     const counts = [
       [70_001, 3],
@@ -386,6 +397,13 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
     await solo.reduceScatter(seg, [3]);
     await solo.allgatherInto(Int8Array.of(1, 2), [2]);
     expect(Array.from(seg)).toEqual([4, -7, 9]);
+    const recv = new Int32Array(3);
+    await solo.allToAll(seg, recv, [3]);
+    expect(Array.from(recv)).toEqual([4, -7, 9]);
+    expect(() => solo.allToAll(seg, new Int32Array(2), [3])).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH', where: 'allToAll recv' }));
+    expect(() => solo.allToAll(seg, new Float32Array(3), [3])).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', where: 'allToAll recv' }));
+    expect(() => solo.allToAll(seg, seg.subarray(1), [3])).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    expect(() => solo.allToAll(seg, new Int32Array(seg.buffer), [3])).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/overlap/) }));
     expect(() => solo.reduceScatter(seg, [1, 2])).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
     expect(() => solo.reduceScatter(seg, [2])).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
     expect(() => solo.allgatherInto(seg, [-1])).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));

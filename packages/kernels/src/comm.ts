@@ -183,6 +183,36 @@ export class Communicator {
     return this.enqueue('allgatherInto', own, (h) => callNative('allgatherInto', (n) => n.commAllgatherInto(h, data, dtype, c)));
   }
 
+  /**
+   * Personalized exchange. send = size consecutive segments, segment p of counts[p] elements, for
+   * rank p; recv = size segments of counts[this.rank] elements each: on return segment q holds rank
+   * q's segment `this.rank` (its own copied across). Every rank passes the same counts; send and recv
+   * are one dtype (Float32Array, Int32Array or Int8Array) and do not overlap. A rank sends each peer
+   * only its segment: for a [S, W] slice split by token rows, each rank ends with every rank's
+   * columns of its own rows. Counts as the bytes sent to peers in stats().
+   */
+  allToAll(send: CommGatherArray, recv: CommGatherArray, counts: readonly number[]): Promise<void> {
+    const dtype = gatherDtypeOf(send, 'allToAll');
+    if (gatherDtypeOf(recv, 'allToAll recv') !== dtype) {
+      throw new KernelsError('INVALID_ARGUMENT', `allToAll: send and recv must be one dtype, got ${dtype} and ${gatherDtypeOf(recv, 'allToAll recv')}`, { value: [dtype, gatherDtypeOf(recv, 'allToAll recv')], where: 'allToAll recv' });
+    }
+    checkCounts(counts, this.size, send.length, 'allToAll');
+    const c = [...counts]; // a queued call runs later: the caller may reuse its array meanwhile
+    const mine = c[this.rank]!;
+    if (recv.length !== mine * this.size) {
+      throw new KernelsError('SHAPE_MISMATCH', `allToAll: recv holds ${recv.length} elements, ${this.size} segments of counts[${this.rank}] = ${mine} need ${mine * this.size}`, {
+        value: recv.length,
+        where: 'allToAll recv',
+        hint: 'recv needs size x counts[rank] elements: one segment from each rank',
+      });
+    }
+    if (send.buffer === recv.buffer && send.byteOffset < recv.byteOffset + recv.byteLength && recv.byteOffset < send.byteOffset + send.byteLength) {
+      throw new KernelsError('INVALID_ARGUMENT', 'allToAll: send and recv overlap', { where: 'allToAll recv', hint: 'pass disjoint arrays' });
+    }
+    const bytes = (send.length - mine) * send.BYTES_PER_ELEMENT;
+    return this.enqueue('allToAll', bytes, (h) => callNative('allToAll', (n) => n.commAllToAll(h, send, recv, dtype, c)));
+  }
+
   /** Resolves once every rank has reached the barrier. */
   barrier(): Promise<void> {
     return this.enqueue('barrier', 0, (h) => callNative('barrier', (n) => n.commBarrier(h)));

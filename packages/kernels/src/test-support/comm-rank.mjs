@@ -38,7 +38,7 @@ try {
     Object.assign(out, { sum: b64(sum), max: b64(max), isum: b64(isum), imax: b64(imax), bcast: b64(bcast), gathered: b64(gathered) });
   } else if (job.mode === 'segmented') {
     // Per count set: reduceScatter and allreduce of the same inputs (this rank's segment of each),
-    // then allgatherInto of f32, i32 and i8 segments.
+    // then allgatherInto and allToAll of f32, i32 and i8 segments.
     out.sets = [];
     for (const counts of job.counts) {
       const total = counts.reduce((a, b) => a + b, 0);
@@ -57,12 +57,21 @@ try {
       await comm.allgatherInto(gf, counts);
       const gi = gatherBuffer(Int32Array, (r, n) => i32Input(r + 10, n), counts, job.rank);
       await comm.allgatherInto(gi, counts);
+      // allToAll: segment p of this rank's input goes to rank p; recv starts as junk.
+      for (const [name, Type, input] of [['f32', Float32Array, f32Input], ['i32', Int32Array, i32Input]]) {
+        const recv = new Type(job.size * counts[job.rank]).fill(-99);
+        await comm.allToAll(input(job.rank + 20, total), recv, counts);
+        set[`a2a_${name}`] = b64(recv);
+      }
       Object.assign(set, { ag_f32: b64(gf), ag_i32: b64(gi) });
       out.sets.push(set);
     }
     const g8 = gatherBuffer(Int8Array, i8Input, job.i8Counts, job.rank);
     await comm.allgatherInto(g8, job.i8Counts);
     out.ag_i8 = b64(g8);
+    const r8 = new Int8Array(job.size * job.i8Counts[job.rank]).fill(-99);
+    await comm.allToAll(i8Input(job.rank + 30, job.i8Counts.reduce((a, b) => a + b, 0)), r8, job.i8Counts);
+    out.a2a_i8 = b64(r8);
     out.stats = comm.stats();
   } else if (job.mode === 'segmentMismatch') {
     // Same collective and total, different segment counts.
