@@ -109,7 +109,7 @@ async function profileRank({ rank, store }) {
   let sequence;
   if (size > 1) {
     comm = await createCommunicator({ rank, size, store: { kind: 'file', path: store }, prefix: 'tp-profile', timeoutMs: 600_000 });
-    base = parallelLinearProvider({ provider: base, plan: shardPlan(layout, size, { compute }), comm, sequence: !values.plain });
+    base = parallelLinearProvider({ provider: base, plan: shardPlan(layout, size, { compute, sequence: !values.plain }), comm, sequence: !values.plain });
     shard = { rank, size };
     if (!values.plain) sequence = sequenceSplit(comm);
   }

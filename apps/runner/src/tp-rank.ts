@@ -32,7 +32,7 @@ export async function openTpRank(modelPath: string, compute: ComputeMode, env: T
   const weights = openCheckpoint(modelPath);
   try {
     const layout = layoutOf(weights);
-    const plan = shardPlan(layout, env.size, { compute });
+    const plan = shardPlan(layout, env.size, { compute, sequence: true });
     const main = createLinearProvider(weights, { compute });
     let base: LinearProvider = main;
     if (compute !== 'auto') {

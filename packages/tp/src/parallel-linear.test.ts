@@ -37,6 +37,9 @@ const LAYERS: Layer[] = [
   // N = 40: the epilogue's 8-wide path and its tail; K = 1024: 4 convrot groups, 1 per rank at TP4.
   { name: 'rp8', n: 40, k: 1024, int8: true, role: 'row', fused: { kind: 'none' } },
   { name: 'rp32', n: 40, k: 1024, int8: false, role: 'row', fused: { kind: 'none' } },
+  // K <= N (H3's out_proj): sequence-parallel plans exchange these (whole weight, all-to-all).
+  { name: 'op8', n: 1024, k: 1024, int8: true, role: 'row', fused: { kind: 'none' } },
+  { name: 'op32', n: 72, k: 64, int8: false, role: 'row', fused: { kind: 'none' } },
   { name: 'qkv8', n: 3 * 4 * 16, k: 256, int8: true, role: 'column', fused: { kind: 'qkv', heads: 4, headDim: 16 } },
   { name: 'fc1_8', n: 64, k: 512, int8: true, role: 'column', fused: { kind: 'halves' } },
   { name: 'emb32', n: 24, k: 48, int8: false, role: 'replicated', fused: { kind: 'none' } },
@@ -267,6 +270,7 @@ describe('sequence-parallel linears across rank processes', () => {
           if (l.int8) {
             expect(Buffer.from(y.buffer).equals(Buffer.from(whole.buffer)), l.name).toBe(true);
           } else {
+            // Exchanged (op32) or reduced (rp32) fp32 sums.
             // As the plain row-parallel fp32 layer (see above): no less accurate than one rank.
             const exact = float64Reference(l);
             expect(relFrobenius(y, exact), l.name).toBeLessThanOrEqual(2 * relFrobenius(whole, exact));
@@ -291,6 +295,28 @@ describe('sequence-parallel linears across rank processes', () => {
 describe('parallelLinearProvider (no processes)', () => {
   // Only rank and size are read before a forward.
   const comm = (rank: number, size: number): Communicator => ({ rank, size }) as unknown as Communicator;
+
+  it('a sequence-parallel plan exchanges K <= N row layers: the whole weight is asked for, the op answers as the row shard', () => {
+    const asked: LinearSpec[] = [];
+    const recorder: LinearProvider = {
+      linear(spec) {
+        asked.push(spec);
+        return { spec, format: 'f32', forward: async (x) => x, materializedWeight: async () => Tensor.zeros('f32', [spec.outFeatures, spec.inFeatures]) };
+      },
+    };
+    const plan = shardPlan(layout, 2, { sequence: true });
+    const provider = parallelLinearProvider({ provider: recorder, plan, comm: comm(1, 2), sequence: true });
+    const op = provider.linear({ name: 'op8', inFeatures: 1024, outFeatures: 1024, bias: true });
+    expect(asked.at(-1)).toEqual({ name: 'op8', inFeatures: 1024, outFeatures: 1024, bias: true });
+    expect(op.spec).toMatchObject({ inFeatures: 512, outFeatures: 1024, shard: { rank: 1, size: 2, role: 'row' } });
+    expect(op.sequenceParallel).toBe(true);
+    // K > N stays reduced: its slice is read.
+    provider.linear({ name: 'rp8', inFeatures: 1024, outFeatures: 40, bias: true });
+    expect(asked.at(-1)).toMatchObject({ inFeatures: 512, outFeatures: 40, shard: { role: 'row' } });
+    // Plan and provider must agree on sequence parallelism.
+    expect(() => parallelLinearProvider({ provider: recorder, plan, comm: comm(1, 2) })).toThrow(expect.objectContaining({ code: 'SHARD_COMM_MISMATCH' }));
+    expect(() => parallelLinearProvider({ provider: recorder, plan: shardPlan(layout, 2), comm: comm(1, 2), sequence: true })).toThrow(expect.objectContaining({ code: 'SHARD_COMM_MISMATCH' }));
+  });
 
   it('asks quant for the local part of each planned layer, whole widths or already-local specs alike', () => {
     const asked: LinearSpec[] = [];

@@ -11,7 +11,9 @@
 // layer reduce-scatters its sums (each rank receives its own rows, and runs the epilogue on those
 // alone), a column-parallel layer quantizes (int8) or copies (float) only its own rows and gathers
 // the others before its GEMM. Every rank still computes the exact sums of every row, so the bits
-// are those of the plain path.
+// are those of the plain path. A row layer the plan marks `exchange` (H3's out_proj) is held whole
+// instead: the ranks swap their input slices (all-to-all) and each runs the unsplit layer on its
+// own rows, so no partial sums travel at all.
 import {
   type Communicator,
   Tensor,
@@ -60,17 +62,20 @@ interface RowScratch {
   readonly acc: SharedScratch<'i32'>;
   /** A row-parallel layer's quantized slice, or a column-parallel layer's gathered int8 rows. */
   readonly q: SharedScratch<'i8'>;
+  /** An exchanged row layer's int8 slices received from the ranks, then its own rows whole. */
+  readonly swap: SharedScratch<'i8'>;
   /** A sequence-parallel column layer's gathered int8 row scales [S, 1]. */
   readonly scales: SharedScratch<'f32'>;
   /**
    * f32 rows: a float layer's reduced partial sums (before the bias goes on into the output), or an
    * int8 convrot layer's rotated input slice (rotated once, for the scale and the GEMM), or a
-   * sequence-parallel float column layer's gathered rows.
+   * sequence-parallel float column layer's gathered rows, or a float exchanged row layer's slices
+   * received and its own rows whole.
    */
   readonly rows: SharedScratch<'f32'>;
 }
 
-const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8'), scales: new SharedScratch('f32'), rows: new SharedScratch('f32') });
+const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8'), swap: new SharedScratch('i8'), scales: new SharedScratch('f32'), rows: new SharedScratch('f32') });
 
 class RowParallelLinear implements LinearOp {
   readonly spec: LinearSpec;
@@ -171,6 +176,108 @@ class RowParallelLinear implements LinearOp {
 
   materializedWeight(): Promise<Tensor<'f32'>> {
     return this.local.materializedWeight();
+  }
+}
+
+/**
+ * A row-parallel layer run by exchange under sequence parallelism: the rank holds the whole layer;
+ * x [S, K / size] is its input columns of every row (its heads' attention output). The ranks swap
+ * slices with one all-to-all, so each gets every column of its own rows, and each runs the unsplit
+ * layer on those rows: y's own rows hold the output (its other rows untouched), with one rank's bits
+ * and no sums across ranks. Int8 weights swap the slices quantized with the rows' shared scales (the
+ * same agreement RowParallelLinear makes, then quantization as int8Linear's of the whole row), one
+ * byte an element: for H3's out_proj (K = N) about 1/(4·size) of the bytes a reduce-scatter of its
+ * int32 sums moves. Float weights swap f32 slices (1/size of them).
+ */
+class ExchangedRowLinear implements LinearOp {
+  readonly format: string;
+  readonly sequenceParallel = true;
+
+  constructor(
+    /** quant's op of the whole layer. */
+    private readonly whole: WithInt8,
+    private readonly comm: Communicator,
+    private readonly scratch: RowScratch,
+    /** What the model sees: the row shard's spec (K / size input columns). */
+    readonly spec: LinearSpec,
+  ) {
+    this.format = whole.format;
+  }
+
+  async forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
+    const k = this.spec.inFeatures;
+    if (x.dtype !== 'f32' || x.shape.length !== 2 || x.shape[1] !== k) {
+      throw new TpError('SHAPE_MISMATCH', `row-parallel linear '${this.spec.name}' takes this rank's input slice f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
+        value: x.shape,
+        where: this.spec.name,
+      });
+    }
+    const { rank, size } = this.comm;
+    const m = x.shape[0] as number;
+    const { start, stop } = sequenceRows(m, rank, size);
+    const own = stop - start;
+    const counts = sequenceCounts(m, size, k);
+    const y = out ?? Tensor.zeros('f32', [m, this.spec.outFeatures]);
+    const int8 = await this.whole.int8Weight?.();
+    if (int8 !== undefined) {
+      // As RowParallelLinear: the slice's rotation is the full rotation's slice, the max of the ranks'
+      // row scales is the full row's scale; quantizing the rotated slice with it gives the whole
+      // row's int8 values, column for column.
+      const rotated = int8.convrot === false ? undefined : this.scratch.rows.take(m, k);
+      const q = this.scratch.q.take(m, k);
+      const swap = this.scratch.swap.take(2 * own, k * size);
+      try {
+        const xScale = quantizeRowsInt8(x, { convrot: int8.convrot, qOut: q, ...(rotated ? { rotated } : {}) }).scale;
+        await this.comm.allreduce(xScale.data, 'max');
+        quantizeRowsInt8(rotated ?? x, { convrot: false, scale: xScale, qOut: q });
+        const received = swap.rows(0, own);
+        const rows = swap.rows(own, 2 * own);
+        await this.comm.allToAll(q.data, received.data, counts);
+        interleave(received.data, rows.data, own, k, size);
+        if (own > 0) await int8LinearQuantized(rows, xScale.rows(start, stop), int8.q, int8.scale, { ...(int8.bias ? { bias: int8.bias } : {}), out: y.rows(start, stop) });
+      } finally {
+        this.scratch.swap.release(swap);
+        this.scratch.q.release(q);
+        if (rotated) this.scratch.rows.release(rotated);
+      }
+      return y;
+    }
+    const swap = this.scratch.rows.take(2 * own, k * size);
+    try {
+      const received = swap.rows(0, own);
+      const rows = swap.rows(own, 2 * own);
+      await this.comm.allToAll(x.data, received.data, counts);
+      interleave(received.data, rows.data, own, k, size);
+      if (own > 0) {
+        const target = y.rows(start, stop);
+        const got = await this.whole.forward(rows, target);
+        if (got !== target) target.data.set(got.data);
+      }
+    } finally {
+      this.scratch.rows.release(swap);
+    }
+    return y;
+  }
+
+  /** This rank's input columns of the weight [N, K / size], as a row-parallel op's (its spec's shape). */
+  async materializedWeight(): Promise<Tensor<'f32'>> {
+    const whole = await this.whole.materializedWeight();
+    const { outFeatures: n, inFeatures: k } = this.spec;
+    const kk = k * this.comm.size;
+    const w = Tensor.zeros('f32', [n, k]);
+    for (let i = 0; i < n; i++) w.data.set(whole.data.subarray(i * kk + this.comm.rank * k, i * kk + (this.comm.rank + 1) * k), i * k);
+    whole.dispose();
+    return w;
+  }
+}
+
+/**
+ * [size][own][k] (rank q's slice of each own row, as allToAll leaves them) -> [own][size·k] (every
+ * row's columns in rank order: the whole layer's input rows).
+ */
+function interleave<T extends Int8Array | Float32Array>(from: T, to: T, own: number, k: number, size: number): void {
+  for (let q = 0; q < size; q++) {
+    for (let i = 0; i < own; i++) to.set(from.subarray((q * own + i) * k, (q * own + i + 1) * k), (i * size + q) * k);
   }
 }
 
@@ -397,7 +504,8 @@ export interface ParallelProviderOptions {
   /**
    * Sequence parallelism (Megatron-SP): the row- and column-parallel ops work on this rank's token
    * rows (see LinearOp.sequenceParallel); the model must be run with the matching SequenceSplit
-   * (`sequenceSplit(comm)`). Default false: every rank holds every row.
+   * (`sequenceSplit(comm)`), and the plan made with the same `sequence`. Default false: every rank
+   * holds every row.
    */
   readonly sequence?: boolean;
 }
@@ -409,6 +517,12 @@ export interface ParallelProviderOptions {
  */
 export function parallelLinearProvider(options: ParallelProviderOptions): LinearProvider {
   const { provider, plan, comm } = options;
+  if (plan.sequence !== (options.sequence === true)) {
+    throw new TpError('SHARD_COMM_MISMATCH', `the plan was made ${plan.sequence ? 'with' : 'without'} sequence parallelism, the provider is asked ${options.sequence === true ? 'with' : 'without'}`, {
+      value: { plan: plan.sequence, provider: options.sequence === true },
+      hint: 'pass the same `sequence` to shardPlan and parallelLinearProvider',
+    });
+  }
   // One rank holds every row: nothing to split.
   const sequence = options.sequence === true && comm.size > 1;
   if (plan.world !== comm.size) {
@@ -441,6 +555,11 @@ export function parallelLinearProvider(options: ParallelProviderOptions): Linear
         );
       }
       const localSpec: LinearSpec = { ...spec, inFeatures: planned.localIn, outFeatures: planned.localOut, shard };
+      // An exchanged row layer reads the whole weight and answers as the row shard.
+      if (planned.exchange && sequence) {
+        const whole: LinearSpec = { name: spec.name, inFeatures: planned.inFeatures, outFeatures: planned.outFeatures, bias: spec.bias };
+        return new ExchangedRowLinear(provider.linear(whole) as WithInt8, comm, scratch, localSpec);
+      }
       // Asked whole, a gathered layer answers whole; asked for the local part, the caller gathers.
       if (shard.role === 'gathered' && whole && comm.size > 1) return gatheredLinear(provider.linear(localSpec), comm, spec);
       return byRole(provider.linear(localSpec), comm, scratch, sequence);

@@ -100,6 +100,34 @@ describe('shardPlan', () => {
     expect(f32.ranks[1]!.shardedBytes).toBe(adalnBytes + qkvBytes + outBytes + fc1Bytes + fc2Bytes);
   });
 
+  it('sequence parallel: out_proj (K <= N) is exchanged, held whole by every rank; fc2 (K > N) stays split', () => {
+    const { hidden, ffn } = DIMS;
+    const inner = 512;
+    const plain = shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 2);
+    const plan = shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 2, { sequence: true });
+    expect(plan.sequence).toBe(true);
+    expect(plain.sequence).toBe(false);
+    expect(plan.linear('blocks.0.attn.out_proj')).toMatchObject({ role: 'row', exchange: true, localIn: inner / 2, localOut: hidden });
+    expect(plan.linear('blocks.0.mlp.fc2')).toMatchObject({ role: 'row', exchange: false, localIn: ffn / 2 });
+    expect(plain.linears.some((l) => l.exchange)).toBe(false);
+    expect(plan.sliceOf('blocks.0.attn.out_proj', 1)).toBeUndefined();
+    expect(plan.sliceOf('blocks.0.mlp.fc2', 1)).toEqual({ columns: [512, 1024] });
+    expect(plan.shardOf('blocks.0.attn.out_proj', 1)).toEqual({ rank: 1, size: 2, role: 'row', fused: { kind: 'none' } });
+    // Two blocks: each rank holds the other half of each out_proj's weight too (its scales and bias it held already).
+    const halfOut = (hidden * inner) / 2;
+    expect(plan.ranks[0]!.shardedBytes).toBe(plain.ranks[0]!.shardedBytes - 2 * (halfOut + 8 * hidden));
+    expect(plan.ranks[0]!.replicatedBytes).toBe(plain.ranks[0]!.replicatedBytes + 2 * (hidden * inner + 8 * hidden));
+    expect(plan.singleRankBytes).toBe(plain.singleRankBytes);
+    // One rank: nothing to exchange.
+    expect(shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 1, { sequence: true }).linears.some((l) => l.exchange)).toBe(false);
+    // An exchanged GGUF layer is read whole: no block alignment asked of its slice (int8 convrot's
+    // rotation of the slice still needs whole groups).
+    const narrow = { ...DIMS, ffn: 768 }; // fc2 K = 768 > N: 192 columns a rank at TP4, 3/4 of a q4_k block
+    expect(() => shardPlan(h3LikeLayout(narrow, 'q4_k'), 4)).toThrow(expect.objectContaining({ code: 'RANGE_NOT_BLOCK_ALIGNED', where: 'blocks.0.attn.out_proj' }));
+    expect(() => shardPlan(h3LikeLayout(narrow, 'q4_k'), 4, { sequence: true })).toThrow(expect.objectContaining({ code: 'RANGE_NOT_BLOCK_ALIGNED', where: 'blocks.0.mlp.fc2' }));
+    expect(() => shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 4, { sequence: true })).toThrow(expect.objectContaining({ code: 'SHARD_NOT_GROUP_ALIGNED', where: 'blocks.0.attn.out_proj' }));
+  });
+
   it('fails up front, naming the layer, when heads do not divide or a row slice splits the convrot groups or GGUF blocks', () => {
     // out_proj K = 512 over 4 ranks = 128 columns: not a multiple of the 256-column convrot group.
     expect(() => shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 4)).toThrow(

@@ -29,13 +29,19 @@ export interface PlannedLinear {
   readonly localOut: number;
   readonly localIn: number;
   readonly bias: boolean;
+  /**
+   * A row-parallel layer run by exchange (sequence-parallel plans only): every rank holds the whole
+   * weight and takes its K / world input columns of every row as `row` does; the ranks swap slices
+   * (all-to-all) instead of reducing partial sums. See shardPlan.
+   */
+  readonly exchange: boolean;
 }
 
 export interface RankBytes {
   readonly rank: number;
   /** Linear weights (prepared, by the memory account) and biases of the rank's slices. */
   readonly shardedBytes: number;
-  /** Replicated linears, norms, embeddings and buffers every rank holds whole. */
+  /** Replicated and exchanged linears, norms, embeddings and buffers every rank holds whole. */
   readonly replicatedBytes: number;
   readonly totalBytes: number;
 }
@@ -44,6 +50,8 @@ export interface ShardPlan {
   readonly world: number;
   readonly architecture: string;
   readonly compute: ComputeMode;
+  /** Made for sequence-parallel ranks (ShardPlanOptions.sequence). */
+  readonly sequence: boolean;
   /** Every linear of the layout, in forward order. */
   readonly linears: readonly PlannedLinear[];
   /** What one rank holds, per rank. */
@@ -54,7 +62,7 @@ export interface ShardPlan {
   linear(name: string): PlannedLinear | undefined;
   /** The LinearShard `rank` passes to the linear provider for `name` (replicated when unplanned). */
   shardOf(name: string, rank: number): LinearShard;
-  /** The rows / columns of the file's [N, K] weight `rank` reads (undefined: the whole weight). */
+  /** The rows / columns of the file's [N, K] weight `rank` reads (undefined: the whole weight, exchanged layers too). */
   sliceOf(name: string, rank: number): LayerSlice | undefined;
 }
 
@@ -62,11 +70,20 @@ export interface ShardPlanOptions {
   /** The compute mode the run uses (decides the run format, hence convrot alignment and bytes). Default 'auto'. */
   readonly compute?: ComputeMode;
   readonly requantizeGguf?: boolean;
+  /**
+   * The ranks run sequence parallel (parallelLinearProvider's `sequence`, which must match). Row-parallel
+   * layers whose input is no wider than their output (K <= N: H3's out_proj, K = N = hidden) are then
+   * exchanged: each rank holds the whole weight (1 - 1/world of it more than its slice) and the
+   * ranks swap input slices, K / world² values a row per rank, where a reduce-scatter of the partial
+   * sums moves N (1 - 1/world) / world, four bytes each even for int8. Wider ones (fc2, K = ffn)
+   * would cost more weight than they save in traffic and stay reduced. Default false.
+   */
+  readonly sequence?: boolean;
 }
 
 const BIAS_BYTES = 4; // biases are read as f32
 
-function checkRowSlice(l: LayoutLinear, world: number, compute: ComputeMode, requantizeGguf: boolean): void {
+function checkRowSlice(l: LayoutLinear, world: number, compute: ComputeMode, requantizeGguf: boolean, exchange: boolean): void {
   const localIn = l.inFeatures / world;
   const run = runFormatOf(l.storedFormat, compute, l.inFeatures, { requantizeGguf });
   const group = weightFormatInfo(run).convrot;
@@ -77,8 +94,9 @@ function checkRowSlice(l: LayoutLinear, world: number, compute: ComputeMode, req
       { value: { inFeatures: l.inFeatures, world, group }, where: l.name, hint: `use a tensor-parallel size N with K / N a multiple of ${group} (K = ${l.inFeatures})` },
     );
   }
-  // A row-parallel rank reads whole quant blocks of its columns: blocks run along K.
-  if (isBlockDType(l.storedFormat)) {
+  // A row-parallel rank reads whole quant blocks of its columns: blocks run along K. (An exchanged
+  // layer reads the whole weight.)
+  if (!exchange && isBlockDType(l.storedFormat)) {
     const block = BLOCK_DTYPES[l.storedFormat].blockElements;
     if (localIn % block !== 0) {
       throw new TpError(
@@ -93,7 +111,7 @@ function checkRowSlice(l: LayoutLinear, world: number, compute: ComputeMode, req
 /**
  * The tensor-parallel plan of `layout` over `world` ranks: column-parallel and gathered linears split
  * by output rows (qkv by heads in each of q, k, v; fc1 by its slice of each half), row-parallel ones
- * by input columns, the rest replicated. Throws SHARD_NOT_DIVISIBLE (heads, ffn or a width that does not
+ * by input columns (with `sequence`, the narrow ones exchanged: held whole), the rest replicated. Throws SHARD_NOT_DIVISIBLE (heads, ffn or a width that does not
  * divide), SHARD_NOT_GROUP_ALIGNED (a row-parallel int8 convrot slice that is not a multiple of the
  * 256-column group) or RANGE_NOT_BLOCK_ALIGNED (GGUF), naming the first layer that fails.
  */
@@ -103,6 +121,7 @@ export function shardPlan(layout: ModelLayout, world: number, options: ShardPlan
   }
   const compute = options.compute ?? 'auto';
   const requantizeGguf = options.requantizeGguf ?? false;
+  const sequence = options.sequence === true;
   const linears: PlannedLinear[] = [];
   const byName = new Map<string, PlannedLinear>();
   let sharded = 0;
@@ -115,7 +134,8 @@ export function shardPlan(layout: ModelLayout, world: number, options: ShardPlan
       const shard: LinearShard = { rank: 0, size: world, role: l.role, fused: l.fused };
       // quant's geometry is the one definition of a split (the provider slices by it too).
       const geometry = shardGeometry(l.name, l.outFeatures, l.inFeatures, shard);
-      if (l.role === 'row') checkRowSlice(l, world, compute, requantizeGguf);
+      const exchange = sequence && world > 1 && l.role === 'row' && l.inFeatures <= l.outFeatures;
+      if (l.role === 'row') checkRowSlice(l, world, compute, requantizeGguf, exchange);
       const planned: PlannedLinear = {
         name: l.name,
         group: group.name,
@@ -127,12 +147,13 @@ export function shardPlan(layout: ModelLayout, world: number, options: ShardPlan
         localOut: geometry.n,
         localIn: geometry.k,
         bias: l.bias,
+        exchange,
       };
       linears.push(planned);
       byName.set(l.name, planned);
       const full = residentBytes(l.storedFormat, compute, [l.outFeatures, l.inFeatures], { requantizeGguf }) + (l.bias ? BIAS_BYTES * l.outFeatures : 0);
       single += full;
-      if (l.role === 'replicated') {
+      if (l.role === 'replicated' || planned.exchange) {
         replicated += full;
       } else {
         // Row-parallel ranks hold every output row's bias (added once after the reduction).
@@ -158,6 +179,7 @@ export function shardPlan(layout: ModelLayout, world: number, options: ShardPlan
     world,
     architecture: layout.architecture,
     compute,
+    sequence,
     linears,
     ranks,
     singleRankBytes: single,
@@ -172,6 +194,7 @@ export function shardPlan(layout: ModelLayout, world: number, options: ShardPlan
       checkRank(rank);
       const l = byName.get(name);
       if (l === undefined) throw unplanned(name);
+      if (l.exchange) return undefined;
       return shardGeometry(name, l.outFeatures, l.inFeatures, { rank, size: world, role: l.role, fused: l.fused }).slice;
     },
   };

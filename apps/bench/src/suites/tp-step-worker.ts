@@ -46,7 +46,7 @@ if (cfg.tp === undefined) {
   comm = await createCommunicator({ rank: cfg.tp.rank, size: cfg.tp.size, store: { kind: 'file', path: cfg.tp.storeDir }, prefix: cfg.tp.prefix, timeoutMs: cfg.tp.timeoutMs });
   weights = openCheckpoint(cfg.path);
   const layout = layoutOf(weights);
-  const plan = shardPlan(layout, cfg.tp.size, { compute: cfg.compute });
+  const plan = shardPlan(layout, cfg.tp.size, { compute: cfg.compute, sequence: true });
   const main = createLinearProvider(weights, { compute: cfg.compute });
   const asStored = createLinearProvider(weights, { compute: 'auto', detection: main.detection });
   const islands = new Set(layout.groups.flatMap((g) => g.linears.filter((l) => l.fp32Island).map((l) => l.name)));

@@ -134,7 +134,7 @@ const step: BenchCase = {
     const source = openCheckpoint(path);
     let plan: ReturnType<typeof shardPlan>;
     try {
-      plan = shardPlan(layoutOf(source), WORLD, { compute });
+      plan = shardPlan(layoutOf(source), WORLD, { compute, sequence: true });
     } finally {
       source.close();
     }

@@ -424,7 +424,7 @@ async function launch(args: RunArgs, context: CommandContext): Promise<number> {
   // Whether the model splits over N ranks is known from the headers: fail once, here, naming the layer.
   const source = openCheckpoint(modelPath);
   try {
-    shardPlan(layoutOf(source), args.tp, { compute: QUANT_TO_COMPUTE[args.quant] });
+    shardPlan(layoutOf(source), args.tp, { compute: QUANT_TO_COMPUTE[args.quant], sequence: true });
   } finally {
     source.close();
   }

@@ -13,7 +13,7 @@ let source;
 try {
   comm = await kernels.createCommunicator({ rank: job.rank, size: job.size, store: { kind: 'file', path: job.storeDir }, prefix: job.prefix, timeoutMs: 30_000 });
   source = memory.SafetensorsFile.open(job.file);
-  const plan = tp.shardPlan(job.layout, job.size);
+  const plan = tp.shardPlan(job.layout, job.size, { sequence: job.sequence === true });
   const provider = tp.parallelLinearProvider({ provider: quant.createLinearProvider(source), plan, comm, sequence: job.sequence === true });
   const own = quant.sequenceRows(job.m, job.rank, job.size);
   out.y = {};
