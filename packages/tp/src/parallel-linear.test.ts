@@ -37,9 +37,10 @@ const LAYERS: Layer[] = [
   // N = 40: the epilogue's 8-wide path and its tail; K = 1024: 4 convrot groups, 1 per rank at TP4.
   { name: 'rp8', n: 40, k: 1024, int8: true, role: 'row', fused: { kind: 'none' } },
   { name: 'rp32', n: 40, k: 1024, int8: false, role: 'row', fused: { kind: 'none' } },
-  // K <= N (H3's out_proj): sequence-parallel plans exchange these (whole weight, all-to-all).
+  // Sequence-parallel plans exchange these (whole weight, all-to-all): int8 with K <= N (H3's
+  // out_proj), float with 4 K <= N.
   { name: 'op8', n: 1024, k: 1024, int8: true, role: 'row', fused: { kind: 'none' } },
-  { name: 'op32', n: 72, k: 64, int8: false, role: 'row', fused: { kind: 'none' } },
+  { name: 'op32', n: 256, k: 64, int8: false, role: 'row', fused: { kind: 'none' } },
   { name: 'qkv8', n: 3 * 4 * 16, k: 256, int8: true, role: 'column', fused: { kind: 'qkv', heads: 4, headDim: 16 } },
   { name: 'fc1_8', n: 64, k: 512, int8: true, role: 'column', fused: { kind: 'halves' } },
   { name: 'emb32', n: 24, k: 48, int8: false, role: 'replicated', fused: { kind: 'none' } },
@@ -296,7 +297,7 @@ describe('parallelLinearProvider (no processes)', () => {
   // Only rank and size are read before a forward.
   const comm = (rank: number, size: number): Communicator => ({ rank, size }) as unknown as Communicator;
 
-  it('a sequence-parallel plan exchanges K <= N row layers: the whole weight is asked for, the op answers as the row shard', () => {
+  it('a sequence-parallel plan exchanges narrow-input row layers: the whole weight is asked for, the op answers as the row shard', () => {
     const asked: LinearSpec[] = [];
     const recorder: LinearProvider = {
       linear(spec) {
@@ -310,7 +311,9 @@ describe('parallelLinearProvider (no processes)', () => {
     expect(asked.at(-1)).toEqual({ name: 'op8', inFeatures: 1024, outFeatures: 1024, bias: true });
     expect(op.spec).toMatchObject({ inFeatures: 512, outFeatures: 1024, shard: { rank: 1, size: 2, role: 'row' } });
     expect(op.sequenceParallel).toBe(true);
-    // K > N stays reduced: its slice is read.
+    // K > N stays reduced: its slice is read. A float layer with 4 K <= N is exchanged too.
+    expect(provider.linear({ name: 'op32', inFeatures: 64, outFeatures: 256, bias: true }).spec).toMatchObject({ inFeatures: 32, shard: { role: 'row' } });
+    expect(asked.at(-1)).toEqual({ name: 'op32', inFeatures: 64, outFeatures: 256, bias: true });
     provider.linear({ name: 'rp8', inFeatures: 1024, outFeatures: 40, bias: true });
     expect(asked.at(-1)).toMatchObject({ inFeatures: 512, outFeatures: 40, shard: { role: 'row' } });
     // Plan and provider must agree on sequence parallelism.

@@ -100,7 +100,7 @@ describe('shardPlan', () => {
     expect(f32.ranks[1]!.shardedBytes).toBe(adalnBytes + qkvBytes + outBytes + fc1Bytes + fc2Bytes);
   });
 
-  it('sequence parallel: out_proj (K <= N) is exchanged, held whole by every rank; fc2 (K > N) stays split', () => {
+  it('sequence parallel: int8 out_proj (K <= N) is exchanged, held whole by every rank; fc2 (K > N) and float out_proj stay split', () => {
     const { hidden, ffn } = DIMS;
     const inner = 512;
     const plain = shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 2);
@@ -118,13 +118,20 @@ describe('shardPlan', () => {
     expect(plan.ranks[0]!.shardedBytes).toBe(plain.ranks[0]!.shardedBytes - 2 * (halfOut + 8 * hidden));
     expect(plan.ranks[0]!.replicatedBytes).toBe(plain.ranks[0]!.replicatedBytes + 2 * (hidden * inner + 8 * hidden));
     expect(plan.singleRankBytes).toBe(plain.singleRankBytes);
+    // fp32 (four-byte slices) would only halve the bytes: not exchanged; nor when the run format is f32.
+    expect(shardPlan(h3LikeLayout(DIMS, 'f32'), 2, { sequence: true }).linears.some((l) => l.exchange)).toBe(false);
+    expect(shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 2, { sequence: true, compute: 'f32' }).linears.some((l) => l.exchange)).toBe(false);
+    // f32 weights the run converts to int8 convrot: exchanged.
+    expect(shardPlan(h3LikeLayout(DIMS, 'f32'), 2, { sequence: true, compute: 'int8_convrot' }).linear('blocks.0.attn.out_proj')!.exchange).toBe(true);
     // One rank: nothing to exchange.
     expect(shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 1, { sequence: true }).linears.some((l) => l.exchange)).toBe(false);
-    // An exchanged GGUF layer is read whole: no block alignment asked of its slice (int8 convrot's
-    // rotation of the slice still needs whole groups).
-    const narrow = { ...DIMS, ffn: 768 }; // fc2 K = 768 > N: 192 columns a rank at TP4, 3/4 of a q4_k block
-    expect(() => shardPlan(h3LikeLayout(narrow, 'q4_k'), 4)).toThrow(expect.objectContaining({ code: 'RANGE_NOT_BLOCK_ALIGNED', where: 'blocks.0.attn.out_proj' }));
-    expect(() => shardPlan(h3LikeLayout(narrow, 'q4_k'), 4, { sequence: true })).toThrow(expect.objectContaining({ code: 'RANGE_NOT_BLOCK_ALIGNED', where: 'blocks.0.mlp.fc2' }));
+    // An exchanged GGUF layer is read whole: no block alignment asked of its slice. GGUF runs in f32,
+    // so only an out_proj with 4 K <= N is exchanged: K = 256 (64 columns a rank at TP4, a quarter
+    // of a q4_k block), N = 1024; fc2's K = 1536 > N stays split, 384 columns a rank.
+    const wide = { ...DIMS, headDim: 64, hidden: 1024, ffn: 1536 };
+    expect(() => shardPlan(h3LikeLayout(wide, 'q4_k'), 4)).toThrow(expect.objectContaining({ code: 'RANGE_NOT_BLOCK_ALIGNED', where: 'blocks.0.attn.out_proj' }));
+    expect(() => shardPlan(h3LikeLayout(wide, 'q4_k'), 4, { sequence: true })).toThrow(expect.objectContaining({ code: 'RANGE_NOT_BLOCK_ALIGNED', where: 'blocks.0.mlp.fc2' }));
+    // int8 convrot's rotation of the slice still needs whole groups.
     expect(() => shardPlan(h3LikeLayout(DIMS, 'int8_convrot'), 4, { sequence: true })).toThrow(expect.objectContaining({ code: 'SHARD_NOT_GROUP_ALIGNED', where: 'blocks.0.attn.out_proj' }));
   });
 
