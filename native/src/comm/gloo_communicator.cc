@@ -568,6 +568,20 @@ CommStatus Communicator::allgather(const void* in, void* out, size_t count, DTyp
   });
 }
 
+void Communicator::exchange_segments(uint32_t kind, uint64_t count, uint64_t shape, const char* src, const std::vector<size_t>& counts, const std::vector<size_t>& offsets, size_t i, size_t chunk, size_t width) {
+  const int size = options_.size;
+  std::vector<size_t> sent(size, 0);
+  for (int p = 0; p < size; ++p) {
+    if (p == options_.rank) continue;
+    const size_t n = chunk_length(counts[p], i, chunk);
+    if (n > 0) std::memcpy(outbox(p), src + (offsets[p] + i * chunk) * width, n * width);
+    sent[p] = n * width;
+  }
+  // Every segment p is sent by some rank other than p, so the widest segment's chunk is the widest
+  // message of the round on every rank.
+  exchange(kind, count, shape, 0, -1, sent.data(), widest_chunk(counts, i, chunk, width));
+}
+
 CommStatus Communicator::reduce_scatter(void* data, const std::vector<size_t>& counts, DType dtype) {
   return run("reduceScatter", [&] {
     if (options_.size == 1) return;
@@ -578,17 +592,9 @@ CommStatus Communicator::reduce_scatter(void* data, const std::vector<size_t>& c
     const uint32_t kind = kind_word(kReduceScatter, dtype, 0);
     const uint64_t shape = hash_counts(counts);
     char* bytes = static_cast<char*>(data);
-    std::vector<size_t> sent(size, 0);
     const size_t rounds = rounds_of(counts, kChunkElements);
     for (size_t i = 0; i < rounds; ++i) {
-      // Peer p gets chunk i of segment p (empty once that segment is exhausted).
-      for (int p = 0; p < size; ++p) {
-        if (p == self) continue;
-        const size_t n = chunk_length(counts[p], i, kChunkElements);
-        if (n > 0) std::memcpy(outbox(p), bytes + (offsets[p] + i * kChunkElements) * 4, n * 4);
-        sent[p] = n * 4;
-      }
-      exchange(kind, total, shape, 0, -1, sent.data(), widest_chunk(counts, i, kChunkElements, 4));
+      exchange_segments(kind, total, shape, bytes, counts, offsets, i, kChunkElements, 4);
       // Every peer sent chunk i of this rank's segment; summed in rank order as allreduce does. The
       // partial sums go straight into y, so a rank past 1 reads its own values from a copy (its own
       // outbox, which it never sends) made before the first step overwrites them.
@@ -652,19 +658,10 @@ CommStatus Communicator::all_to_all(const void* send, void* recv, const std::vec
     if (size == 1) return;
     const uint32_t kind = kind_word(kAllToAll, dtype, 0);
     const uint64_t shape = hash_counts(counts);
-    std::vector<size_t> sent(size, 0);
     const size_t rounds = rounds_of(counts, chunk);
     for (size_t i = 0; i < rounds; ++i) {
-      // Peer p gets chunk i of segment p; chunk i of every peer's segment `self` comes back.
-      for (int p = 0; p < size; ++p) {
-        if (p == self) continue;
-        const size_t n = chunk_length(counts[p], i, chunk);
-        if (n > 0) std::memcpy(outbox(p), in + (offsets[p] + i * chunk) * width, n * width);
-        sent[p] = n * width;
-      }
-      // Every segment p is sent by some rank other than p, so the widest segment's chunk is the
-      // widest message of the round on every rank.
-      exchange(kind, total, shape, 0, -1, sent.data(), widest_chunk(counts, i, chunk, width));
+      // Chunk i of every peer's segment `self` comes back.
+      exchange_segments(kind, total, shape, in, counts, offsets, i, chunk, width);
       const size_t n = chunk_length(mine, i, chunk);
       if (n == 0) continue;
       for (int r = 0; r < size; ++r) {

@@ -105,6 +105,10 @@ class Communicator {
   // sends in this exchange (0: `bytes`, when every rank sends that much); it must be the same on
   // every rank, since it decides the order of sends and receives.
   void exchange(uint32_t kind, uint64_t count, uint64_t shape, size_t bytes, int root, const size_t* per_peer = nullptr, size_t widest = 0);
+  // One round of a segmented collective where each peer gets its own part: chunk i (`chunk`
+  // elements of `width` bytes) of segment p of `src` goes to peer p, empty once that segment is
+  // exhausted; the peers' messages land in the inboxes.
+  void exchange_segments(uint32_t kind, uint64_t count, uint64_t shape, const char* src, const std::vector<size_t>& counts, const std::vector<size_t>& offsets, size_t i, size_t chunk, size_t width);
   // The payload of the outbox for peer p (p < 0: the one shared by every peer).
   char* outbox(int p);
   const char* payload_of(int rank) const;
