@@ -77,6 +77,18 @@ interface RowScratch {
 
 const rowScratch = (): RowScratch => ({ acc: new SharedScratch('i32'), q: new SharedScratch('i8'), swap: new SharedScratch('i8'), scales: new SharedScratch('f32'), rows: new SharedScratch('f32') });
 
+/** A row-parallel op's input: this rank's slice f32 [M, K / size]; returns that K / size. */
+function checkRowInput(spec: LinearSpec, x: Tensor): number {
+  const k = spec.inFeatures;
+  if (x.dtype !== 'f32' || x.shape.length !== 2 || x.shape[1] !== k) {
+    throw new TpError('SHAPE_MISMATCH', `row-parallel linear '${spec.name}' takes this rank's input slice f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
+      value: x.shape,
+      where: spec.name,
+    });
+  }
+  return k;
+}
+
 class RowParallelLinear implements LinearOp {
   readonly spec: LinearSpec;
   readonly format: string;
@@ -104,13 +116,7 @@ class RowParallelLinear implements LinearOp {
   }
 
   async forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
-    const k = this.spec.inFeatures;
-    if (x.dtype !== 'f32' || x.shape.length !== 2 || x.shape[1] !== k) {
-      throw new TpError('SHAPE_MISMATCH', `row-parallel linear '${this.spec.name}' takes this rank's input slice f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
-        value: x.shape,
-        where: this.spec.name,
-      });
-    }
+    const k = checkRowInput(this.spec, x);
     const bias = this.local.deferredBias?.();
     const int8 = await this.local.int8Weight?.();
     if (int8 !== undefined) {
@@ -205,13 +211,7 @@ class ExchangedRowLinear implements LinearOp {
   }
 
   async forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
-    const k = this.spec.inFeatures;
-    if (x.dtype !== 'f32' || x.shape.length !== 2 || x.shape[1] !== k) {
-      throw new TpError('SHAPE_MISMATCH', `row-parallel linear '${this.spec.name}' takes this rank's input slice f32 [M, ${k}], got ${x.dtype} [${x.shape.join(', ')}]`, {
-        value: x.shape,
-        where: this.spec.name,
-      });
-    }
+    const k = checkRowInput(this.spec, x);
     const { rank, size } = this.comm;
     const m = x.shape[0] as number;
     const { start, stop } = sequenceRows(m, rank, size);
