@@ -10,7 +10,8 @@ and drops the rest (its peak memory is not the point here; its step time is).
 
 Started once per rank by the bench; speaks one JSON object per line on stdin/stdout:
   -> {"ready": true, "hash": <sha256 of the first velocity>}   (or {"missing": why} and exit 0)
-  <- {"run": n}  -> {"seconds": s}   n forwards, timed here (perf_counter), after a barrier
+  <- {"run": n}  -> {"seconds": s, "cpuSeconds": c}   n forwards, timed here (perf_counter) after a
+                    barrier, and the CPU time of the whole process (every thread) they took
   <- {"quit": true}
 Arguments: --rank R --world N --store DIR (an empty directory all ranks share) --checkpoint PATH
 --latent RAWF32 --shape 1,C,T,H,W --sigma S [--threads 1] [--out RAWF32].
@@ -117,10 +118,11 @@ def main():
         if "run" not in req:
             break
         dist.barrier()
+        c0 = time.process_time()
         t0 = time.perf_counter()
         for _ in range(int(req["run"])):
             model.forward(latent, a.sigma)
-        say({"seconds": time.perf_counter() - t0})
+        say({"seconds": time.perf_counter() - t0, "cpuSeconds": time.process_time() - c0})
     dist.destroy_process_group()
 
 

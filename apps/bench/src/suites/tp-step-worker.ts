@@ -5,8 +5,8 @@
  * side of the comparison is such a process and the bench only sends it requests.
  *
  * Protocol, one JSON object per line: the worker prints {ready} after loading and one untimed
- * forward (the first materializes the weights); then {run: n} -> {seconds} (n forwards, timed
- * inside), {stats} -> {commSeconds, collectives, forwardSeconds} (since ready), {quit} -> exits.
+ * forward (the first materializes the weights); then {run: n} -> {seconds, cpuSeconds} (n forwards,
+ * timed inside, with the process's CPU time over them), {stats} -> {commSeconds, collectives, forwardSeconds} (since ready), {quit} -> exits.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -65,11 +65,13 @@ say({ ready: true });
 for await (const line of createInterface({ input: process.stdin })) {
   const req = JSON.parse(line);
   if (req.run !== undefined) {
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < req.run; i++) await forward();
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(c0);
     forwardSeconds += seconds;
-    say({ seconds });
+    say({ seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 });
   } else if (req.stats !== undefined) {
     const s = comm === undefined ? comm0 : comm.stats();
     say({ commSeconds: s.seconds - comm0.seconds, collectives: s.collectives - comm0.collectives, forwardSeconds });
@@ -88,7 +90,11 @@ export interface StepWorker {
   stats(): Promise<{ commSeconds: number; collectives: number; forwardSeconds: number }>;
   /** The worker's peak resident set so far (VmHWM, read by this process from /proc). */
   peakResidentBytes(): number;
-  /** CPU seconds (user + system, every thread) per forward since the worker was ready, from /proc. */
+  /**
+   * CPU seconds (user + system, every thread of the worker) per forward: the worker's own measure
+   * around its timed forwards, so nothing it does between runs counts. A mean over every run (the
+   * bench's calibration runs too), where step times are reported as medians.
+   */
   cpuSecondsPerForward(): number;
   close(): Promise<void>;
 }
@@ -114,19 +120,10 @@ export interface LineWorkerSpec {
   cpus?: string;
 }
 
-/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
-const USER_HZ = 100;
-
-function cpuSecondsOf(pid: number): number {
-  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
-}
 
 /**
  * A child process speaking one JSON object per line: its first line (the ready line, returned
- * with the worker) comes after it has loaded; then {run: n} -> {seconds}, {stats} -> {...},
+ * with the worker) comes after it has loaded; then {run: n} -> {seconds, cpuSeconds}, {stats} -> {...},
  * {quit} -> exit. The step workers here and the PyTorch + Gloo ranks (tools/torch-h3/h3_tp_gloo.py)
  * both speak it.
  */
@@ -141,7 +138,7 @@ export function startLineWorker(spec: LineWorkerSpec, readyTimeoutMs: number): P
   let stderr = '';
   let buffered = '';
   let forwards = 0;
-  let cpuAtReady = 0;
+  let cpuSeconds = 0;
   const waiting: Array<{ resolve: (o: Record<string, unknown>) => void; reject: (e: Error) => void }> = [];
   const failed = (why: string): NinodesError =>
     new BenchError('BENCH_CHILD_FAILED', `tp step worker, ${where}: ${why}: ${stderr.slice(-2000)}`, { value: child.pid, where: 'startLineWorker', hint: 'run the same split with `ninodes run --tp 2` to see the error' });
@@ -177,13 +174,14 @@ export function startLineWorker(spec: LineWorkerSpec, readyTimeoutMs: number): P
   const worker: StepWorker = {
     pid: child.pid ?? -1,
     run: async (n) => {
-      const seconds = (await reply({ run: n }, readyTimeoutMs)).seconds as number;
+      const timed = await reply({ run: n }, readyTimeoutMs);
       forwards += n;
-      return seconds;
+      cpuSeconds += timed.cpuSeconds as number;
+      return timed.seconds as number;
     },
     stats: async () => (await reply({ stats: true }, 60_000)) as { commSeconds: number; collectives: number; forwardSeconds: number },
     peakResidentBytes: () => Number(/^VmHWM:\s*(\d+)\s*kB/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]) * 1024,
-    cpuSecondsPerForward: () => (forwards === 0 ? 0 : (cpuSecondsOf(child.pid ?? -1) - cpuAtReady) / forwards),
+    cpuSecondsPerForward: () => (forwards === 0 ? 0 : cpuSeconds / forwards),
     close: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.stdin!.end(`${JSON.stringify({ quit: true })}\n`);
@@ -194,14 +192,7 @@ export function startLineWorker(spec: LineWorkerSpec, readyTimeoutMs: number): P
     },
   };
   return reply(undefined, readyTimeoutMs).then(
-    (ready) => {
-      try {
-        cpuAtReady = cpuSecondsOf(child.pid ?? -1);
-      } catch {
-        cpuAtReady = 0; // exited after its ready line (a peer that reports itself missing)
-      }
-      return { worker, ready };
-    },
+    (ready) => ({ worker, ready }),
     async (e: unknown) => {
       child.kill('SIGKILL');
       await closed;
