@@ -123,5 +123,25 @@ describe('fp8 errors', () => {
     expect(() => encodeFp8(x, 'f8_e5m2', { scale: 0 })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(() => encodeFp8(x, 'f8_e5m2', { stochastic: { seed: -1 } })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(() => decodeFp8(x)).toThrow(expect.objectContaining({ code: 'DTYPE_MISMATCH' }));
+    const bytes = Tensor.fromArray('f8_e4m3fn', [2], Uint8Array.of(1, 2));
+    expect(() => decodeFp8(bytes, { out: Tensor.zeros('f32', [3]) })).toThrow(expect.objectContaining({ code: 'SHAPE_MISMATCH' }));
+    expect(() => decodeFp8(bytes, { out: Tensor.zeros('f16', [2]) as unknown as Tensor<'f32'> })).toThrow(expect.objectContaining({ code: 'DTYPE_MISMATCH' }));
+    const shared = Tensor.zeros('f32', [4]);
+    const view = Tensor.fromArray('f8_e4m3fn', [2], new Uint8Array(shared.buffer, 4, 2));
+    expect(() => decodeFp8(view, { out: shared.rows(0, 2) })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+});
+
+describe('decodeFp8 into a given tensor', () => {
+  it('writes every element of out (junk before) with the bits of a fresh decode, and returns out', () => {
+    for (const format of ['f8_e4m3fn', 'f8_e5m2'] as const) {
+      const all = Tensor.fromArray(format, [256], Uint8Array.from({ length: 256 }, (_, i) => i));
+      for (const opts of [{}, { scale: 0.37 }]) {
+        const out = Tensor.f32([256], new Array(256).fill(-12345));
+        const got = decodeFp8(all, { ...opts, out });
+        expect(got).toBe(out);
+        expect(new Uint32Array(out.data.buffer)).toEqual(new Uint32Array(reference.decodeFp8(all, opts).data.buffer));
+      }
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { requireDType } from './arg-checks.js';
+import { outputF32, requireDType } from './arg-checks.js';
 import { type DecodeFp8Options, type EncodeFp8Options, type Fp8Format, FP8_FORMATS, resolveDecodeScale, resolveEncodeFp8 } from './fp8-options.js';
 import { callNative, callNativeAsync } from './native-addon.js';
 import { allocateNative } from './native-memory.js';
@@ -44,11 +44,11 @@ export async function absMaxAsync(x: Tensor): Promise<number> {
   return callNativeAsync('absMax', (n) => n.absMaxAsync(x.bytes(), x.numel));
 }
 
-/** fp8 bytes -> f32 (times `scale` in float32 when given). */
+/** fp8 bytes -> f32 (times `scale` in float32 when given), into `opts.out` when given. */
 export function decodeFp8(x: Tensor, opts?: DecodeFp8Options): Tensor<'f32'> {
   requireDType(x, FP8_FORMATS, 'decodeFp8 input');
   const scale = resolveDecodeScale(opts);
-  const out = Tensor.zeros('f32', x.shape);
+  const out = outputF32(opts?.out, x.shape, 'decodeFp8', [x]);
   callNative('decodeFp8', (n) => n.decodeFp8(x.bytes(), out.bytes(), x.numel, x.dtype, scale ?? Number.NaN));
   return out;
 }

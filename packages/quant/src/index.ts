@@ -56,6 +56,7 @@ export {
 export { Bf16Weight, type Bf16WeightOptions } from './bf16-weight.js';
 export type { LinearOp, LinearProvider, LinearShard, LinearSpec } from './linear-op.js';
 export { sequenceCounts, sequenceRows, type RowRange, type SequenceSplit } from './sequence-split.js';
+export { SharedScratch } from './shared-scratch.js';
 export { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';
 export {
   preparedKindOf,

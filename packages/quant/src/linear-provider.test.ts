@@ -113,6 +113,38 @@ describe('float, fp8 and forced compute formats', () => {
     expect(maxRelError((await op.materializedWeight()).data as Float32Array, wd)).toBeLessThan(1e-7);
   });
 
+  it("fp8 layers of one provider share one decode buffer: each forward, alone, interleaved or overlapping, is its own weight's", async () => {
+    // Two layers of different shapes: the shared buffer grows to the larger and serves both; calls
+    // that overlap (Promise.all) take fresh memory for the second. Every result must equal the f32
+    // linear of that layer's own decoded bytes, computed here from a fresh decode.
+    const shapes = { a: [24, 40], b: [56, 40] } as const;
+    const tensors: Record<string, Tensor> = {};
+    const decoded: Record<string, Tensor<'f32'>> = {};
+    for (const [name, [n, k]] of Object.entries(shapes)) {
+      const w = Tensor.f32([n, k], Float32Array.from({ length: n * k }, (_, i) => Math.sin(i * 0.61 + n)));
+      const scale = Math.fround(Math.max(...(w.data as Float32Array).map(Math.abs)) / 448);
+      const q = encodeFp8(w, 'f8_e4m3fn', { scale, mode: 'clamp' });
+      tensors[`${name}.weight`] = q;
+      tensors[`${name}.weight_scale`] = Tensor.f32([], [scale]);
+      decoded[name] = decodeFp8(q, { scale });
+    }
+    const provider = createLinearProvider(memoryCheckpoint('two_fp8.safetensors', tensors));
+    const ops = Object.fromEntries(Object.entries(shapes).map(([name, [n, k]]) => [name, provider.linear({ name, inFeatures: k, outFeatures: n, bias: false })]));
+    const x = Tensor.f32([3, 40], Float32Array.from({ length: 120 }, (_, i) => Math.cos(i * 0.3)));
+    const want = async (name: 'a' | 'b'): Promise<Float32Array> => (await linear(x, decoded[name]!)).data as Float32Array;
+    const wantA = await want('a');
+    const wantB = await want('b');
+    for (const order of [['b', 'a', 'b'], ['a', 'a', 'b']] as const) {
+      for (const name of order) expect(Array.from((await ops[name]!.forward(x)).data), name).toEqual(Array.from(name === 'a' ? wantA : wantB));
+    }
+    const [ya, yb] = await Promise.all([ops.a!.forward(x), ops.b!.forward(x)]);
+    expect(Array.from(ya.data)).toEqual(Array.from(wantA));
+    expect(Array.from(yb.data)).toEqual(Array.from(wantB));
+    // Output rows of b alone (forwardRows): its rows' decode in the same buffer.
+    const part = await ops.b!.forwardRows!(x, 10, 30);
+    expect(Array.from(part.data)).toEqual(Array.from({ length: 60 }, (_, i) => wantB[Math.floor(i / 20) * 56 + 10 + (i % 20)]!));
+  });
+
   it('forced int8_convrot on an f32 layer reports the error it adds and stays near y_fp32', async () => {
     const src = memoryCheckpoint('m.safetensors', { 'blk.fc.weight': fx.tensor(`${l}.w`), 'blk.fc.bias': fx.tensor(`${l}.bias`) });
     const op = createLinearProvider(src, { compute: 'int8_convrot' }).linear(spec);

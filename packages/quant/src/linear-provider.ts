@@ -7,6 +7,7 @@ import { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-sha
 import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, toF32Async, weight2d } from './materialize.js';
 import { type ComputeMode, type PreparedData, type PreparedWeight, floatPrecision, preparedWeight, preparingBytes, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
 import { Bf16Weight } from './bf16-weight.js';
+import { SharedScratch } from './shared-scratch.js';
 import { type WeightFormat, weightFormatInfo } from './weight-format.js';
 import { absMax, fp8ScaleOfAbsMax, relativeError } from './quant-math.js';
 import type { WeightPatcher } from './weight-patcher.js';
@@ -148,6 +149,8 @@ class QuantLinear implements QuantLinearOp {
     private readonly options: LinearProviderOptions,
     geometry: ShardGeometry,
     globalK: number,
+    /** The provider's buffer for fp8 weights decoded per call (its ops run one at a time). */
+    private readonly decoded: SharedScratch<'f32'>,
   ) {
     this.storedFormat = layer.format;
     this.slice = geometry.slice;
@@ -237,9 +240,18 @@ class QuantLinear implements QuantLinearOp {
             if (scratch) this.rowScalesBusy = false;
           }
         }
-        case 'fp8':
-          // No fp8 gemm on the CPU: decode per call so only the fp8 bytes stay resident (transientBytes).
-          return linear(x, decodeFp8(pick(p.w), { scale: p.scale }), bias, out ? { out } : {});
+        case 'fp8': {
+          // No fp8 gemm on the CPU: decode per call so only the fp8 bytes stay resident
+          // (transientBytes), into the provider's shared buffer: fresh memory per call cost a page
+          // fault every 4 KiB, ~40x the decode itself.
+          const w = pick(p.w);
+          const into = this.decoded.take(w.shape[0] as number, w.shape[1] as number);
+          try {
+            return await linear(x, decodeFp8(w, { scale: p.scale, out: into }), bias, out ? { out } : {});
+          } finally {
+            this.decoded.release(into);
+          }
+        }
       }
     });
   }
@@ -505,6 +517,7 @@ async function wholeFp8Scale(source: CheckpointSource, layer: DetectedLayer, for
 export function createLinearProvider(source: CheckpointSource, options: LinearProviderOptions = {}): QuantLinearProvider {
   const detection = options.detection ?? detectFormats(source, options.filename === undefined ? {} : { filename: options.filename });
   const built = new Map<string, QuantLinear[]>();
+  const decoded = new SharedScratch('f32');
   return {
     detection,
     repatch(layers: Iterable<string>): number {
@@ -535,7 +548,7 @@ export function createLinearProvider(source: CheckpointSource, options: LinearPr
       if (spec.bias !== (layer.tensors.bias !== undefined)) {
         throw new QuantError('BIAS_MISMATCH', `layer '${spec.name}' ${spec.bias ? 'needs a bias the file lacks' : 'has a bias the model does not use'}`, { where: spec.name });
       }
-      const op = new QuantLinear(spec, source, layer, options, geometry, k);
+      const op = new QuantLinear(spec, source, layer, options, geometry, k, decoded);
       built.set(spec.name, [...(built.get(spec.name) ?? []), op]);
       return op;
     },

@@ -24,7 +24,7 @@ import {
   quantizeRowsInt8,
 } from '@ninodes/kernels';
 import { TpError } from './error-codes.js';
-import { type LinearOp, type LinearProvider, type LinearSpec, sequenceCounts, sequenceRows } from '@ninodes/quant';
+import { type LinearOp, type LinearProvider, type LinearSpec, SharedScratch, sequenceCounts, sequenceRows } from '@ninodes/quant';
 import type { ShardPlan } from './shard-plan.js';
 
 /** The int8 operands quant's ops expose (QuantLinearOp.int8Weight). */
@@ -32,32 +32,11 @@ type Int8Operands = { q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | f
 type WithInt8 = LinearOp & { int8Weight?(): Promise<Int8Operands | undefined> };
 
 /**
- * One buffer shared by a rank's row-parallel int8 layers (they run one at a time): the int32
- * accumulators [M, N] (1.5 MB at M = 256, N = 1536) or the quantized slice [M, K]. A steady-state
- * step allocates none of them, which otherwise cost a rank several garbage collections per step. A
- * call that finds it in use (another layer's forward still running) gets fresh memory.
+ * The scratch a provider's row- and (sequence-parallel) column-parallel layers share (they run one
+ * at a time): the int32 accumulators [M, N] (1.5 MB at M = 256, N = 1536), quantized slices, row
+ * scales. A steady-state step allocates none of them, which otherwise cost a rank several garbage
+ * collections per step.
  */
-class SharedScratch<D extends 'i32' | 'i8' | 'f32'> {
-  /** The largest buffer asked for so far; callers get [m, n] views of its start. */
-  private backing: Tensor<D> | undefined;
-  private busy = false;
-
-  constructor(private readonly dtype: D) {}
-
-  /** An [m, n] view of the shared buffer (or fresh memory while it is in use); give it back with release. */
-  take(m: number, n: number): Tensor<D> {
-    if (this.busy) return Tensor.zeros(this.dtype, [m, n]);
-    this.busy = true;
-    if (this.backing === undefined || this.backing.numel < m * n) this.backing = Tensor.zeros(this.dtype, [m * n]);
-    return this.backing.view(this.dtype, [m, n]);
-  }
-
-  release(t: Tensor<D>): void {
-    if (t.buffer === this.backing?.buffer) this.busy = false;
-  }
-}
-
-/** The scratch a provider's row- and (sequence-parallel) column-parallel layers share. */
 interface RowScratch {
   readonly acc: SharedScratch<'i32'>;
   /** A row-parallel layer's quantized slice, or a column-parallel layer's gathered int8 rows. */
