@@ -27,9 +27,4 @@ export class SharedScratch<D extends 'i32' | 'i8' | 'f32'> {
   release(t: Tensor<D>): void {
     if (t.buffer === this.backing?.buffer) this.busy = false;
   }
-
-  /** Bytes the shared buffer holds now (0 before the first take). */
-  get heldBytes(): number {
-    return this.backing?.byteLength ?? 0;
-  }
 }
