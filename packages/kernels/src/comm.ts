@@ -193,8 +193,9 @@ export class Communicator {
    */
   allToAll(send: CommGatherArray, recv: CommGatherArray, counts: readonly number[]): Promise<void> {
     const dtype = gatherDtypeOf(send, 'allToAll');
-    if (gatherDtypeOf(recv, 'allToAll recv') !== dtype) {
-      throw new KernelsError('INVALID_ARGUMENT', `allToAll: send and recv must be one dtype, got ${dtype} and ${gatherDtypeOf(recv, 'allToAll recv')}`, { value: [dtype, gatherDtypeOf(recv, 'allToAll recv')], where: 'allToAll recv' });
+    const recvDtype = gatherDtypeOf(recv, 'allToAll recv');
+    if (recvDtype !== dtype) {
+      throw new KernelsError('INVALID_ARGUMENT', `allToAll: send and recv must be one dtype, got ${dtype} and ${recvDtype}`, { value: [dtype, recvDtype], where: 'allToAll recv' });
     }
     checkCounts(counts, this.size, send.length, 'allToAll');
     const c = [...counts]; // a queued call runs later: the caller may reuse its array meanwhile

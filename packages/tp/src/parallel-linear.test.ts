@@ -262,6 +262,15 @@ describe('sequence-parallel linears across rank processes', () => {
           continue;
         }
         if (l.role === 'row') {
+          if (!l.int8) {
+            // Each rank's materialized weight: its input columns of the file's weight.
+            const w = weightOf(l);
+            const k = l.k / size;
+            for (const r of ranks) {
+              const cols = Float32Array.from({ length: l.n * k }, (_, i) => w[Math.floor(i / k) * l.k + r.rank * k + (i % k)]!);
+              expect(Buffer.from(f32(r.y![`${l.name}.weight`]!.b64).buffer).equals(Buffer.from(cols.buffer)), `${l.name} weight rank ${r.rank}`).toBe(true);
+            }
+          }
           // Each rank's own rows, put together: the layer's output.
           const y = new Float32Array(M * l.n);
           for (const r of ranks) {

@@ -23,6 +23,7 @@ import {
   int8LinearQuantized,
   quantizeRowsInt8,
 } from '@ninodes/kernels';
+import { copyColumnRange } from '@ninodes/memory';
 import { TpError } from './error-codes.js';
 import { type LinearOp, type LinearProvider, type LinearSpec, SharedScratch, sequenceCounts, sequenceRows } from '@ninodes/quant';
 import type { ShardPlan } from './shard-plan.js';
@@ -241,12 +242,12 @@ class ExchangedRowLinear implements LinearOp {
   /** This rank's input columns of the weight [N, K / size], as a row-parallel op's (its spec's shape). */
   async materializedWeight(): Promise<Tensor<'f32'>> {
     const whole = await this.whole.materializedWeight();
-    const { outFeatures: n, inFeatures: k } = this.spec;
-    const kk = k * this.comm.size;
-    const w = Tensor.zeros('f32', [n, k]);
-    for (let i = 0; i < n; i++) w.data.set(whole.data.subarray(i * kk + this.comm.rank * k, i * kk + (this.comm.rank + 1) * k), i * k);
-    whole.dispose();
-    return w;
+    const k = this.spec.inFeatures;
+    try {
+      return copyColumnRange(whole, this.spec.name, this.comm.rank * k, (this.comm.rank + 1) * k) as Tensor<'f32'>;
+    } finally {
+      whole.dispose();
+    }
   }
 }
 

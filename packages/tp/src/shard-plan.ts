@@ -9,6 +9,7 @@ import {
   type LayoutLinear,
   type LinearShard,
   type ModelLayout,
+  type WeightFormat,
   residentBytes,
   runFormatOf,
   shardGeometry,
@@ -84,9 +85,9 @@ export interface ShardPlanOptions {
 
 const BIAS_BYTES = 4; // biases are read as f32
 
-function checkRowSlice(l: LayoutLinear, world: number, compute: ComputeMode, requantizeGguf: boolean, exchange: boolean): void {
+/** `run`: the format the layer computes in (runFormatOf, over its whole K). */
+function checkRowSlice(l: LayoutLinear, world: number, run: WeightFormat, exchange: boolean): void {
   const localIn = l.inFeatures / world;
-  const run = runFormatOf(l.storedFormat, compute, l.inFeatures, { requantizeGguf });
   const group = weightFormatInfo(run).convrot;
   if (group !== false && localIn % group !== 0) {
     throw new TpError(
@@ -117,8 +118,7 @@ function checkRowSlice(l: LayoutLinear, world: number, compute: ComputeMode, req
  * TP2 (K = N), int8 out_proj exchanged cut the collectives' time per step by a quarter, while fp32,
  * which only halves the bytes, ran ~3 % slower per step.
  */
-function exchangePays(l: LayoutLinear, compute: ComputeMode, requantizeGguf: boolean): boolean {
-  const run = runFormatOf(l.storedFormat, compute, l.inFeatures, { requantizeGguf });
+function exchangePays(l: LayoutLinear, run: WeightFormat): boolean {
   const sliceBytes = weightFormatInfo(run).family === 'int8' ? 1 : 4;
   return sliceBytes * l.inFeatures <= l.outFeatures;
 }
@@ -149,8 +149,12 @@ export function shardPlan(layout: ModelLayout, world: number, options: ShardPlan
       const shard: LinearShard = { rank: 0, size: world, role: l.role, fused: l.fused };
       // quant's geometry is the one definition of a split (the provider slices by it too).
       const geometry = shardGeometry(l.name, l.outFeatures, l.inFeatures, shard);
-      const exchange = sequence && world > 1 && l.role === 'row' && exchangePays(l, compute, requantizeGguf);
-      if (l.role === 'row') checkRowSlice(l, world, compute, requantizeGguf, exchange);
+      let exchange = false;
+      if (l.role === 'row') {
+        const run = runFormatOf(l.storedFormat, compute, l.inFeatures, { requantizeGguf });
+        exchange = sequence && world > 1 && exchangePays(l, run);
+        checkRowSlice(l, world, run, exchange);
+      }
       const planned: PlannedLinear = {
         name: l.name,
         group: group.name,

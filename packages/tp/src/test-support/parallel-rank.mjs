@@ -38,6 +38,12 @@ try {
       const y = await op.forward(kernels.Tensor.fromArray('f32', [job.m, local.length / job.m], local), into);
       if (into !== undefined && y !== into) throw new Error(`row-parallel ${l.name} did not write into out`);
       out.y[l.name] = { shape: y.shape, b64: Buffer.from(y.data.buffer, y.data.byteOffset, y.data.byteLength).toString('base64') };
+      if (l.role === 'row') {
+        // A row op's weight is this rank's input columns, whether it holds them alone or the whole
+        // layer (exchanged).
+        const w = await op.materializedWeight();
+        out.y[`${l.name}.weight`] = { shape: w.shape, b64: Buffer.from(w.data.buffer, w.data.byteOffset, w.data.byteLength).toString('base64') };
+      }
       if (l.role === 'gathered') {
         // Output features of whole parts (each rank computes its slices of them) and a range that
         // cuts parts; the whole weight, gathered back into the file's row order.
