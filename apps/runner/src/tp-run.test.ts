@@ -13,6 +13,8 @@ import { H3_DEFAULTS, gaussianNoise, writeSyntheticH3Checkpoint } from '@ninodes
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runReportSchema } from './run-report.js';
 
+const HANG_MS = Number(process.env.NINODES_TEST_HANG_MS ?? 900_000); // the shared hang guard (vitest.shared.ts)
+
 const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-tp-run-'));
 const ckpt = join(dir, 'h3-tp.safetensors');
@@ -43,7 +45,10 @@ function startCli(argv: string[], onStderr?: (text: string, child: ChildProcess)
       stderr += d.toString();
       onStderr?.(stderr, child);
     });
-    const killer = setTimeout(() => child.kill('SIGKILL'), 150_000);
+    const killer = setTimeout(() => {
+      stderr += `\n[killed by the test's hang guard after ${HANG_MS} ms]`;
+      child.kill('SIGKILL');
+    }, HANG_MS);
     child.on('close', (status, signal) => {
       clearTimeout(killer);
       expect(readdirSync(tmp)).toEqual([]);
