@@ -1,5 +1,6 @@
 // report.json of `ninodes run`: what was run, how long each step took, what memory it needed and a
 // hash of what it produced. Validated before it is written so a report never lies about its shape.
+import { COMPUTE_MODES, type ComputeMode } from '@ninodes/quant';
 import { z } from 'zod';
 
 export const runReportSchema = z.object({
@@ -7,7 +8,7 @@ export const runReportSchema = z.object({
   config: z.object({
     model: z.string(),
     architecture: z.string(),
-    quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']),
+    quant: z.enum(COMPUTE_MODES as [ComputeMode, ...ComputeMode[]]),
     frames: z.number().int().positive(),
     height: z.number().int().positive(),
     width: z.number().int().positive(),

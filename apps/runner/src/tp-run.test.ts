@@ -84,7 +84,7 @@ const audioOf = (out: string): Float32Array => outputOf(out, 'audio');
  * agree; int8 convrot latent and audio bytes equal one rank's, fp32 within 1e-6 relative.
  */
 async function expectStreamsAsOneRank(args: string[], n: number, tag: string): Promise<void> {
-  for (const quant of ['int8_convrot', 'fp32'] as const) {
+  for (const quant of ['int8_convrot', 'f32'] as const) {
     const one = await startCli([...args, '--quant', quant, '--out', join(dir, `${tag}-${quant}-1`), '--json']);
     expect(one.status, one.stderr).toBe(0);
     const r = await startCli([...args, '--quant', quant, '--tp', String(n), '--out', join(dir, `${tag}-${quant}-${n}`), '--json']);
@@ -148,10 +148,10 @@ describe('ninodes run --tp', () => {
   });
 
   it('fp32: TP2 and TP4 ranks agree and are within 1e-6 relative of one rank', async () => {
-    const one = await startCli(['run', '--model', ckpt, ...LATENT, '--quant', 'fp32', '--out', join(dir, 'f32-1')]);
+    const one = await startCli(['run', '--model', ckpt, ...LATENT, '--quant', 'f32', '--out', join(dir, 'f32-1')]);
     expect(one.status, one.stderr).toBe(0);
     for (const n of [2, 4]) {
-      const r = await startCli(['run', '--model', ckpt, ...LATENT, '--quant', 'fp32', '--tp', String(n), '--out', join(dir, `f32-${n}`), '--json']);
+      const r = await startCli(['run', '--model', ckpt, ...LATENT, '--quant', 'f32', '--tp', String(n), '--out', join(dir, `f32-${n}`), '--json']);
       expect(r.status, r.stderr).toBe(0);
       const report = runReportSchema.parse(JSON.parse(r.stdout));
       expect(report.tp!.ranks).toHaveLength(n);

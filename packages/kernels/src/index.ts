@@ -94,3 +94,4 @@ export {
   type CommunicatorOptions,
   type ReduceOp,
 } from './comm.js';
+export { closest } from './suggest.js';

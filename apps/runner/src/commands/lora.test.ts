@@ -76,7 +76,7 @@ describe('ninodes run --lora', () => {
   // The merge format that keeps what the run computes in: the synthetic checkpoint stores its linears
   // in bf16, so an fp32 or int8 run patches (and quantizes) f32 weights, which a bf16 file would round.
   it.each([
-    ['fp32', 'f32'],
+    ['f32', 'f32'],
     ['bf16', 'keep'],
     ['int8_convrot', 'f32'],
   ])('--quant %s: patched while running = merged first (--format %s); streamed (--budget) = resident', async (quant, format) => {

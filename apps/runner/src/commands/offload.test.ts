@@ -27,7 +27,7 @@ describe('ninodes run --alloc', () => {
   // The checkpoint's linears are bf16: --quant bf16 streams them as stored (used from the mapping),
   // fp32, int8_convrot and fp8 (e4m3fn, its absmax and encoding on worker threads) convert them
   // (read into pooled buffers first).
-  it.each(['fp32', 'bf16', 'int8_convrot', 'fp8'])('--quant %s: cpu,4mb;disk,* writes the same latent bytes as the all-resident run', async (quant) => {
+  it.each(['f32', 'bf16', 'int8_convrot', 'f8_e4m3fn'])('--quant %s: cpu,4mb;disk,* writes the same latent bytes as the all-resident run', async (quant) => {
     const resident = await cli('run', '--model', ckpt, ...small, '--quant', quant, '--out', join(dir, `resident-${quant}`), '--json');
     expect(resident.status).toBe(0);
     const streamed = await cli('run', '--model', ckpt, ...small, '--quant', quant, '--alloc', 'cpu,4mb;disk,*', '--out', join(dir, `streamed-${quant}`), '--json');
@@ -59,7 +59,7 @@ describe('ninodes run --alloc', () => {
     const plan = JSON.parse((await cli('plan', ckpt, '--alloc', 'cpu,4mb;disk,*', '--quant', quant, '--frames', '1', '--height', '8', '--width', '8', '--json')).stdout);
     const cpu = plan.devices.find((d: { id: string }) => d.id === 'cpu');
     expect(b.offload?.budgetBytes).toBe(cpu.bytes + cpu.reserve);
-    const stays = quant === 'int8_convrot' || quant === 'fp8';
+    const stays = quant === 'int8_convrot' || quant === 'f8_e4m3fn';
     for (const p of stays ? passes.slice(0, 1) : passes.slice(1)) {
       expect(p.bytesStreamed).toBeGreaterThan(0);
       expect(p.peakResidentBytes).toBeGreaterThan(0);
@@ -160,7 +160,7 @@ describe('ninodes plan', () => {
     expect(doc.devices.reduce((a: number, d: { bytes: number }) => a + d.bytes, 0)).toBe(doc.totalBytes);
     expect(doc.reserve.activationBytes).toBeGreaterThan(0);
     // Counted in f32 (4 B/param) the 32 G parameters fit neither card: a warning, exit 1, and the way out.
-    const f32 = await cli('plan', full, '--alloc', 'hip:0,30gb;hip:1,*', '--machine', machine, '--quant', 'fp32');
+    const f32 = await cli('plan', full, '--alloc', 'hip:0,30gb;hip:1,*', '--machine', machine, '--quant', 'f32');
     expect(f32.status).toBe(1);
     expect(f32.stdout).toMatch(/warning: hip:1 is asked to hold/);
     expect(f32.stdout).toMatch(/this would: --alloc "hip:0,[0-9.]+[kmg]?b;hip:1,[0-9.]+[kmg]?b;disk,\*"/);

@@ -41,7 +41,7 @@ describe('a FIFO where a file belongs is refused at once, never read', () => {
       ['inspect', fifo],
       ['run', '--model', fifo, ...small, '--out', join(dir, 'fifo-out')],
       ['run', '--model', ckpt, '--latent', fifo, ...small, '--out', join(dir, 'fifo-out')],
-      ['quantize', fifo, join(dir, 'fifo-q.safetensors'), '--format', 'fp8_e4m3fn'],
+      ['quantize', fifo, join(dir, 'fifo-q.safetensors'), '--format', 'f8_e4m3fn'],
     ]) {
       const r = await runCli(args, { timeoutMs: 120_000 });
       expect(r.timedOut, `${args.join(' ')} hung on the FIFO`).toBe(false);
