@@ -125,9 +125,12 @@ export const runReportSchema = z.object({
 
 export type RunReport = z.infer<typeof runReportSchema>;
 
-/** Mean of steps 2..N-1 (1-based): drops the first (warm-up) and last; all steps when N < 3. */
+/**
+ * Mean of steps 2..N-1 (1-based): drops the first (warm-up: weights materialize, pages fault in)
+ * and the last; of two steps, the second. One step is all there is.
+ */
 export function steadyStepMean(stepSeconds: readonly number[]): number {
-  const core = stepSeconds.length >= 3 ? stepSeconds.slice(1, -1) : stepSeconds;
+  const core = stepSeconds.length >= 3 ? stepSeconds.slice(1, -1) : stepSeconds.length === 2 ? stepSeconds.slice(1) : stepSeconds;
   if (core.length === 0) return 0;
   return core.reduce((a, b) => a + b, 0) / core.length;
 }

@@ -79,7 +79,7 @@ describe('ninodes demo --format', () => {
   });
 
   it('rejects an unknown format with the valid choices', async () => {
-    const r = await cli('demo', '--format', 'q4_k');
+    const r = await cli('demo', '--format', 'q5_k');
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('int8_convrot');
   });

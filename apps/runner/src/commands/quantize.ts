@@ -38,6 +38,7 @@ export const quantize = defineCommand({
   }),
   async run(args, context) {
     const [input, output] = args.positionals;
+    checkNewOutputFile(output, [input], { force: args.force });
     // The extension names the container: a .gguf holding safetensors would be refused by every reader.
     const container = containerOf(args.format);
     if (!output.toLowerCase().endsWith(container)) {
@@ -48,7 +49,6 @@ export const quantize = defineCommand({
         hint: `name it ${stem}${container}${container === '.gguf' ? '' : ', or pick a GGUF format (q8_0, q4_k) for a .gguf file'}`,
       });
     }
-    checkNewOutputFile(output, [input], { force: args.force });
     const source = openCheckpoint(input);
     try {
       const task = context.progress.task('quantizing', source.entries().length);

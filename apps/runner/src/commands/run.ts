@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
 import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, computeLoadAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
-import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
+import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { formatBytes } from '@ninodes/device';
 import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
@@ -23,7 +23,7 @@ import { type RunReport, runReportSchema, steadyStepMean } from '../run-report.j
 import { DEFAULT_TP_TIMEOUT_MS, tpRankEnv } from '../tp-env.js';
 import { launchTensorParallel } from '../tp-launch.js';
 import { type TpRankModel, openTpRank } from '../tp-rank.js';
-import { RunnerError } from '../error-codes.js';
+import { RunnerError, type RunnerThrownCode } from '../error-codes.js';
 import { describeLinearFormats } from '../model-line.js';
 
 const positiveInt = z.coerce.number().int().positive();
@@ -68,6 +68,9 @@ export const runSchema = z
     positionals: z.array(z.string()).length(0),
   })
   .refine((a) => !(a.model && a.preset), { message: '--model and --preset are exclusive', path: ['model'] })
+  // H3 patches the latent 2x2: an odd side would lose its last row or column.
+  .refine((a) => (a.height ?? 0) % 2 === 0, { message: 'must be even (H3 patches the latent 2x2), got an odd number', path: ['height'] })
+  .refine((a) => (a.width ?? 0) % 2 === 0, { message: 'must be even (H3 patches the latent 2x2), got an odd number', path: ['width'] })
   .refine((a) => !(a.alloc && a.budget), { message: '--alloc and --budget are exclusive (--budget B is --alloc "cpu,B;disk,*")', path: ['alloc'] })
   // Streaming placement and tensor parallelism do not compose yet: each rank would need its own plan.
   .refine((a) => a.tp === 1 || (a.alloc === undefined && a.budget === undefined), { message: '--tp cannot be combined with --alloc or --budget yet', path: ['tp'] })
@@ -455,10 +458,26 @@ async function launch(args: RunArgs, context: CommandContext): Promise<number> {
   // Whether the model splits over N ranks is known from the headers: fail once, here, naming the layer.
   const source = openCheckpoint(modelPath);
   try {
-    shardPlan(layoutOf(source), args.tp, { compute: args.quant, sequence: true });
+    const layout = layoutOf(source);
+    try {
+      shardPlan(layout, args.tp, { compute: args.quant, sequence: true });
+    } catch (error) {
+      if (!(error instanceof NinodesError)) throw error;
+      // Say which sizes would work instead of leaving the user to search.
+      const works = Array.from({ length: 16 }, (_, i) => i + 1).filter((n) => {
+        try {
+          shardPlan(layout, n, { compute: args.quant, sequence: true });
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      throw new RunnerError(error.code as RunnerThrownCode, error.message, { value: args.tp, where: '--tp', hint: `sizes up to 16 that split this model${args.quant === 'auto' ? '' : ` with --quant ${args.quant}`}: ${works.join(', ')}`, cause: error });
+    }
   } finally {
     source.close();
   }
+  if (args.tp > cpus().length) context.stderr.write(`warning: --tp ${args.tp} on ${cpus().length} cores: ranks share cores, so this runs slower than fewer ranks would\n`);
   const argv = ['run', '--model', modelPath];
   for (const key of ['latent', 'context', 'audio', 'audio-frames', 'start-step', 'end-step'] as const) if (args[key] !== undefined) argv.push(`--${key}`, String(args[key]));
   for (const key of ['frames', 'height', 'width', 'steps', 'shift', 'seed', 'quant', 'attention', 'out'] as const) if (args[key] !== undefined) argv.push(`--${key}`, String(args[key]));
