@@ -11,14 +11,14 @@ namespace ninodes {
 namespace {
 
 template <size_t G>
-inline int32_t dot(const int8_t* a, const int8_t* b) {
+[[gnu::always_inline]] inline int32_t dot(const int8_t* a, const int8_t* b) {
   int32_t s = 0;
   for (size_t i = 0; i < G; ++i) s += static_cast<int32_t>(a[i]) * static_cast<int32_t>(b[i]);
   return s;
 }
 
 template <size_t G, size_t A, bool kMins>
-inline void group(const GgufActivations& act, size_t m, size_t k, const GgufRows& rows, size_t n0, size_t nv, const GgufOutput& out) {
+[[gnu::always_inline]] inline void group(const GgufActivations& act, size_t m, size_t k, const GgufRows& rows, size_t n0, size_t nv, const GgufOutput& out) {
   const size_t kg = k / G;
   for (size_t r = 0; r < m; ++r) {
     const size_t blk = r / kGgufRowBlock, lane = r % kGgufRowBlock;

@@ -1,9 +1,9 @@
 // The GGUF linear on AVX512-VNNI (see gguf_linear.h for the sums). Like int8_vnni.cc it computes
 // Cᵀ = W · qxᵀ: each 4-byte group of an unpacked weight row is VPDPBUSD's broadcast (signed)
-// operand, 16 activation rows packed as qx + 128 the unsigned one; 128 · Σ q per sub-block is
-// subtracted before the scale, so every integer sum is exact. A register tile is 4 weight rows x
-// J 16-row blocks: J·4 int32 sums per sub-block, the float sums of the activation block and the
-// outputs, all in registers (3 · 8 + 2 of the 32 for J = 2).
+// operand, 16 activation rows packed as qx + 128 the unsigned one; the sums start at -128 · Σ q of
+// the sub-block, so every integer sum is exact. A register tile is 4 weight rows x
+// two 16-row blocks: 8 int32 sums per sub-block, the float sums of the activation block and the
+// outputs, all in registers (3 · 8 + 2 of the 32).
 #pragma GCC optimize("fp-contract=off")
 // GCC 12's AVX-512 headers trip this warning in every caller (a known false positive).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -33,89 +33,98 @@ inline int32_t word_at(const int8_t* p) {
   return v;
 }
 
-// Rows [m0, m0 + mv) (mv <= 16 J) against unpacked rows [c0, c0 + 4).
-template <int J, size_t G, size_t A, bool kMins>
+// Rows [m0, m0 + mv) (mv <= 32) against unpacked rows [c0, c0 + 4). With mv <= 16 the second
+// 16-row block repeats the first (the packed buffer ends there) and is not stored. The 8 int32
+// sums, 8 float sums and 8 outputs are named variables: as arrays GCC 12 kept copying them
+// between registers and the stack on every step.
+template <size_t G, size_t A, bool kMins>
 NINODES_TARGET_VNNI void tile(const int8_t* packed, const GgufActivations& act, size_t m0, size_t mv, size_t k, const GgufRows& rows, size_t c0,
                               size_t n0, size_t nv, const GgufOutput& out) {
   const size_t kg = k / G, rb0 = m0 / kGgufRowBlock;
-  const int8_t* xp = packed + m0 * k;
-  const size_t xstride = kGgufRowBlock * k;
-  const float* dx = act.scale + rb0 * (k / A) * kGgufRowBlock;
-  const size_t dstride = (k / A) * kGgufRowBlock;
-  const float* xs = kMins ? act.sum + rb0 * (k / 32) * kGgufRowBlock : nullptr;
-  const size_t sstride = (k / 32) * kGgufRowBlock;
-  const int8_t* w[kCols];
-  const float* sc[kCols];
-  const int32_t* comp[kCols];
-  const float* mn[kCols];
-  for (size_t i = 0; i < kCols; ++i) {
-    w[i] = rows.q + (c0 + i) * k;
-    sc[i] = rows.scale + (c0 + i) * kg;
-    comp[i] = rows.comp + (c0 + i) * kg;
-    mn[i] = kMins ? rows.min + (c0 + i) * kg : nullptr;
-  }
-  __m512 y[kCols][J];
-#pragma GCC unroll 8
-  for (size_t i = 0; i < kCols; ++i)
-#pragma GCC unroll 2
-    for (int j = 0; j < J; ++j) y[i][j] = _mm512_setzero_ps();
+  const bool two = mv > kGgufRowBlock;
+  const int8_t* x0p = packed + m0 * k;
+  const int8_t* x1p = two ? x0p + kGgufRowBlock * k : x0p;
+  const float* d0p = act.scale + rb0 * (k / A) * kGgufRowBlock;
+  const float* d1p = two ? d0p + (k / A) * kGgufRowBlock : d0p;
+  const float* s0p = kMins ? act.sum + rb0 * (k / 32) * kGgufRowBlock : nullptr;
+  const float* s1p = kMins ? (two ? s0p + (k / 32) * kGgufRowBlock : s0p) : nullptr;
+  const int8_t* w0 = rows.q + (c0 + 0) * k;
+  const int8_t* w1 = rows.q + (c0 + 1) * k;
+  const int8_t* w2 = rows.q + (c0 + 2) * k;
+  const int8_t* w3 = rows.q + (c0 + 3) * k;
+  const float* sc = rows.scale + c0 * kg;
+  const int32_t* cp = rows.comp + c0 * kg;
+  const float* mn = kMins ? rows.min + c0 * kg : nullptr;
+  const __m512 zf = _mm512_setzero_ps();
+  __m512 y00 = zf, y01 = zf, y10 = zf, y11 = zf, y20 = zf, y21 = zf, y30 = zf, y31 = zf;
   for (size_t ab = 0; ab < k / A; ++ab) {
-    __m512 f[kCols][J];
-#pragma GCC unroll 8
-    for (size_t i = 0; i < kCols; ++i)
-#pragma GCC unroll 2
-      for (int j = 0; j < J; ++j) f[i][j] = _mm512_setzero_ps();
+    __m512 f00 = zf, f01 = zf, f10 = zf, f11 = zf, f20 = zf, f21 = zf, f30 = zf, f31 = zf;
     for (size_t g = ab * (A / G); g < (ab + 1) * (A / G); ++g) {
-      __m512i acc[kCols][J];
+      // The sums start at -128 · Σ q, so they end at Σ q · qx exactly (wrapping int32 arithmetic).
+      const __m512i c0 = _mm512_set1_epi32(-cp[0 * kg + g]), c1 = _mm512_set1_epi32(-cp[1 * kg + g]);
+      const __m512i c2 = _mm512_set1_epi32(-cp[2 * kg + g]), c3 = _mm512_set1_epi32(-cp[3 * kg + g]);
+      __m512i a00 = c0, a01 = c0, a10 = c1, a11 = c1, a20 = c2, a21 = c2, a30 = c3, a31 = c3;
 #pragma GCC unroll 8
-      for (size_t i = 0; i < kCols; ++i)
-#pragma GCC unroll 2
-        for (int j = 0; j < J; ++j) acc[i][j] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (size_t q = g * G; q < g * G + G; q += 4) {
-        __m512i x[J];
-#pragma GCC unroll 2
-        for (int j = 0; j < J; ++j) x[j] = _mm512_loadu_si512(xp + j * xstride + q * kGgufRowBlock);
-#pragma GCC unroll 8
-        for (size_t i = 0; i < kCols; ++i) {
-          const __m512i b = _mm512_set1_epi32(word_at(w[i] + q));
-#pragma GCC unroll 2
-          for (int j = 0; j < J; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], x[j], b);
-        }
-      }
-#pragma GCC unroll 8
-      for (size_t i = 0; i < kCols; ++i) {
-        const __m512i c = _mm512_set1_epi32(comp[i][g]);
-        const __m512 s = _mm512_set1_ps(sc[i][g]);
-#pragma GCC unroll 2
-        for (int j = 0; j < J; ++j) f[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][j], c)), s, f[i][j]);
-      }
-      if (kMins) {
-#pragma GCC unroll 2
-        for (int j = 0; j < J; ++j) {
-          const __m512 s = _mm512_loadu_ps(xs + j * sstride + g * kGgufRowBlock);
-#pragma GCC unroll 8
-          for (size_t i = 0; i < kCols; ++i) y[i][j] = _mm512_fnmadd_ps(_mm512_set1_ps(mn[i][g]), s, y[i][j]);
-        }
-      }
-    }
-#pragma GCC unroll 2
-    for (int j = 0; j < J; ++j) {
-      const __m512 d = _mm512_loadu_ps(dx + j * dstride + ab * kGgufRowBlock);
-#pragma GCC unroll 8
-      for (size_t i = 0; i < kCols; ++i) y[i][j] = _mm512_fmadd_ps(f[i][j], d, y[i][j]);
-    }
+      for (size_t t = 0; t < G; t += 4) {
+        const size_t q = g * G + t;
+        const __m512i x0 = _mm512_loadu_si512(x0p + q * kGgufRowBlock);
+        const __m512i x1 = _mm512_loadu_si512(x1p + q * kGgufRowBlock);
+#define NINODES_GGUF_STEP(i)                                   \
+  {                                                            \
+    const __m512i b = _mm512_set1_epi32(word_at(w##i + q));    \
+    a##i##0 = _mm512_dpbusd_epi32(a##i##0, x0, b);             \
+    a##i##1 = _mm512_dpbusd_epi32(a##i##1, x1, b);             \
   }
+        NINODES_GGUF_STEP(0) NINODES_GGUF_STEP(1) NINODES_GGUF_STEP(2) NINODES_GGUF_STEP(3)
+#undef NINODES_GGUF_STEP
+      }
+      // float(Σ q·qx) · scale into the activation block's sum (for A == G: f = 0 + v·s, one rounding).
+#define NINODES_GGUF_SCALE(i)                                                                          \
+  {                                                                                                   \
+    const __m512 s = _mm512_set1_ps(sc[(i) * kg + g]);                                                 \
+    f##i##0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a##i##0), s, f##i##0);                                \
+    f##i##1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a##i##1), s, f##i##1);                                \
+  }
+      NINODES_GGUF_SCALE(0) NINODES_GGUF_SCALE(1) NINODES_GGUF_SCALE(2) NINODES_GGUF_SCALE(3)
+#undef NINODES_GGUF_SCALE
+      if (kMins) {
+        const __m512 s0 = _mm512_loadu_ps(s0p + g * kGgufRowBlock);
+        const __m512 s1 = _mm512_loadu_ps(s1p + g * kGgufRowBlock);
+#define NINODES_GGUF_MIN(i)                                  \
+  {                                                          \
+    const __m512 mi = _mm512_set1_ps(mn[(i) * kg + g]);      \
+    y##i##0 = _mm512_fnmadd_ps(mi, s0, y##i##0);             \
+    y##i##1 = _mm512_fnmadd_ps(mi, s1, y##i##1);             \
+  }
+        NINODES_GGUF_MIN(0) NINODES_GGUF_MIN(1) NINODES_GGUF_MIN(2) NINODES_GGUF_MIN(3)
+#undef NINODES_GGUF_MIN
+      }
+    }
+    const __m512 d0 = _mm512_loadu_ps(d0p + ab * kGgufRowBlock);
+    const __m512 d1 = _mm512_loadu_ps(d1p + ab * kGgufRowBlock);
+    y00 = _mm512_fmadd_ps(f00, d0, y00);
+    y01 = _mm512_fmadd_ps(f01, d1, y01);
+    y10 = _mm512_fmadd_ps(f10, d0, y10);
+    y11 = _mm512_fmadd_ps(f11, d1, y11);
+    y20 = _mm512_fmadd_ps(f20, d0, y20);
+    y21 = _mm512_fmadd_ps(f21, d1, y21);
+    y30 = _mm512_fmadd_ps(f30, d0, y30);
+    y31 = _mm512_fmadd_ps(f31, d1, y31);
+  }
+  alignas(64) float t[kCols][2][kGgufRowBlock];
+  _mm512_store_ps(t[0][0], y00);
+  _mm512_store_ps(t[0][1], y01);
+  _mm512_store_ps(t[1][0], y10);
+  _mm512_store_ps(t[1][1], y11);
+  _mm512_store_ps(t[2][0], y20);
+  _mm512_store_ps(t[2][1], y21);
+  _mm512_store_ps(t[3][0], y30);
+  _mm512_store_ps(t[3][1], y31);
   for (size_t i = 0; i < kCols && c0 + i < nv; ++i) {
     const size_t col = n0 + c0 + i;
-    const float bias = out.bias != nullptr ? out.bias[col] : 0.0f;
-    for (int j = 0; j < J; ++j) {
-      alignas(64) float t[kGgufRowBlock];
-      _mm512_store_ps(t, y[i][j]);
-      for (size_t r = 0; r < kGgufRowBlock && 16 * size_t(j) + r < mv; ++r) {
-        const size_t row = m0 + 16 * size_t(j) + r;
-        out.y[row * out.n + col] = out.bias != nullptr ? t[r] + bias : t[r];
-      }
+    for (size_t r = 0; r < mv; ++r) {
+      const float v = t[i][r / kGgufRowBlock][r % kGgufRowBlock];
+      out.y[(m0 + r) * out.n + col] = out.bias != nullptr ? v + out.bias[col] : v;
     }
   }
 }
@@ -126,11 +135,7 @@ void group(const int8_t* packed, const GgufActivations& act, size_t m, size_t k,
   for (size_t m0 = 0; m0 < m; m0 += 32) {
     const size_t mv = std::min<size_t>(32, m - m0);
     for (size_t c0 = 0; c0 < nv; c0 += kCols) {
-      if (mv > 16) {
-        tile<2, G, A, kMins>(packed, act, m0, mv, k, rows, c0, n0, nv, out);
-      } else {
-        tile<1, G, A, kMins>(packed, act, m0, mv, k, rows, c0, n0, nv, out);
-      }
+      tile<G, A, kMins>(packed, act, m0, mv, k, rows, c0, n0, nv, out);
     }
   }
 }

@@ -14,33 +14,33 @@ namespace {
 
 using codec::f16_to_f32;
 
-inline float f16_at(const uint8_t* p) {
+[[gnu::always_inline]] inline float f16_at(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);
   return f16_to_f32(v);
 }
 
 // 128 · Σ q over n codes: the VNNI kernel's offset for multiplying qx + 128.
-inline int32_t comp_of(const int8_t* q, size_t n) {
+[[gnu::always_inline]] inline int32_t comp_of(const int8_t* q, size_t n) {
   int32_t s = 0;
   for (size_t i = 0; i < n; ++i) s += q[i];
   return s * 128;
 }
 
 // One stored block of each type -> its codes q (block_elems), and per sub-block scale and min.
-inline void unpack_q8_0(const uint8_t* b, int8_t* q, float* scale, float*) {
+[[gnu::always_inline]] inline void unpack_q8_0(const uint8_t* b, int8_t* q, float* scale, float*) {
   scale[0] = f16_at(b);
   std::memcpy(q, b + 2, 32);
 }
 
-inline void unpack_q4_0(const uint8_t* b, int8_t* q, float* scale, float*) {
+[[gnu::always_inline]] inline void unpack_q4_0(const uint8_t* b, int8_t* q, float* scale, float*) {
   scale[0] = f16_at(b);
   const uint8_t* qs = b + 2;
   for (int j = 0; j < 16; ++j) q[j] = static_cast<int8_t>((qs[j] & 0x0f) - 8);
   for (int j = 0; j < 16; ++j) q[j + 16] = static_cast<int8_t>((qs[j] >> 4) - 8);
 }
 
-inline void k_scales(const uint8_t* b, float* scale, float* min) {
+[[gnu::always_inline]] inline void k_scales(const uint8_t* b, float* scale, float* min) {
   const float d = f16_at(b), dmin = f16_at(b + 2);
   for (int j = 0; j < 8; ++j) {
     uint8_t sc, m;
@@ -50,7 +50,7 @@ inline void k_scales(const uint8_t* b, float* scale, float* min) {
   }
 }
 
-inline void unpack_q4_k(const uint8_t* b, int8_t* q, float* scale, float* min) {
+[[gnu::always_inline]] inline void unpack_q4_k(const uint8_t* b, int8_t* q, float* scale, float* min) {
   k_scales(b, scale, min);
   const uint8_t* qs = b + 16;
   for (int j = 0; j < 4; ++j) {
@@ -59,7 +59,7 @@ inline void unpack_q4_k(const uint8_t* b, int8_t* q, float* scale, float* min) {
   }
 }
 
-inline void unpack_q5_k(const uint8_t* b, int8_t* q, float* scale, float* min) {
+[[gnu::always_inline]] inline void unpack_q5_k(const uint8_t* b, int8_t* q, float* scale, float* min) {
   k_scales(b, scale, min);
   const uint8_t* qh = b + 16;
   const uint8_t* ql = b + 48;
@@ -70,7 +70,7 @@ inline void unpack_q5_k(const uint8_t* b, int8_t* q, float* scale, float* min) {
   }
 }
 
-inline void unpack_q6_k(const uint8_t* b, int8_t* q, float* scale, float*) {
+[[gnu::always_inline]] inline void unpack_q6_k(const uint8_t* b, int8_t* q, float* scale, float*) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
@@ -90,7 +90,7 @@ inline void unpack_q6_k(const uint8_t* b, int8_t* q, float* scale, float*) {
 }
 
 template <void (*Unpack)(const uint8_t*, int8_t*, float*, float*)>
-inline void unpack_rows(const GgufLinearLayout& t, const uint8_t* w, size_t row0, size_t valid, size_t k, const GgufRows& out) {
+[[gnu::always_inline]] inline void unpack_rows(const GgufLinearLayout& t, const uint8_t* w, size_t row0, size_t valid, size_t k, const GgufRows& out) {
   const size_t blocks = k / t.block_elems, subs = t.block_elems / t.g, per_row = k / t.g;
   float unused[16];
   for (size_t r = 0; r < valid; ++r) {
