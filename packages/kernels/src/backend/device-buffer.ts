@@ -3,7 +3,6 @@
 // allocates buffers; a device buffer is memory the JS thread cannot read, reached only by explicit,
 // asynchronous copies. Host buffer types hand out ordinary ArrayBuffers instead.
 import type { DType } from '../dtype.js';
-import type { StorageOwner } from '../tensor.js';
 
 export interface BufferType {
   /** 'cpu', 'reference', 'vulkan:0 device', ...: names it in errors. */
@@ -25,9 +24,12 @@ export interface BufferType {
  * `write`/`read` are the only way bytes cross. `release()` frees it (every tensor over it reads as
  * disposed).
  */
-export interface DeviceBuffer extends StorageOwner {
+export interface DeviceBuffer {
   readonly bufferType: BufferType;
   readonly byteLength: number;
+  /** Frees the device memory now (a Tensor's StorageOwner: its tensors then read as disposed). */
+  release(): void;
+  readonly released: boolean;
   /** Copies `bytes` into the buffer at `byteOffset`; resolves once the device holds them. */
   write(byteOffset: number, bytes: Uint8Array): Promise<void>;
   /** Copies `byteLength` bytes from `byteOffset` into fresh host memory. */
