@@ -33,7 +33,8 @@ export {
 } from './temp-files.js';
 export { removeTempsOnSignals } from './temp-signals.js';
 export { isFileLock, tryLock, waitLock, type FileLock, type LockOwner } from './file-lock.js';
-export { Tensor, tensorAllocations, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
+export { Tensor, tensorAllocations, type StorageOwner, type TensorOptions, type TensorStorage, type TypedArrayOf } from './tensor.js';
+export * from './backend/index.js';
 export {
   hipProbe,
   nvmlProbe,

@@ -3,7 +3,7 @@ import { detectArchitecture } from '@ninodes/models';
 import { type QuantizeTarget, openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
-import { checkNewOutputFile } from '../new-output-file.js';
+import { checkNewOutputFile, filesOf } from '../new-output-file.js';
 
 const FORMATS = ['int8_convrot', 'int8_rowwise', 'fp8_e4m3fn', 'fp8_e5m2', 'gguf_q8_0', 'gguf_q4_k'] as const;
 
@@ -46,9 +46,9 @@ export const quantize = defineCommand({
   }),
   async run(args, context) {
     const [input, output] = args.positionals;
-    checkNewOutputFile(output, [input], { force: args.force });
     const source = openCheckpoint(input);
     try {
+      checkNewOutputFile(output, filesOf(source), { force: args.force });
       const task = context.progress.task('quantizing', source.entries().length);
       const format = TARGET[args.format];
       // GGUF files name their architecture (general.architecture), as ComfyUI-GGUF's loader expects.
