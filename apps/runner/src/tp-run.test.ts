@@ -34,7 +34,8 @@ interface CliRun {
   pid: number;
 }
 
-function startCli(argv: string[], onStderr?: (text: string, child: ChildProcess) => void, extraEnv: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+/** Runs the CLI; once it ends, nothing of it is left in TMPDIR (unless `leaves`: a SIGKILLed launcher). */
+function startCli(argv: string[], onStderr?: (text: string, child: ChildProcess) => void, extraEnv: NodeJS.ProcessEnv = {}, leaves = false): Promise<CliRun> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [cli, ...argv], { env: { ...process.env, NINODES_CACHE: join(dir, 'cache'), TMPDIR: tmp, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
     started.push(child);
@@ -51,7 +52,7 @@ function startCli(argv: string[], onStderr?: (text: string, child: ChildProcess)
     }, HANG_MS);
     child.on('close', (status, signal) => {
       clearTimeout(killer);
-      expect(readdirSync(tmp)).toEqual([]);
+      if (!leaves) expect(readdirSync(tmp)).toEqual([]);
       resolve({ status, signal, stdout, stderr, pid: child.pid ?? -1 });
     });
   });
@@ -301,6 +302,23 @@ describe('ninodes run --tp', () => {
     for (const pid of rankPids(r.stderr)) expect(isAlive(pid)).toBe(false);
     expect(existsSync(out)).toBe(false);
     expect(readdirSync(dir).filter((n) => n.includes('staging'))).toEqual([]);
+  });
+
+  it('a launcher killed outright (SIGKILL) leaves its rendezvous directory to the next launch, which sweeps it', async () => {
+    let sent = false;
+    const r = await startCli(['run', '--model', ckpt, '--steps', '40', '--frames', '1', '--height', '8', '--width', '8', '--tp', '2', '--out', join(dir, 'sigkilled')], (text, child) => {
+      if (!sent && /\[rank 0\] steps: 2\//.test(text)) {
+        sent = true;
+        child.kill('SIGKILL');
+      }
+    }, {}, true);
+    expect(sent).toBe(true);
+    expect(r.signal).toBe('SIGKILL');
+    // Its ranks may still be running (nothing killed them); stop them so the next launch's sweep is the only remover.
+    for (const pid of rankPids(r.stderr)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+    expect(readdirSync(tmp)).toHaveLength(1);
+    const next = await startCli(['run', '--model', ckpt, ...LATENT, '--tp', '2', '--out', join(dir, 'after-sigkill')]);
+    expect(next.status, next.stderr).toBe(0);
   });
 
   it('SIGTERM to the launcher stops every rank and leaves no staging directory', async () => {

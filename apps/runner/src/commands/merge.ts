@@ -3,7 +3,7 @@ import { MERGE_FORMATS, type MergeFormat, mergeLora, openCheckpoint } from '@nin
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
 import { describeLoras, loadLoras, loraReport, parseLoraOption } from '../lora-option.js';
-import { checkNewOutputFile } from '../new-output-file.js';
+import { checkNewOutputFile, filesOf } from '../new-output-file.js';
 
 export const merge = defineCommand({
   name: 'merge',
@@ -37,9 +37,9 @@ export const merge = defineCommand({
   async run(args, context) {
     const [input] = args.positionals;
     const loraOptions = args.lora.map(parseLoraOption);
-    checkNewOutputFile(args.out, [input, ...loraOptions.map((l) => l.path)], { force: args.force });
     const source = openCheckpoint(input);
     try {
+      checkNewOutputFile(args.out, [...filesOf(source), ...loraOptions.map((l) => l.path)], { force: args.force });
       const { patcher, applied } = loadLoras(source, loraOptions);
       context.stderr.write(`${describeLoras(applied).join('\n')}\n`);
       const task = context.progress.task('merging', source.entries().length);

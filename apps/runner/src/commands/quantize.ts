@@ -3,7 +3,7 @@ import { detectArchitecture } from '@ninodes/models';
 import { QUANTIZE_TARGETS, type QuantizeTarget, openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
-import { checkNewOutputFile } from '../new-output-file.js';
+import { checkNewOutputFile, filesOf } from '../new-output-file.js';
 import { RunnerError } from '../error-codes.js';
 
 /** The container each target is written in: GGUF block formats into .gguf, the rest into safetensors. */
@@ -38,19 +38,19 @@ export const quantize = defineCommand({
   }),
   async run(args, context) {
     const [input, output] = args.positionals;
-    checkNewOutputFile(output, [input], { force: args.force });
-    // The extension names the container: a .gguf holding safetensors would be refused by every reader.
-    const container = containerOf(args.format);
-    if (!output.toLowerCase().endsWith(container)) {
-      const stem = output.replace(/\.(gguf|safetensors)$/i, '');
-      throw new RunnerError('OUTPUT_CONTAINER_MISMATCH', `--format ${args.format} writes a ${container === '.gguf' ? 'GGUF' : 'safetensors'} file, but <out> ${output} does not end in ${container}`, {
-        value: output,
-        where: '<out>',
-        hint: `name it ${stem}${container}${container === '.gguf' ? '' : ', or pick a GGUF format (q8_0, q4_k) for a .gguf file'}`,
-      });
-    }
     const source = openCheckpoint(input);
     try {
+      checkNewOutputFile(output, filesOf(source), { force: args.force });
+      // The extension names the container: a .gguf holding safetensors would be refused by every reader.
+      const container = containerOf(args.format);
+      if (!output.toLowerCase().endsWith(container)) {
+        const stem = output.replace(/\.(gguf|safetensors)$/i, '');
+        throw new RunnerError('OUTPUT_CONTAINER_MISMATCH', `--format ${args.format} writes a ${container === '.gguf' ? 'GGUF' : 'safetensors'} file, but <out> ${output} does not end in ${container}`, {
+          value: output,
+          where: '<out>',
+          hint: `name it ${stem}${container}${container === '.gguf' ? '' : ', or pick a GGUF format (q8_0, q4_k) for a .gguf file'}`,
+        });
+      }
       const task = context.progress.task('quantizing', source.entries().length);
       const format = args.format;
       // GGUF files name their architecture (general.architecture), as ComfyUI-GGUF's loader expects.
