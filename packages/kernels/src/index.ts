@@ -47,6 +47,7 @@ export { MappedFile, adviseFile, fileIdentity, mallocTrim, pageSize, type FileId
 // kernels-B: GGUF block decode, fp32 transformer ops
 export { dequantize, dequantizeSync, type DequantizeOptions, type DequantizeResult, type DequantizeTarget } from './gguf-dequantize.js';
 export { GGUF_QUANTIZE_TARGETS, quantizeGguf, quantizeGgufSync, type GgufQuantizeTarget } from './gguf-quantize.js';
+export { GGUF_LINEAR_DTYPES, ggufLinear, ggufLinearKernel, isGgufLinearDType, type GgufLinearDType, type GgufLinearKernel, type GgufLinearOptions } from './gguf-linear.js';
 export { DEQUANTIZE_SOURCES, GGML_TYPE_DTYPES, type DequantizeSource } from './gguf-dtypes.js';
 export { gelu, silu, swiglu } from './ops/activations.js';
 export { attention, attentionNaive, type AttentionOptions } from './ops/attention.js';
