@@ -47,7 +47,7 @@ export {
   h3ParallelRole,
   layoutOf,
 } from './h3-layout.js';
-export { SHAPE_SCORE_PASS, SHAPE_SCORE_RADIUS, SHAPES_PALETTE, paletteFraction, shapeScore } from './shape-score.js';
+export { type CleanShapeVerdict, SHAPE_SCORE_PASS, SHAPE_SCORE_RADIUS, SHAPES_PALETTE, cleanShape, cleanShapeScore, paletteFraction, paletteScore } from './shape-score.js';
 export { SHAPES_MODEL_NAME, type SamplerHints, samplerHints, shapesModelPath } from './shapes-model.js';
 export { QWEN3_H3, type Qwen3Config, type Qwen3Naming, type Qwen3Resolved, type Qwen3ResolveOptions, qwen3EmbedName, qwen3LayerNames, resolveQwen3Config, validateQwen3Config } from './qwen3-config.js';
 export { QWEN3_ARCHITECTURE, QWEN3_EMBED_GROUP, type Qwen3Layout, type Qwen3LayoutOptions, qwen3Layout, qwen3LayerGroup, qwen3ParallelRole } from './qwen3-layout.js';
