@@ -15,7 +15,7 @@ export {
 } from './dtype.js';
 export { NinodesError, fromNativeError, isNinodesError, type CodedError, type NinodesErrorDetails } from './errors.js';
 export { KERNELS_ERROR_CODES, type KernelsErrorCode } from './error-codes.js';
-export { fsError, isSystemError, openRegularFile, rethrowFs } from './fs-errors.js';
+export { fsError, isSystemError, openRegularFile, readSmallFile, rethrowFs } from './fs-errors.js';
 export {
   HOST_TAG,
   createExclusiveFile,
