@@ -5,7 +5,7 @@ import { MAX_DEVICE_INDEX, formatDeviceId, parseDeviceId, tryParseDeviceId, type
 
 const idArb: fc.Arbitrary<DeviceId> = fc.oneof(
   fc.constantFrom<DeviceId>({ kind: 'cpu' }, { kind: 'disk' }, { kind: 'mps' }),
-  fc.record({ kind: fc.constantFrom('cuda' as const, 'hip' as const, 'xpu' as const), index: fc.integer({ min: 0, max: MAX_DEVICE_INDEX }) }),
+  fc.record({ kind: fc.constantFrom('cuda' as const, 'hip' as const, 'xpu' as const, 'vk' as const), index: fc.integer({ min: 0, max: MAX_DEVICE_INDEX }) }),
 );
 
 describe('parseDeviceId', () => {
@@ -28,6 +28,8 @@ describe('parseDeviceId', () => {
     expect(parseDeviceId('cuda')).toEqual({ kind: 'cuda', index: 0 });
     expect(parseDeviceId('hip')).toEqual({ kind: 'hip', index: 0 });
     expect(parseDeviceId('rocm')).toEqual({ kind: 'hip', index: 0 });
+    expect(parseDeviceId('vulkan:1')).toEqual({ kind: 'vk', index: 1 });
+    expect(parseDeviceId('vk')).toEqual({ kind: 'vk', index: 0 });
     fc.assert(fc.property(fc.integer({ min: 0, max: MAX_DEVICE_INDEX }), (n) => {
         expect(parseDeviceId(`rocm:${n}`)).toEqual({ kind: 'hip', index: n });
       }));

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { hipProbe, nvmlProbe, type HipProbeResult, type NvmlProbeResult } from '@ninodes/kernels';
+import { hipProbe, nvmlProbe, vulkanProbe, type HipProbeResult, type NvmlProbeResult, type VulkanProbeResult } from '@ninodes/kernels';
 
 /**
  * Where NVIDIA answers come from. NVML has no file tree to record, so tests use recorded answers
@@ -14,6 +14,12 @@ export interface HipSource {
   probe(): HipProbeResult;
 }
 
+/** Where Vulkan answers come from (the addon's volk-loaded probe, or recorded answers in tests). */
+export interface VulkanSource {
+  probe(): VulkanProbeResult;
+}
+
+export const nativeVulkan: VulkanSource = { probe: vulkanProbe };
 export const nativeNvml: NvmlSource = { probe: nvmlProbe };
 export const nativeHip: HipSource = { probe: hipProbe };
 
@@ -34,5 +40,14 @@ export function absentNvml(reason = 'libnvidia-ml.so.1 not loadable'): NvmlSourc
 }
 
 export function absentHip(reason = 'libamdhip64.so not loadable'): HipSource {
+  return { probe: () => ({ available: false, reason }) };
+}
+
+export function recordedVulkan(answer: VulkanProbeResult | string): VulkanSource {
+  const value = typeof answer === 'string' ? (JSON.parse(readFileSync(answer, 'utf8')) as VulkanProbeResult) : answer;
+  return { probe: () => structuredClone(value) };
+}
+
+export function absentVulkan(reason = 'the Vulkan loader (libvulkan.so.1) is not loadable'): VulkanSource {
   return { probe: () => ({ available: false, reason }) };
 }
