@@ -226,6 +226,10 @@ export interface NativeAddon {
   ggufDequantize(dtype: string, src: Uint8Array, dst: Float32Array | Uint16Array): void;
   ggufDequantizeAsync(dtype: string, src: Uint8Array, dst: Float32Array | Uint16Array): Promise<void>;
 
+  // ops/gguf_linear.cc: y = x·wᵀ + bias on the stored blocks (q8_0, q4_0, q4_k, q5_k, q6_k).
+  ggufLinear(dtype: string, x: Uint8Array, w: Uint8Array, bias: Uint8Array | null, y: Uint8Array, m: number, k: number, n: number, kernel: 'auto' | 'vnni' | 'avx2' | 'scalar'): Promise<void>;
+  ggufLinearKernel(): 'vnni' | 'avx2' | 'scalar';
+
   // ops/gguf_quantize.cc
   ggufQuantize(dtype: string, src: Float32Array, dst: Uint8Array): void;
   ggufQuantizeAsync(dtype: string, src: Float32Array, dst: Uint8Array): Promise<void>;

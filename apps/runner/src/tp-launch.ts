@@ -2,14 +2,15 @@
 // optionally each pinned to its own cores),
 // streams their output with a rank prefix, and makes sure none outlives the run: when one rank fails
 // the others get a moment to report (their collectives fail naming it), then are terminated; SIGINT
-// and SIGTERM are passed on. The rendezvous directory is removed at the end.
+// and SIGTERM are passed on. The rendezvous directory is removed at the end; it is a kernels
+// temporary named for this process, so one left by a SIGKILLed launcher is swept by the next launch.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { allowedCpus, cpuSlices, hasTaskset } from '@ninodes/device';
+import { createTempDir, removeTemp } from '@ninodes/kernels';
 import { RunnerError } from './error-codes.js';
 import type { CommandContext } from './command.js';
 import { TP_ENV } from './tp-env.js';
@@ -79,7 +80,7 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
   const { size, context } = options;
   const cli = cliEntry(context.env);
   const pins = options.pin === true ? pinPlan(size, options.threadsPerRank) : undefined;
-  const storeDir = mkdtempSync(join(tmpdir(), 'ninodes-tp-'));
+  const storeDir = createTempDir(tmpdir(), 'ninodes-tp');
   const prefix = `run-${process.pid}-${randomBytes(6).toString('hex')}`;
   const children: ChildProcess[] = [];
   const exits: (RankExit | undefined)[] = Array.from({ length: size }, () => undefined);
@@ -153,7 +154,7 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     for (const [rank, child] of children.entries()) if (exits[rank] === undefined) child.kill('SIGKILL');
-    rmSync(storeDir, { recursive: true, force: true });
+    removeTemp(storeDir);
   }
   const succeeded = interrupted === undefined && firstFailure === undefined;
   if (succeeded) context.stdout.write(rankZeroOut);

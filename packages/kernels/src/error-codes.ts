@@ -14,6 +14,7 @@ export const KERNELS_ERROR_CODES = {
   INDEX_OUT_OF_RANGE: 'a row or element range lies outside the tensor or file it indexes',
   TENSOR_OUT_OF_BOUNDS: "a tensor's bytes (dtype × shape at its offset) do not fit in its buffer",
   TENSOR_DISPOSED: 'a tensor was used after dispose()',
+  TENSOR_NOT_ON_HOST: "a tensor's bytes were read on the JS thread (.data, .bytes(), .buffer) while they live in a device buffer",
   MISALIGNED_STORAGE: "a typed view was asked at a byte offset that is not a multiple of the element's size",
   BLOCK_MISALIGNED: "a block-quantized (GGUF) tensor's last dimension is not a whole number of blocks",
   BLOCK_LENGTH_MISMATCH: 'the bytes of a block-quantized tensor do not encode the number of values asked for',
@@ -23,6 +24,11 @@ export const KERNELS_ERROR_CODES = {
   ADDON_LOAD_FAILED: 'the native addon exists but the dynamic loader refused it (missing library, wrong CPU)',
   BACKEND_UNAVAILABLE: 'the chosen compute backend (int8 backend, bf16 units) cannot run on this CPU or these sizes',
   SIMD_UNAVAILABLE: 'setSimd was asked for a SIMD path (scalar, avx2, avx512) this CPU does not have',
+  // The compute-device seam (backend/): devices, backends, the ops they run.
+  DEVICE_NOT_REGISTERED: 'an op or a copy named a compute device that no backend registered',
+  DEVICE_ALREADY_REGISTERED: 'a compute device was registered under a name another device already has',
+  DEVICE_MISMATCH: "an op's tensors live on different compute devices (copy them to one first)",
+  OP_UNSUPPORTED: 'the backend that owns the operands does not run this op on these dtypes or shapes',
   OUT_OF_MEMORY: 'an allocation failed: not enough memory for this model or size',
   // Weight encoders (GGUF blocks, fp8, int8) that quant's converters call.
   UNSUPPORTED_QUANTIZE_TARGET: 'a weight format that the quantizer cannot write',

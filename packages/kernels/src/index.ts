@@ -33,7 +33,8 @@ export {
 } from './temp-files.js';
 export { removeTempsOnSignals } from './temp-signals.js';
 export { isFileLock, tryLock, waitLock, type FileLock, type LockOwner } from './file-lock.js';
-export { Tensor, tensorAllocations, type StorageOwner, type TensorOptions, type TypedArrayOf } from './tensor.js';
+export { Tensor, tensorAllocations, type StorageOwner, type TensorOptions, type TensorStorage, type TypedArrayOf } from './tensor.js';
+export * from './backend/index.js';
 export {
   hipProbe,
   nvmlProbe,
@@ -46,6 +47,7 @@ export { MappedFile, adviseFile, fileIdentity, mallocTrim, pageSize, type FileId
 // kernels-B: GGUF block decode, fp32 transformer ops
 export { dequantize, dequantizeSync, type DequantizeOptions, type DequantizeResult, type DequantizeTarget } from './gguf-dequantize.js';
 export { GGUF_QUANTIZE_TARGETS, quantizeGguf, quantizeGgufSync, type GgufQuantizeTarget } from './gguf-quantize.js';
+export { GGUF_LINEAR_DTYPES, ggufLinear, ggufLinearKernel, isGgufLinearDType, type GgufLinearDType, type GgufLinearKernel, type GgufLinearOptions } from './gguf-linear.js';
 export { DEQUANTIZE_SOURCES, GGML_TYPE_DTYPES, type DequantizeSource } from './gguf-dtypes.js';
 export { gelu, silu, swiglu } from './ops/activations.js';
 export { attention, attentionNaive, type AttentionOptions } from './ops/attention.js';
@@ -115,3 +117,4 @@ export {
   type VulkanLinearOptions,
   type VulkanRmsNormOptions,
 } from './vulkan/vulkan-ops.js';
+export { closest } from './suggest.js';

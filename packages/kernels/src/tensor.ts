@@ -1,6 +1,7 @@
 import { type DType, ELEMENT_DTYPES, type ElementDType, assertDType, byteSizeOf, isBlockDType, numelOf } from './dtype.js';
 import { brandInstances } from './brand.js';
 import { KernelsError } from './error-codes.js';
+import { type DeviceBuffer, isDeviceBuffer } from './backend/device-buffer.js';
 
 /** The typed array that views each element dtype (16-bit floats are raw bits: Node 20 has no Float16Array). */
 export interface TypedArrayOf {
@@ -51,15 +52,22 @@ export interface StorageOwner {
 
 export interface TensorOptions {
   byteOffset?: number;
-  /** Device id the storage lives on; 'cpu' unless a backend says otherwise. */
+  /** Device id host storage belongs to; 'cpu' unless a backend says otherwise (device storage names its own). */
   device?: string;
   owner?: StorageOwner;
 }
 
-// Storages a Tensor has wrapped (each ArrayBuffer once): tensorAllocations() counts them, so a test
+/**
+ * Where a tensor's bytes are: host memory the JS thread can read (an ArrayBuffer: GC'd, mapped or
+ * native), or a backend's device buffer that only explicit, asynchronous copies reach
+ * (`toHost`/`toDevice` in backend/transfer.ts).
+ */
+export type TensorStorage = { readonly kind: 'host'; readonly buffer: ArrayBufferLike } | { readonly kind: 'device'; readonly buffer: DeviceBuffer };
+
+// Storages a Tensor has wrapped (each ArrayBuffer or device buffer once): tensorAllocations() counts them, so a test
 // can show that a steady-state step creates no new tensor memory (issue 16). A WeakSet keeps no
 // storage alive.
-const wrapped = new WeakSet<ArrayBufferLike>();
+const wrapped = new WeakSet<ArrayBufferLike | DeviceBuffer>();
 let allocations = 0;
 
 /**
@@ -72,8 +80,10 @@ export function tensorAllocations(): number {
 }
 
 /**
- * A dtype, a shape (torch order, outermost first) and contiguous storage. Views (reshape, rows,
- * narrow) share storage and owner; nothing here copies unless its name says so.
+ * A dtype, a shape (torch order, outermost first) and contiguous storage, in host memory or in a
+ * backend's device buffer. Views (reshape, rows, narrow) share storage and owner; nothing here copies
+ * unless its name says so. Only host storage has `.data`, `.bytes()` and `.buffer`; on device storage
+ * they throw TENSOR_NOT_ON_HOST.
  */
 export class Tensor<D extends DType = DType> {
   static {
@@ -83,19 +93,20 @@ export class Tensor<D extends DType = DType> {
 
   readonly dtype: D;
   readonly shape: readonly number[];
-  readonly buffer: ArrayBufferLike;
+  readonly storage: TensorStorage;
   readonly byteOffset: number;
   readonly byteLength: number;
   readonly device: string;
   readonly owner: StorageOwner | undefined;
 
-  constructor(dtype: D, shape: readonly number[], buffer: ArrayBufferLike, options: TensorOptions = {}) {
+  constructor(dtype: D, shape: readonly number[], buffer: ArrayBufferLike | DeviceBuffer, options: TensorOptions = {}) {
     this.dtype = assertDType(dtype) as D;
     this.shape = Object.freeze([...shape]);
     this.byteOffset = options.byteOffset ?? 0;
     this.byteLength = byteSizeOf(dtype, shape);
-    this.device = options.device ?? 'cpu';
-    this.owner = options.owner;
+    const onDevice = isDeviceBuffer(buffer) ? buffer : undefined;
+    this.device = onDevice ? onDevice.bufferType.device : (options.device ?? 'cpu');
+    this.owner = options.owner ?? onDevice;
     if (!Number.isSafeInteger(this.byteOffset) || this.byteOffset < 0 || this.byteOffset + this.byteLength > buffer.byteLength) {
       throw new KernelsError(
         'TENSOR_OUT_OF_BOUNDS',
@@ -103,7 +114,7 @@ export class Tensor<D extends DType = DType> {
         { value: { byteOffset: this.byteOffset, byteLength: this.byteLength, bufferBytes: buffer.byteLength }, hint: 'the storage is smaller than dtype × shape' },
       );
     }
-    this.buffer = buffer;
+    this.storage = onDevice ? { kind: 'device', buffer: onDevice } : { kind: 'host', buffer: buffer as ArrayBufferLike };
     if (!wrapped.has(buffer)) {
       wrapped.add(buffer);
       allocations++;
@@ -144,6 +155,16 @@ export class Tensor<D extends DType = DType> {
     return this.owner?.released ?? false;
   }
 
+  /** True when the bytes are in host memory (`.data` works). */
+  get onHost(): boolean {
+    return this.storage.kind === 'host';
+  }
+
+  /** The host ArrayBuffer under this tensor (shared by its views); TENSOR_NOT_ON_HOST on device storage. */
+  get buffer(): ArrayBufferLike {
+    return hostBuffer(this);
+  }
+
   /** The elements as a typed array over the same memory (no copy). */
   get data(): D extends ElementDType ? TypedArrayOf[D] : never {
     assertLive(this);
@@ -161,13 +182,13 @@ export class Tensor<D extends DType = DType> {
         hint: 'use copy() to get an aligned tensor',
       });
     }
-    return new VIEW[dtype](this.buffer, this.byteOffset, this.byteLength / size) as never;
+    return new VIEW[dtype](hostBuffer(this), this.byteOffset, this.byteLength / size) as never;
   }
 
   /** The raw bytes (no copy). */
   bytes(): Uint8Array {
     assertLive(this);
-    return new Uint8Array(this.buffer, this.byteOffset, this.byteLength);
+    return new Uint8Array(hostBuffer(this), this.byteOffset, this.byteLength);
   }
 
   /** Same storage, another shape with the same number of elements. */
@@ -211,10 +232,10 @@ export class Tensor<D extends DType = DType> {
         value: { byteOffset, bytes, start: this.byteOffset, end: this.byteOffset + this.byteLength },
       });
     }
-    return new Tensor(dtype, shape, this.buffer, { byteOffset, device: this.device, ...(this.owner ? { owner: this.owner } : {}) });
+    return new Tensor(dtype, shape, this.storage.buffer, { byteOffset, device: this.device, ...(this.owner ? { owner: this.owner } : {}) });
   }
 
-  /** A copy in ordinary, aligned JS memory. */
+  /** A copy in ordinary, aligned JS memory (host storage only: a device tensor comes back with `await toHost(t)`). */
   copy(): Tensor<D> {
     const out = new ArrayBuffer(this.byteLength);
     new Uint8Array(out).set(this.bytes());
@@ -233,6 +254,14 @@ export class Tensor<D extends DType = DType> {
 
 // A module function, not a private method: a private member would make the ESM and CJS type
 // declarations of Tensor (dist/index.d.ts, dist/index.d.cts) incompatible for TypeScript.
+function hostBuffer(t: Tensor): ArrayBufferLike {
+  if (t.storage.kind === 'host') return t.storage.buffer;
+  throw new KernelsError('TENSOR_NOT_ON_HOST', `${t.toString()} lives in a ${t.storage.buffer.bufferType.name} buffer, not in host memory`, {
+    value: t.device,
+    hint: 'copy it to the host first (await toHost(tensor)), or run the op through runOp so the backend that owns it runs it',
+  });
+}
+
 function assertLive(t: Tensor): void {
   if (t.disposed) {
     throw new KernelsError('TENSOR_DISPOSED', `${t.toString()} was disposed`, { hint: 'do not use a tensor after dispose()' });

@@ -47,5 +47,5 @@ export {
   h3ParallelRole,
   layoutOf,
 } from './h3-layout.js';
-export { SHAPE_SCORE_PASS, SHAPE_SCORE_RADIUS, SHAPES_PALETTE, paletteFraction, shapeScore } from './shape-score.js';
+export { type CleanShapeVerdict, SHAPE_SCORE_PASS, SHAPE_SCORE_RADIUS, SHAPES_PALETTE, cleanShape, cleanShapeScore, paletteFraction, paletteScore } from './shape-score.js';
 export { SHAPES_MODEL_NAME, type SamplerHints, samplerHints, shapesModelPath } from './shapes-model.js';

@@ -45,7 +45,7 @@ describe('ensureSyntheticCheckpoint', () => {
     expect(third).toMatchObject({ reused: false, sha256: first.sha256 });
     expect(statSync(third.path).size).toBe(first.bytes);
     // Generation and a float64 reference: seconds alone, minutes beside a whole npm test on 2 cores.
-  }, 300_000);
+  });
 
   it('h3-tiny with its text and audio streams: every video-path tensor and a video-only run are as before, and a cache of the old shape is regenerated', async () => {
     const cfg = H3_PRESETS['h3-tiny'].config;
@@ -85,7 +85,7 @@ describe('ensureSyntheticCheckpoint', () => {
     writeFileSync(`${path}.sha256`, `${sha} ${statSync(path).size}\n`);
     const again = await ensureSyntheticCheckpoint({ dir: stale, preset: 'h3-tiny' });
     expect(again).toMatchObject({ reused: false, sha256: now.sha256 });
-  }, 300_000);
+  });
 
   it('two concurrent generations of a fresh cache: one writes, the other waits and reuses it', async () => {
     const fresh = mkdtempSync(join(tmpdir(), 'ninodes-cache-race-'));
