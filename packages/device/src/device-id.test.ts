@@ -53,7 +53,7 @@ describe('parseDeviceId', () => {
   });
 
   it('rejects arbitrary strings that are not in the grammar, never throwing anything but DEVICE_ID_INVALID', () => {
-    const grammar = /^\s*(cpu|disk|mps|(cuda|hip|xpu|rocm)(:(0|[1-9][0-9]*))?)\s*$/i;
+    const grammar = /^\s*(cpu|disk|mps|(cuda|hip|xpu|rocm|vk|vulkan)(:(0|[1-9][0-9]*))?)\s*$/i;
     fc.assert(
       fc.property(fc.string({ maxLength: 12 }), (text) => {
         const ok = grammar.test(text) && !/:(\d{5,})/.test(text) && Number(/:(\d+)/.exec(text)?.[1] ?? 0) <= MAX_DEVICE_INDEX;
