@@ -54,7 +54,7 @@ export {
   type FormatDetection,
 } from './detect-formats.js';
 export { Bf16Weight, type Bf16WeightOptions } from './bf16-weight.js';
-export type { LinearOp, LinearProvider, LinearShard, LinearSpec } from './linear-op.js';
+export { isPreparedLinearOp, type Int8Operands, type LinearOp, type LinearProvider, type LinearShard, type LinearSpec, type PreparedLinearOp } from './linear-op.js';
 export { sequenceCounts, sequenceRows, type RowRange, type SequenceSplit } from './sequence-split.js';
 export { SharedScratch } from './shared-scratch.js';
 export { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';
