@@ -72,3 +72,4 @@ export {
   openH3VideoDecoder,
   resolveH3VideoDecoder,
 } from './h3-video-vae.js';
+export { type SyntheticPartSizes, type SyntheticParts, ensureSyntheticParts, syntheticPartSizes, writeSyntheticQwen3, writeSyntheticVideoDecoder } from './synthetic-parts.js';
