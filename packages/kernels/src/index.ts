@@ -52,6 +52,7 @@ export { DEQUANTIZE_SOURCES, GGML_TYPE_DTYPES, type DequantizeSource } from './g
 export { gelu, silu, swiglu } from './ops/activations.js';
 export { attention, attentionNaive, type AttentionOptions } from './ops/attention.js';
 export { causalAttention, type CausalAttentionOptions } from './ops/causal-attention.js';
+export { type Conv1dOptions, conv1d, convTranspose1d } from './ops/conv1d.js';
 export { add, addcmul, modulate, mul, scale } from './ops/elementwise.js';
 export { layerNorm, rmsNorm, softmax } from './ops/norms.js';
 export { gatedResidual, qkNormRope, rmsNormModulate, type QkNormRopeOptions } from './ops/fused-elementwise.js';

@@ -17,6 +17,8 @@ import { QWEN3_H3 } from './qwen3-config.js';
 export interface SyntheticPartSizes {
   readonly textEncoder: { readonly hidden: number; readonly layers: number; readonly heads: number; readonly kvHeads: number; readonly headDim: number; readonly ffn: number; readonly vocab: number };
   readonly videoDecoder: { readonly dim: number; readonly layers: number; readonly ffn: number };
+  /** BigVGAN widths: dec_in_proj's output and conv_pre's (halved by each of the 7 upsamplings, so at least 128). */
+  readonly audioDecoder: { readonly decIn: number; readonly channels: number };
 }
 
 /**
@@ -33,6 +35,7 @@ export function syntheticPartSizes(preset: H3PresetName): SyntheticPartSizes {
   return {
     textEncoder: { hidden: textDim, layers: 2, heads: textDim / headDim, kvHeads: textDim / headDim / 4, headDim, ffn: 2 * textDim, vocab: QWEN3_H3.vocab },
     videoDecoder: { dim: 256, layers: 2, ffn: 512 },
+    audioDecoder: { decIn: 128, channels: 128 },
   };
 }
 
@@ -130,9 +133,58 @@ export async function writeSyntheticVideoDecoder(path: string, sizes: SyntheticP
   await writeSafetensors(path, t, { metadata: { producer: 'ninodes synthetic', 'ninodes.part': 'minimax-h3-video-vae', 'ninodes.sizes': JSON.stringify(sizes), seed: String(seed) } });
 }
 
+/** A Hann-windowed sinc low-pass (cutoff a quarter of the rate, 12 taps, sum 1): the alias filter of a synthetic BigVGAN. */
+function lowPass(taps = 12): Float32Array {
+  const f = Float32Array.from({ length: taps }, (_, i) => {
+    const t = i - (taps - 1) / 2;
+    const sinc = Math.sin(0.5 * Math.PI * t) / (0.5 * Math.PI * t);
+    return sinc * Math.sin((Math.PI * (i + 0.5)) / taps) ** 2;
+  });
+  const sum = f.reduce((a, b) => a + b, 0);
+  return f.map((v) => v / sum);
+}
+
+/** Writes a synthetic H3 audio VAE decoder (stable-diffusion.cpp's names; BigVGAN with H3's rates and kernels; no encoder). */
+export async function writeSyntheticAudioDecoder(path: string, sizes: SyntheticPartSizes['audioDecoder'], seed = 145): Promise<void> {
+  const { decIn, channels } = sizes;
+  const filter = lowPass();
+  const fixed = (name: string, values: Float32Array): TensorSource => ({ name, dtype: 'f32', shape: [1, 1, values.length], data: () => new Uint8Array(values.buffer.slice(0)) });
+  const t: TensorSource[] = [
+    normal('latents_mean', [32], seed, 0.5, 0, 'f32'),
+    normal('latents_std', [32], seed, 0.05, 1, 'f32'),
+    normal('dec_in_proj.weight', [decIn, 32, 1], seed, 1 / Math.sqrt(32), 0, 'f32'),
+    normal('dec_in_proj.bias', [decIn], seed, 0.02, 0, 'f32'),
+    normal('decoder.conv_pre.weight', [channels, decIn, 7], seed, 1 / Math.sqrt(7 * decIn), 0, 'f32'),
+    normal('decoder.conv_pre.bias', [channels], seed, 0.02, 0, 'f32'),
+  ];
+  const activation = (p: string, c: number): void => {
+    t.push(normal(`${p}act.alpha`, [c], seed, 0.2, 0, 'f32'), normal(`${p}act.beta`, [c], seed, 0.2, 0, 'f32'), fixed(`${p}upsample.filter`, filter), fixed(`${p}downsample.lowpass.filter`, filter));
+  };
+  const rates = [5, 5, 2, 2, 2, 2, 2];
+  const kernels = [9, 9, 4, 4, 4, 4, 4];
+  let c = channels;
+  rates.forEach((r, i) => {
+    const n = c / 2;
+    const k = kernels[i] as number;
+    t.push(normal(`decoder.ups.${i}.0.weight`, [c, n, k], seed, 1 / Math.sqrt((c * k) / r), 0, 'f32'), normal(`decoder.ups.${i}.0.bias`, [n], seed, 0.02, 0, 'f32'));
+    [3, 7, 11].forEach((rk, j) => {
+      const p = `decoder.resblocks.${3 * i + j}.`;
+      for (let m = 0; m < 3; m++) {
+        for (const conv of ['convs1', 'convs2']) t.push(normal(`${p}${conv}.${m}.weight`, [n, n, rk], seed, 0.5 / Math.sqrt(n * rk), 0, 'f32'), normal(`${p}${conv}.${m}.bias`, [n], seed, 0.02, 0, 'f32'));
+      }
+      for (let m = 0; m < 6; m++) activation(`${p}activations.${m}.`, n);
+    });
+    c = n;
+  });
+  activation('decoder.activation_post.', c);
+  t.push(normal('decoder.conv_post.weight', [1, c, 7], seed, 0.3 / Math.sqrt(7 * c), 0, 'f32'));
+  await writeSafetensors(path, t, { metadata: { producer: 'ninodes synthetic', 'ninodes.part': 'minimax-h3-audio-vae', 'ninodes.sizes': JSON.stringify(sizes), seed: String(seed) } });
+}
+
 export interface SyntheticParts {
   readonly textEncoder: string;
   readonly videoDecoder: string;
+  readonly audioDecoder: string;
 }
 
 function writtenSizes(path: string): string | undefined {
@@ -156,6 +208,8 @@ export async function ensureSyntheticParts(dir: string, preset: H3PresetName, se
   const textEncoder = join(dir, `${preset}-qwen3-seed${seed}.safetensors`);
   const videoDecoder = join(dir, `${preset}-video-vae-seed${seed}.safetensors`);
   if (writtenSizes(textEncoder) !== JSON.stringify(sizes.textEncoder)) await writeSyntheticQwen3(textEncoder, sizes.textEncoder, seed);
+  const audioDecoder = join(dir, `${preset}-audio-vae-seed${seed}.safetensors`);
   if (writtenSizes(videoDecoder) !== JSON.stringify(sizes.videoDecoder)) await writeSyntheticVideoDecoder(videoDecoder, sizes.videoDecoder, seed);
-  return { textEncoder, videoDecoder };
+  if (writtenSizes(audioDecoder) !== JSON.stringify(sizes.audioDecoder)) await writeSyntheticAudioDecoder(audioDecoder, sizes.audioDecoder, seed);
+  return { textEncoder, videoDecoder, audioDecoder };
 }

@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus } from 'node:os';
 import { defaultCacheDir } from '@ninodes/device';
 import { type Tensor, setThreads } from '@ninodes/kernels';
-import { ensureSyntheticCheckpoint, ensureSyntheticParts, flowSigmas, h3LatentFrames, h3PixelFrames, loadQwen3Tokenizer, openH3Model, openH3VideoDecoder, openQwen3Encoder, runSampler } from '@ninodes/models';
+import { H3_AUDIO_SAMPLE_RATE, ensureSyntheticCheckpoint, ensureSyntheticParts, flowSigmas, h3AudioLatentFrames, h3LatentFrames, h3PixelFrames, loadQwen3Tokenizer, openH3AudioDecoder, openH3Model, openH3VideoDecoder, openQwen3Encoder, runSampler } from '@ninodes/models';
 import { COMPUTE_MODES, type ComputeMode } from '@ninodes/quant';
 import { z } from 'zod';
 import { type CommandContext, defineCommand } from '../command.js';
@@ -12,6 +12,7 @@ import { RunnerError } from '../error-codes.js';
 import { stageOutput } from '../output-dir.js';
 import { samplePeakMemory } from '../peak-memory.js';
 import { encodePng } from '../png.js';
+import { encodeWav } from '../wav.js';
 import { writeNewFile } from '../write-new-file.js';
 
 /** MiniMax-H3's video rate: every generation is 24 fps (stable-diffusion.cpp overrides any other). */
@@ -39,6 +40,7 @@ export const generateSchema = z
     model: z.string().min(1).optional(),
     'text-encoder': z.string().min(1).optional(),
     vae: z.string().min(1).optional(),
+    'audio-vae': z.string().min(1).optional(),
     width: positiveInt.max(8192).default(864),
     height: positiveInt.max(8192).default(480),
     frames: positiveInt.max(1_000).default(5),
@@ -60,7 +62,7 @@ export const generateSchema = z
 export type GenerateArgs = z.infer<typeof generateSchema>;
 
 /** Every file generate may write into --out. */
-export const GENERATE_FILES = ['video.mp4', 'frames', 'report.json'] as const;
+export const GENERATE_FILES = ['video.mp4', 'frames', 'audio.wav', 'report.json'] as const;
 
 interface Stage {
   readonly name: string;
@@ -98,12 +100,13 @@ function frameRgb(pixels: Tensor<'f32'>, i: number): Uint8Array {
 }
 
 /** Muxes the frames into an H.264 mp4 at 24 fps with Debian's ffmpeg (raw RGB on its stdin). */
-function writeMp4(path: string, pixels: Tensor<'f32'>): void {
+function writeMp4(path: string, pixels: Tensor<'f32'>, wav: string | undefined): void {
   const [, f, h, w] = pixels.shape as [number, number, number, number];
   const raw = Buffer.concat(Array.from({ length: f }, (_, i) => frameRgb(pixels, i)));
+  const audio = wav === undefined ? [] : ['-i', wav, '-c:a', 'aac', '-b:a', '192k'];
   const r = spawnSync(
     'ffmpeg',
-    ['-hide_banner', '-loglevel', 'error', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${w}x${h}`, '-r', String(H3_FPS), '-i', '-', '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', '-f', 'mp4', path],
+    ['-hide_banner', '-loglevel', 'error', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${w}x${h}`, '-r', String(H3_FPS), '-i', '-', ...audio, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', '-f', 'mp4', path],
     { input: raw, stdio: ['pipe', 'ignore', 'pipe'], maxBuffer: 1 << 26 },
   );
   if (r.status !== 0) {
@@ -126,9 +129,9 @@ function readPrompt(args: GenerateArgs): string {
 
 export const generate = defineCommand({
   name: 'generate',
-  summary: 'make a video from a prompt: tokenizer, text encoder, DiT sampler, video VAE, mp4 (or PNG frames)',
+  summary: 'make a video with sound from a prompt: tokenizer, text encoder, DiT sampler, video and audio VAE, mp4 (or PNG frames + WAV)',
   usage:
-    'ninodes generate (--prompt <text> | --prompt-file <file>) (--preset h3-tiny|h3-small | --model <dit> --text-encoder <te> --vae <vae>) [--width N] [--height N] [--frames N] [--steps N] [--shift S] [--seed N] [--quant <mode>] [--threads N] [--out <dir>] [--frames-dir] [--force] [--json]',
+    'ninodes generate (--prompt <text> | --prompt-file <file>) (--preset h3-tiny|h3-small | --model <dit> --text-encoder <te> --vae <vae> [--audio-vae <vae>]) [--width N] [--height N] [--frames N] [--steps N] [--shift S] [--seed N] [--quant <mode>] [--threads N] [--out <dir>] [--frames-dir] [--force] [--json]',
   options: {
     prompt: { type: 'string', value: '<text>', description: 'what the video shows (the plain prompt: no chat template, as H3 text-to-video takes it)' },
     'prompt-file': { type: 'string', value: '<file>', description: 'read the prompt from a UTF-8 file' },
@@ -136,6 +139,7 @@ export const generate = defineCommand({
     model: { type: 'string', value: '<dit>', description: 'the H3 DiT checkpoint (.safetensors or .gguf)' },
     'text-encoder': { type: 'string', value: '<te>', description: "the Qwen3-VL text encoder (H3's 50-layer export; .safetensors or .gguf)" },
     vae: { type: 'string', value: '<vae>', description: 'the H3 video VAE (.safetensors)' },
+    'audio-vae': { type: 'string', value: '<vae>', description: 'the H3 audio VAE (.safetensors): adds a stereo 32 kHz track (the DiT must have an audio stream); --preset brings one' },
     width: { type: 'string', value: 'N', description: 'pixels, aligned up to a multiple of 32' },
     height: { type: 'string', value: 'N', description: 'pixels, aligned up to a multiple of 32' },
     frames: { type: 'string', value: 'N', description: 'frames at 24 fps, aligned up to 17k + 5' },
@@ -169,16 +173,16 @@ async function runGenerate(args: GenerateArgs, context: CommandContext): Promise
   }
   flowSigmas(args.steps, args.shift);
   const mp4 = !args['frames-dir'] && ffmpegAvailable();
-  if (!args['frames-dir'] && !mp4) context.stderr.write('note: ffmpeg was not found, so the frames are written as PNG into frames/ (install Debian\'s ffmpeg for an mp4)\n');
+  if (!args['frames-dir'] && !mp4) context.stderr.write('note: ffmpeg was not found, so the frames are written as PNG into frames/ and the sound as audio.wav (install Debian\'s ffmpeg for an mp4)\n');
   const out = stageOutput(args.out, { force: args.force, ownFiles: GENERATE_FILES });
   const stages: Stage[] = [];
   try {
     const parts = await stage('load', stages, async () => {
-      if (args.preset === undefined) return { model: args.model as string, textEncoder: args['text-encoder'] as string, vae: args.vae as string };
+      if (args.preset === undefined) return { model: args.model as string, textEncoder: args['text-encoder'] as string, vae: args.vae as string, audioVae: args['audio-vae'] };
       const dir = defaultCacheDir(context.env);
       const dit = await ensureSyntheticCheckpoint({ dir, preset: args.preset });
       const synthetic = await ensureSyntheticParts(dir, args.preset);
-      return { model: dit.path, textEncoder: synthetic.textEncoder, vae: synthetic.videoDecoder };
+      return { model: dit.path, textEncoder: synthetic.textEncoder, vae: synthetic.videoDecoder, audioVae: args['audio-vae'] ?? synthetic.audioDecoder };
     });
     const ids = await stage('tokenize', stages, async () => (await loadQwen3Tokenizer()).encode(prompt));
     const text = await stage('text-encoder', stages, async () => {
@@ -192,15 +196,20 @@ async function runGenerate(args: GenerateArgs, context: CommandContext): Promise
         te.close();
       }
     });
-    const latent = await stage('sampler', stages, async () => {
+    const sampled = await stage('sampler', stages, async () => {
       const dit = openH3Model(parts.model, { compute: args.quant });
       try {
         const textDim = dit.model.config.textDim ?? dit.model.config.hidden;
         if (text.shape[1] !== textDim) {
           throw new RunnerError('PARTS_MISMATCH', `the text encoder's width ${text.shape[1]} is not the DiT's text width ${textDim}`, { value: { textEncoder: text.shape[1], dit: textDim }, where: '--text-encoder', hint: 'pass the text encoder made for this DiT' });
         }
+        const audioChannels = dit.model.config.audioChannels;
+        if (parts.audioVae !== undefined && audioChannels === undefined) {
+          throw new RunnerError('PARTS_MISMATCH', `${parts.model} has no audio stream, so --audio-vae has nothing to decode`, { value: parts.audioVae, where: '--audio-vae', hint: 'drop --audio-vae, or pass an audio-video DiT' });
+        }
         const steps = context.progress.task('steps', args.steps);
         const result = await runSampler(dit.model, {
+          ...(parts.audioVae === undefined ? {} : { audioFrames: h3AudioLatentFrames(frames, H3_FPS) }),
           context: text.reshape([1, ...text.shape]),
           frames: h3LatentFrames(frames),
           height: height / 16,
@@ -211,11 +220,12 @@ async function runGenerate(args: GenerateArgs, context: CommandContext): Promise
           onStep: (s) => steps.tick(`sigma ${s.sigma.toFixed(3)} ${s.seconds.toFixed(2)}s`),
         });
         steps.done();
-        return result.latent;
+        return { video: result.latent, audio: result.audio };
       } finally {
         dit.close();
       }
     });
+    const latent = sampled.video;
     const pixels = await stage('video-vae', stages, async () => {
       const vae = openH3VideoDecoder(parts.vae, { compute: args.quant });
       try {
@@ -227,10 +237,29 @@ async function runGenerate(args: GenerateArgs, context: CommandContext): Promise
         vae.close();
       }
     });
+    const audioLatent = sampled.audio;
+    const waveform =
+      parts.audioVae === undefined || audioLatent === undefined
+        ? undefined
+        : await stage('audio-vae', stages, async () => {
+            const vae = openH3AudioDecoder(parts.audioVae as string);
+            try {
+              const task = context.progress.task('audio VAE', 1);
+              const w = await vae.decoder.decode(audioLatent);
+              task.done(`${((w.shape[1] as number) / H3_AUDIO_SAMPLE_RATE).toFixed(2)} s`);
+              return w;
+            } finally {
+              vae.close();
+            }
+          });
     const files = await stage('write', stages, async () => {
       const f = pixels.shape[1] as number;
+      const wav = waveform === undefined ? undefined : join(out.dir, 'audio.wav');
+      if (wav !== undefined && waveform !== undefined) writeNewFile(wav, encodeWav(waveform.data, 2, H3_AUDIO_SAMPLE_RATE));
       if (mp4) {
-        writeMp4(join(out.dir, 'video.mp4'), pixels);
+        writeMp4(join(out.dir, 'video.mp4'), pixels, wav);
+        // The track is in the mp4; the WAV was only its input.
+        if (wav !== undefined) rmSync(wav);
         return ['video.mp4'];
       }
       const framesDir = join(out.dir, 'frames');
@@ -241,13 +270,14 @@ async function runGenerate(args: GenerateArgs, context: CommandContext): Promise
         writeNewFile(join(framesDir, name), encodePng(width, height, frameRgb(pixels, i)));
         written.push(`frames/${name}`);
       }
-      return written;
+      return wav === undefined ? written : [...written, 'audio.wav'];
     });
     const report = {
       schema: 'ninodes.generate-report/1',
       prompt: { tokens: ids.length },
       parts,
       video: { width, height, frames: h3PixelFrames(h3LatentFrames(frames)), fps: H3_FPS, latentShape: [...latent.shape] },
+      ...(waveform === undefined ? {} : { audio: { sampleRate: H3_AUDIO_SAMPLE_RATE, channels: 2, samples: waveform.shape[1], seconds: (waveform.shape[1] as number) / H3_AUDIO_SAMPLE_RATE } }),
       sampler: { steps: args.steps, shift: args.shift, seed: args.seed, quant: args.quant },
       stages,
       peakBytes: Math.max(...stages.map((s) => s.peakBytes)),
