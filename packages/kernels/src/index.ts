@@ -100,7 +100,8 @@ export {
 } from './comm.js';
 // Vulkan: device listing, device tensors with explicit transfers, and the ops of a forward.
 export { vulkanProbe, vulkanValidation, type VulkanDeviceRecord, type VulkanHeap, type VulkanProbeResult, type VulkanValidationReport } from './vulkan/vulkan-probe.js';
-export { DeviceTensor, VulkanBuffer, VulkanDevice } from './vulkan/vulkan-device.js';
+export { VulkanBuffer, VulkanDevice } from './vulkan/vulkan-device.js';
+export { openVulkanDevice } from './vulkan/vulkan-backend.js';
 export {
   VULKAN_LINEAR_FORMATS,
   vkAdd,
@@ -108,6 +109,7 @@ export {
   vkGatedResidual,
   vkGelu,
   vkInt8Linear,
+  vkInt8LinearQuantized,
   vkLinear,
   vkModulate,
   vkMul,
