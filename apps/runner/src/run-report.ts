@@ -7,7 +7,7 @@ export const runReportSchema = z.object({
   config: z.object({
     model: z.string(),
     architecture: z.string(),
-    quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']),
+    quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8', 'stored']),
     frames: z.number().int().positive(),
     height: z.number().int().positive(),
     width: z.number().int().positive(),

@@ -1,4 +1,4 @@
-import { type GgufLinearDType, type LinearPrecision, type Tensor, buildInfo, byteSizeOf, isGgufLinearDType, packedLinearBytes } from '@ninodes/kernels';
+import { BLOCK_DTYPES, type GgufLinearDType, type LinearPrecision, type Tensor, buildInfo, isGgufLinearDType, packedLinearBytes } from '@ninodes/kernels';
 import type { Bf16Weight } from './bf16-weight.js';
 import { QuantError } from './error-codes.js';
 import { CONVROT_GROUP, type WeightFormat, scaleBytes, weightFormatInfo } from './weight-format.js';
@@ -82,8 +82,11 @@ export function residentBytes(stored: WeightFormat, compute: ComputeMode, shape:
       return n * k + scaleBytes(run, [n, k], { prepared: true });
     case 'fp8':
       return n * k;
-    case 'gguf':
-      return byteSizeOf(weightFormatInfo(run).storage, [n, k]);
+    case 'gguf': {
+      // Whole blocks per row; a K off the blocks is refused where the layer is sliced or run.
+      const { blockElements, blockBytes } = BLOCK_DTYPES[run as GgufLinearDType];
+      return n * Math.ceil(k / blockElements) * blockBytes;
+    }
   }
 }
 

@@ -29,6 +29,8 @@ export const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode>
   bf16: 'bf16',
   int8_convrot: 'int8_convrot',
   fp8: 'f8_e4m3fn',
+  // Each layer in the format the file stores it in (GGUF blocks multiplied on the blocks).
+  stored: 'auto',
 };
 
 const positiveInt = z.coerce.number().int().positive();
@@ -49,7 +51,7 @@ export const runSchema = z
     steps: positiveInt.max(1000).optional(),
     shift: z.coerce.number().positive().max(1e6).optional(),
     seed: z.coerce.number().int().nonnegative().max(2 ** 32 - 1).default(145),
-    quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8']).default('fp32'),
+    quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8', 'stored']).default('fp32'),
     // Unset: bf16 with --quant bf16 on a CPU with bf16 units (PyTorch's bf16 SDPA), else f32.
     attention: z.enum(['f32', 'bf16']).optional(),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
@@ -149,7 +151,7 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny|h3-small] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N] [--lora <file[:strength]>]...',
+    'ninodes run [--model <ckpt> | --preset h3-tiny|h3-small] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8|stored] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N] [--lora <file[:strength]>]...',
   options: {
     model: { type: 'string', value: '<ckpt>', description: 'checkpoint: .safetensors, .safetensors.index.json or .gguf (exclusive with --preset)' },
     preset: { type: 'string', value: '<name>', description: 'generate (once, cached in $NINODES_CACHE) a synthetic model: h3-tiny or h3-small (random weights, for speed and memory work); with neither --model nor --preset the trained h3-shapes model runs' },
@@ -160,7 +162,7 @@ export const run = defineCommand({
     steps: { type: 'string', value: 'N', description: "denoising steps, 1 to 1000 [default: the checkpoint's ninodes.sampler metadata, else 8]" },
     shift: { type: 'string', value: 'S', description: "flow-matching time shift, refused if it collapses the schedule [default: the checkpoint's ninodes.sampler metadata, else 12]" },
     seed: { type: 'string', value: 'N', description: 'seed of the starting noise, 0 to 2^32-1' },
-    quant: { type: 'string', value: '<mode>', description: 'compute mode: fp32, bf16, int8_convrot or fp8' },
+    quant: { type: 'string', value: '<mode>', description: 'compute mode: fp32, bf16, int8_convrot, fp8, or stored (each layer as the file stores it: GGUF blocks multiplied on the blocks, int8 as int8) [default: fp32]' },
     attention: { type: 'string', value: '<precision>', description: 'attention precision: f32 or bf16 (q, k, v rounded to bf16; needs AVX512_BF16) [default: bf16 with --quant bf16 or int8_convrot where the CPU has bf16 units, else f32]' },
     threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
     alloc: { type: 'string', value: '<alloc>', description: 'DisTorch-style placement, e.g. "cpu,2gb;disk,*": groups past the budget stream from the mapped file' },
