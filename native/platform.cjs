@@ -10,6 +10,12 @@ const PREBUILT_PACKAGES = { 'linux-x64-gnu': '@ninodes/native-linux-x64-gnu' };
 /** The Debian packages a build from source needs (the one line to paste). */
 const BUILD_APT_LINE = 'sudo apt-get install -y cmake g++ make libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libgloo-dev';
 
+/**
+ * Runs the install script that builds from source. npm 11 lists dependencies whose install scripts
+ * were not approved (`allowScripts`) and a stricter npm skips them, so the line approves first.
+ */
+const REBUILD_LINE = '`npm approve-scripts @ninodes/native && npm rebuild @ninodes/native` (a global install: `npm install -g --allow-scripts=@ninodes/native @ninodes/runner`)';
+
 /** The Debian runtime libraries a build from source links. */
 const RUNTIME_APT_LINE = 'sudo apt-get install -y --reinstall libdnnl2 libgloo0';
 
@@ -60,7 +66,7 @@ function chosenBinding() {
 /** What to do when nothing is installed: the prebuilt package if this platform has one, else a build. */
 function missingHint() {
   const name = prebuiltPackage();
-  const fromSource = `build from source: ${BUILD_APT_LINE}, then \`npm rebuild @ninodes/native\``;
+  const fromSource = `build from source: ${BUILD_APT_LINE}, then ${REBUILD_LINE}`;
   return name === undefined
     ? `no prebuilt binary exists for ${platformId()}; ${fromSource}`
     : `install the prebuilt binary: \`npm install ${name}\` (it is an optional dependency; installs with --omit=optional or --no-optional skip it), or ${fromSource}`;
@@ -71,11 +77,11 @@ function loadFailedHint(kind, file, message) {
   const dir = path.dirname(file);
   const lib = /(lib[\w+-]*\.so[.\d]*)/.exec(message)?.[1];
   const ldPath = process.env.LD_LIBRARY_PATH ? ` (LD_LIBRARY_PATH=${process.env.LD_LIBRARY_PATH} is searched before the system)` : '';
-  const fromSource = `or build from source: ${BUILD_APT_LINE}, then \`npm rebuild @ninodes/native\``;
+  const fromSource = `or build from source: ${BUILD_APT_LINE}, then ${REBUILD_LINE}`;
   const usePrebuilt = prebuiltPackage() === undefined ? '' : `; or delete ${dir} to use the prebuilt ${prebuiltPackage()}`;
   if (kind === 'local build') {
     return lib === undefined
-      ? `rebuild it: \`npm rebuild @ninodes/native\` (needs: ${BUILD_APT_LINE})${usePrebuilt}`
+      ? `rebuild it: ${REBUILD_LINE} (needs: ${BUILD_APT_LINE})${usePrebuilt}`
       : `${lib} did not load${ldPath}. The build from source links the system's oneDNN and Gloo: ${RUNTIME_APT_LINE}${usePrebuilt}`;
   }
   if (/GLIBC(XX)?_[0-9.]+' not found/.test(message)) {

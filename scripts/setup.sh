@@ -62,5 +62,19 @@ if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ]; then
   touch "$stamp"
 fi
 
-# Builds the addon and every package; cached by turbo when nothing changed.
+# The native addon first and on its own, with its compiler output shown: it is the one step that
+# takes minutes (a C++ build) the first time, and a silent five minutes looks like a hang.
+# Then every package. turbo serves both from its cache when nothing changed.
+echo "setup: building the native addon (C++: a few minutes the first time, seconds after)" >&2
+npx --no-install turbo run build --filter=@ninodes/native --output-logs=new-only >&2
+echo "setup: building the packages" >&2
 npx --no-install turbo run build --output-logs=errors-only >&2
+
+# npm links a workspace's bin only if the file existed at install time, and dist/ did not: link the
+# two CLIs now, so `npx ninodes` (and node_modules/.bin on PATH) runs this clone's CLI and never asks
+# the registry for a package of that name.
+mkdir -p node_modules/.bin
+for bin in ninodes:apps/runner/dist/cli.js ninodes-bench:apps/bench/dist/cli.js; do
+  chmod +x "${bin#*:}"
+  ln -sfn "../../${bin#*:}" "node_modules/.bin/${bin%%:*}"
+done

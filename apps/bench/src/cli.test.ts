@@ -39,7 +39,7 @@ describe('ninodes-bench CLI', () => {
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
-  }, 60_000);
+  });
 
   // The end-to-end `--quick --suite all` run (three outputs, valid) is src/suites/quick-all.test.ts:
   // one full quick run per `npm test`, not two.

@@ -19,8 +19,10 @@ export const RUNNER_ERROR_CODES = {
   CLI_TP_ENV: 'a NINODES_TP_* variable of a rank started by hand is missing or malformed',
   CLI_TP_MISMATCH: "--tp differs from the rank's NINODES_TP_SIZE",
   CLI_TP_PIN: '--tp-pin asks for more cores than this process may use',
+  BUDGET_TOO_SMALL: '--budget is below the least this run can hold (activations, streaming staging, the tensors that must stay resident)',
   // Outputs.
   OUTPUT_EXISTS: 'the output holds an earlier result (pass --force to replace it)',
+  OUTPUT_CONTAINER_MISMATCH: "quantize's <out> extension names a container the format is not written in (.gguf for q8_0/q4_k, .safetensors for the rest)",
   OUT_DIR_BUSY: 'another ninodes process is writing the same output directory',
   OUT_DIR_UNWRITABLE: "the output's parent directory exists but takes no new files",
   OUTPUT_IS_INPUT: 'quantize or merge was asked to write over one of its inputs (the checkpoint or a LoRA)',

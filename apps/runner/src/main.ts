@@ -11,7 +11,7 @@ import type { Command, CommandContext } from './command.js';
 import { commandHelp, topHelp } from './help.js';
 import { parseCommandArgs } from './parse-args.js';
 import { createProgress, progressMode } from './progress.js';
-import { closest } from './suggest.js';
+import { closest } from '@ninodes/kernels';
 import { versionText } from './version.js';
 
 export interface MainIo {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineCommand } from './command.js';
 import { parseCommandArgs } from './parse-args.js';
-import { closest } from './suggest.js';
+import { closest } from '@ninodes/kernels';
 
 const command = defineCommand({
   name: 'run',

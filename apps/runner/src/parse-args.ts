@@ -1,11 +1,11 @@
 // Turns argv into a command's typed arguments, or a NinodesError in ninodes' own words that names
 // the flag, the value and what would be accepted ("did you mean --steps?"). Nothing from the
 // command line reaches a command unvalidated.
-import { NinodesError } from '@ninodes/kernels';
+import { NinodesError, closest } from '@ninodes/kernels';
 import { RunnerError, type RunnerThrownCode } from './error-codes.js';
 import type { z } from 'zod';
 import type { Command } from './command.js';
-import { closest } from './suggest.js';
+import { suggestFormatName } from '@ninodes/quant';
 
 function usageError(command: Command, code: RunnerThrownCode, message: string, value: unknown, hint?: string): NinodesError {
   return new RunnerError(code, message, { value, where: `ninodes ${command.name}`, hint: hint ?? `see 'ninodes help ${command.name}'` });
@@ -66,7 +66,7 @@ function tokenize(command: Command, argv: readonly string[]): { values: Record<s
 }
 
 /** One zod issue in the project's words: "--steps must be at least 1, got -1". */
-function describeIssue(issue: z.core.$ZodIssue, subject: string, got: unknown): { code: RunnerThrownCode; message: string } {
+function describeIssue(issue: z.core.$ZodIssue, subject: string, got: unknown): { code: RunnerThrownCode; message: string; hint?: string } {
   const shown = typeof got === 'string' ? `'${got}'` : JSON.stringify(got);
   switch (issue.code) {
     case 'too_small': {
@@ -79,8 +79,12 @@ function describeIssue(issue: z.core.$ZodIssue, subject: string, got: unknown): 
       if (issue.origin === 'array') return { code: 'CLI_ARGUMENT_COUNT', message: `too many arguments` };
       return { code: 'CLI_OUT_OF_RANGE', message: `${subject} must be ${issue.inclusive ? `at most ${max}` : `less than ${max}`}, got ${shown}` };
     }
-    case 'invalid_value':
-      return { code: 'CLI_INVALID_OPTION', message: `${subject} must be one of ${issue.values.map(String).join(', ')}, got ${shown}` };
+    case 'invalid_value': {
+      // Every enumerated value gets a "did you mean": format names know other tools' spellings.
+      const known = issue.values.map(String);
+      const meant = typeof got === 'string' ? suggestFormatName(got, known) : undefined;
+      return { code: 'CLI_INVALID_OPTION', message: `${subject} must be one of ${known.join(', ')}, got ${shown}`, ...(meant === undefined ? {} : { hint: `did you mean ${subject} ${meant}?` }) };
+    }
     case 'invalid_type':
       if (issue.expected === 'int') return { code: 'CLI_INVALID_OPTION', message: `${subject} must be a whole number, got ${shown}` };
       if (issue.expected === 'number') return { code: 'CLI_INVALID_OPTION', message: `${subject} must be a number, got ${shown}` };
@@ -112,8 +116,8 @@ export function parseCommandArgs<C extends Command>(command: C, argv: readonly s
     const index = Number(issue.path[1] ?? 0);
     const value = isArg ? parsed.positionals[index] : parsed.values[key];
     const subject = isArg ? `<${command.arguments?.[index]?.name ?? 'argument'}>` : key === '' ? 'the options' : `--${key}`;
-    const { code, message } = describeIssue(issue, subject, value);
-    throw usageError(command, code, message, value);
+    const { code, message, hint } = describeIssue(issue, subject, value);
+    throw usageError(command, code, message, value, hint);
   }
   return result.data as ReturnType<C['schema']['parse']>;
 }

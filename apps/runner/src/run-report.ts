@@ -1,5 +1,6 @@
 // report.json of `ninodes run`: what was run, how long each step took, what memory it needed and a
 // hash of what it produced. Validated before it is written so a report never lies about its shape.
+import { COMPUTE_MODES, type ComputeMode } from '@ninodes/quant';
 import { z } from 'zod';
 
 export const runReportSchema = z.object({
@@ -7,7 +8,7 @@ export const runReportSchema = z.object({
   config: z.object({
     model: z.string(),
     architecture: z.string(),
-    quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8', 'stored']),
+    quant: z.enum(COMPUTE_MODES as [ComputeMode, ...ComputeMode[]]),
     frames: z.number().int().positive(),
     height: z.number().int().positive(),
     width: z.number().int().positive(),
@@ -124,9 +125,12 @@ export const runReportSchema = z.object({
 
 export type RunReport = z.infer<typeof runReportSchema>;
 
-/** Mean of steps 2..N-1 (1-based): drops the first (warm-up) and last; all steps when N < 3. */
+/**
+ * Mean of steps 2..N-1 (1-based): drops the first (warm-up: weights materialize, pages fault in)
+ * and the last; of two steps, the second. One step is all there is.
+ */
 export function steadyStepMean(stepSeconds: readonly number[]): number {
-  const core = stepSeconds.length >= 3 ? stepSeconds.slice(1, -1) : stepSeconds;
+  const core = stepSeconds.length >= 3 ? stepSeconds.slice(1, -1) : stepSeconds.length === 2 ? stepSeconds.slice(1) : stepSeconds;
   if (core.length === 0) return 0;
   return core.reduce((a, b) => a + b, 0) / core.length;
 }

@@ -14,6 +14,8 @@ import { H3_DEFAULTS, writeSyntheticH3Checkpoint } from '@ninodes/models';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runReportSchema } from './run-report.js';
 
+const HANG_MS = Number(process.env.NINODES_TEST_HANG_MS ?? 900_000); // the shared hang guard (vitest.shared.ts)
+
 const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 // Names unique to this process: other test runs on the machine may hold namespaces of their own.
 const tag = `${process.pid}`;
@@ -22,7 +24,6 @@ const ns = [`ninodes-tp-${tag}-a`, `ninodes-tp-${tag}-b`] as const;
 const veth = ['nntp0', 'nntp1'] as const;
 const addr = [`10.231.${process.pid % 250}.1`, `10.231.${process.pid % 250}.2`] as const;
 const REDIS_PORT = 6379; // free: the namespace is new
-const CHILD_LIMIT_MS = 150_000;
 // 16 heads of 64 and an MLP of 1024, as in tp-run.test.ts: row-parallel inputs split into whole
 // 256-column convrot groups over 2 ranks.
 const config = { ...H3_DEFAULTS, layers: 2, hidden: 256, heads: 16, headDim: 64, ffn: 1024, tDim: 256, timeHidden: 256, ropeLen: 8 };
@@ -72,7 +73,7 @@ interface Run {
   stderr: string;
 }
 
-/** Runs a command (in namespace `inNs` when given), killed after CHILD_LIMIT_MS at the latest. */
+/** Runs a command (in namespace `inNs` when given), killed by the hang guard at the latest. */
 function start(cmd: string, argv: string[], extraEnv: NodeJS.ProcessEnv, inNs?: string, onStdout?: (text: string) => void): { child: ChildProcess; done: Promise<Run> } {
   const [file, args] = inNs === undefined ? [cmd, argv] : ['ip', ['netns', 'exec', inNs, cmd, ...argv]];
   // `ip netns exec` execs the command itself, so this pid is the command's: killing it leaves nothing.
@@ -85,7 +86,10 @@ function start(cmd: string, argv: string[], extraEnv: NodeJS.ProcessEnv, inNs?: 
     onStdout?.(stdout);
   });
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const killer = setTimeout(() => child.kill('SIGKILL'), CHILD_LIMIT_MS);
+  const killer = setTimeout(() => {
+    stderr += `\n[killed by the test's hang guard after ${HANG_MS} ms]`;
+    child.kill('SIGKILL');
+  }, HANG_MS);
   const done = new Promise<Run>((resolve) => {
     child.on('close', (status, signal) => {
       clearTimeout(killer);

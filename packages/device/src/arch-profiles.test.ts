@@ -1,8 +1,8 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isNinodesError } from '@ninodes/kernels';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { BUILTIN_ARCHS, archProfile, loadProfileConfig, parseProfileConfig } from './arch-profiles.js';
 
 describe('built-in architecture profiles', () => {
@@ -82,6 +82,7 @@ describe('profile overrides', () => {
 
   it('loads a JSON file; missing files and bad JSON are typed errors', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ninodes-prof-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const good = join(dir, 'profiles.json');
     writeFileSync(good, JSON.stringify({ profiles: { gfx1100: { preferredComputeDtype: 'f16' } } }));
     expect(archProfile('gfx1100', loadProfileConfig(good)).preferredComputeDtype).toBe('f16');

@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { defaultCacheDir, hostBandwidth, machineKey, measureHostMemcpy, type MeasureOptions } from './bandwidth.js';
 
 describe('measureHostMemcpy', () => {
@@ -26,6 +26,7 @@ describe('hostBandwidth cache', () => {
 
   it('measures once per machine key and then reads the cache file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ninodes-bw-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const m = counting(12.5);
     const first = hostBandwidth({ cpuModel: 'Test CPU', memTotalBytes: 2 ** 34, cacheDir: dir, measure: m.measure, bytes: 4096 });
     expect(first).toMatchObject({ gbPerSecond: 12.5, cached: false, cacheFile: join(dir, 'bandwidth.json') });
@@ -43,6 +44,7 @@ describe('hostBandwidth cache', () => {
 
   it('refresh re-measures; a corrupt cache is replaced, not trusted', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ninodes-bw-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(join(dir, 'bandwidth.json'), '{"version":1,"entries":{"x":{"hostMemcpyGBs":-3}}}');
     const m = counting(7);
     expect(hostBandwidth({ cpuModel: 'C', memTotalBytes: 1, cacheDir: dir, measure: m.measure }).cached).toBe(false);
@@ -52,6 +54,7 @@ describe('hostBandwidth cache', () => {
 
   it('an unwritable cache dir still returns the measurement and says why it was not cached', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ninodes-bw-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(join(dir, 'not-a-dir'), 'x');
     const r = hostBandwidth({ cpuModel: 'C', memTotalBytes: 1, cacheDir: join(dir, 'not-a-dir'), measure: counting(3).measure });
     expect(r).toMatchObject({ gbPerSecond: 3, cached: false, cacheFile: null, cacheError: expect.stringMatching(/cannot write/) });

@@ -1,7 +1,7 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { deviceRows, devicesCommand, formatDeviceJson, formatDeviceTable, listDevices } from './devices-command.js';
 import { enumerateDevices } from './enumerate.js';
 import { formatBytes } from './format-bytes.js';
@@ -64,6 +64,7 @@ describe('devices command', () => {
 
   it('on this machine: the CPU with RAM from /proc, measured bandwidth cached, valid JSON, no warnings for absent vendors', () => {
     const cacheDir = mkdtempSync(join(tmpdir(), 'ninodes-devcmd-'));
+    onTestFinished(() => rmSync(cacheDir, { recursive: true, force: true }));
     const result = listDevices({ bandwidth: { cacheDir, bytes: 16 * 2 ** 20, iterations: 2 } });
     const cpu = result.rows.find((r) => r.id === 'cpu');
     expect(cpu?.totalBytes).toBeLessThanOrEqual(totalmem());

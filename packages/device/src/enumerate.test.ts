@@ -1,4 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { totalmem } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { parseDeviceId } from './device-id.js';
@@ -109,6 +112,29 @@ describe('enumerateDevices on this machine', () => {
     if (!existsSync('/sys/class/drm') && !existsSync('/dev/nvidia0')) {
       expect(e.devices.filter((d) => d.kind === 'cuda' || d.kind === 'hip')).toEqual([]);
       expect(e.notes.filter((n) => n.level === 'warn')).toEqual([]);
+    }
+  });
+});
+
+describe('a recorded tree with FIFOs where files belong', () => {
+  it('proc/meminfo as a FIFO reads as absent at once; a FIFO nvml.json is NOT_A_REGULAR_FILE (in a child, so a blocked read shows as a timeout)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ninodes-fifo-machine-'));
+    try {
+      cpSync(machine('rtx4090x2-container').dir, dir, { recursive: true });
+      rmSync(join(dir, 'proc', 'meminfo'));
+      for (const f of ['proc/meminfo', 'fifo-nvml.json']) expect(spawnSync('mkfifo', [join(dir, f)]).status).toBe(0);
+      const script = `import('@ninodes/device').then((d) => {
+        const roots = { procRoot: ${JSON.stringify(join(dir, 'proc'))}, sysRoot: ${JSON.stringify(join(dir, 'sys'))}, env: {} };
+        const e = d.enumerateDevices({ ...roots, nvml: d.recordedNvml(${JSON.stringify(join(dir, 'nvml.json'))}), hip: d.absentHip(), includeDisk: false });
+        let code = 'none';
+        try { d.recordedNvml(${JSON.stringify(join(dir, 'fifo-nvml.json'))}); } catch (error) { code = error.code; }
+        process.stdout.write(JSON.stringify({ ids: e.devices.map((x) => x.id), code }));
+      })`;
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+      expect([r.signal, r.status], r.stderr).toEqual([null, 0]);
+      expect(JSON.parse(r.stdout)).toEqual({ ids: ['cpu', 'cuda:0', 'cuda:1'], code: 'NOT_A_REGULAR_FILE' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

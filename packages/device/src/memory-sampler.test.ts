@@ -1,7 +1,7 @@
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { enumerateDevices } from './enumerate.js';
 import { absentHip, absentNvml, recordedNvml } from './gpu-sources.js';
 import { MemorySampler, deviceUsageReader, readProcessRss } from './memory-sampler.js';
@@ -25,6 +25,7 @@ describe('readProcessRss', () => {
 
   it('falls back to statm pages when status has no VmRSS', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ninodes-rss-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     cpSync(join(machine('w7900x2-gfx1100').procRoot, 'self', 'statm'), join(dir, 'self', 'statm'), { recursive: true });
     writeFileSync(join(dir, 'self', 'status'), 'Name:\tnode\n');
     expect(readProcessRss({ procRoot: dir })).toBe(13204 * 4096);
@@ -78,6 +79,7 @@ describe('MemorySampler', () => {
 
   it('splits each sample into anonymous and file-backed bytes from status, and reports their peaks', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ninodes-sampler-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     mkdirSync(join(dir, 'self'));
     const status = (anonKb: number, fileKb: number, shmemKb: number): void =>
       writeFileSync(join(dir, 'self', 'status'), `Name:\tnode\nVmRSS:\t${anonKb + fileKb + shmemKb} kB\nRssAnon:\t${anonKb} kB\nRssFile:\t${fileKb} kB\nRssShmem:\t${shmemKb} kB\n`);
@@ -125,6 +127,7 @@ describe('MemorySampler', () => {
 describe('deviceUsageReader', () => {
   it('re-reads AMD used VRAM from sysfs on every call', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ninodes-usage-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     cpSync(machine('w7900x2-gfx1100').dir, dir, { recursive: true });
     const e = enumerateDevices({ procRoot: join(dir, 'proc'), sysRoot: join(dir, 'sys'), nvml: absentNvml(), hip: absentHip(), includeDisk: false });
     const read = deviceUsageReader(e, absentNvml());

@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createCommunicator } from './comm.js';
 
+const HANG_MS = Number(process.env.NINODES_TEST_HANG_MS ?? 900_000); // the shared hang guard (vitest.shared.ts)
+
 const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url));
 const worker = fileURLToPath(new URL('./test-support/comm-rank.mjs', import.meta.url));
 
@@ -55,8 +57,8 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Starts one child per rank in `ranks` and resolves when all have exited (killed after `limitMs`). */
-function runRanks(job: Record<string, unknown>, ranks: number[], limitMs = 60_000): Promise<Exit[]> {
+/** Starts one child per rank in `ranks` and resolves when all have exited (killed by the hang guard at the latest). */
+function runRanks(job: Record<string, unknown>, ranks: number[]): Promise<Exit[]> {
   return Promise.all(
     ranks.map(
       (rank) =>
@@ -70,7 +72,10 @@ function runRanks(job: Record<string, unknown>, ranks: number[], limitMs = 60_00
           let stderr = '';
           child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
           child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-          const killer = setTimeout(() => child.kill('SIGKILL'), limitMs);
+          const killer = setTimeout(() => {
+            stderr += `\n[killed by the test's hang guard after ${HANG_MS} ms]`;
+            child.kill('SIGKILL');
+          }, HANG_MS);
           child.on('exit', (code, signal) => {
             clearTimeout(killer);
             const line = stdout.trim().split('\n').pop() ?? '';

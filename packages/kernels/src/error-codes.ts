@@ -48,6 +48,8 @@ export const KERNELS_ERROR_CODES = {
   FILE_REPLACED: 'a mapped file was deleted or replaced by another file at its path',
   FILE_CLOSED: 'a file or checkpoint was used after it was closed',
   LOCK_TIMEOUT: 'a lock file stayed held by another live process past the timeout',
+  LOCK_INVALID: 'a lock file is not one ninodes wrote (a link, a FIFO, a device, or text that names no owner)',
+  SIDE_FILE_TOO_LARGE: 'a small side file (a lock, a checksum, a config) is far larger than such a file can be',
   // File-system errors a user can cause (fs-errors.ts maps each errno to one of these).
   FILE_NOT_FOUND: 'no file or directory at a path (ENOENT)',
   PATH_IS_DIRECTORY: 'a directory stands where a file is needed',

@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
+const HANG_MS = Number(process.env.NINODES_TEST_HANG_MS ?? 900_000); // the shared hang guard (vitest.shared.ts)
+
 const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-faults-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -22,7 +24,7 @@ interface ChildResult {
 // line is JSON. A bounded timeout turns a hang into a failure instead of a stuck suite.
 function runChild(body: string, path: string): ChildResult {
   const script = `const k = await import(${JSON.stringify(dist)}); const path = ${JSON.stringify(path)};\n${body}`;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: HANG_MS });
   const last = r.stdout.trim().split('\n').pop() ?? '';
   let out: Record<string, unknown> = {};
   try {

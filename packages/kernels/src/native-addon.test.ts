@@ -6,12 +6,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
+const HANG_MS = Number(process.env.NINODES_TEST_HANG_MS ?? 900_000); // the shared hang guard (vitest.shared.ts)
+
 const dist = new URL('../dist/index.js', import.meta.url).href;
 
 /** Loads the addon in a child with `env`, returns the NinodesError fields it printed (or 'loaded'). */
 function loadInChild(env: NodeJS.ProcessEnv): { code?: string; message?: string; where?: string; hint?: string } | 'loaded' {
   const script = `import(${JSON.stringify(dist)}).then((k) => { try { k.buildInfo(); console.log('"loaded"'); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, where: e.where, hint: e.hint, isNinodes: k.isNinodesError(e) })); } });`;
-  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: HANG_MS });
+  expect(child.error?.message, `the child was killed by the test's hang guard after ${HANG_MS} ms`).toBeUndefined();
   expect(child.status, child.stderr).toBe(0);
   return JSON.parse(child.stdout) as never;
 }

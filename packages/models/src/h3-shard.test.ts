@@ -16,7 +16,7 @@ const path = join(dir, 'h3-tiny.safetensors');
 const config = H3_PRESETS['h3-tiny'].config;
 beforeAll(async () => {
   await writeSyntheticH3Checkpoint(path, { preset: 'h3-tiny' });
-}, 120_000);
+});
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
@@ -98,7 +98,7 @@ describe('tensor-parallel H3 blocks (two ranks in one process)', () => {
     } finally {
       source.close();
     }
-  }, 120_000);
+  });
 
   it('a rank with no reduction is wrong (the test can fail): partial sums are not the block', async () => {
     const source = openSafetensors(path);
@@ -130,7 +130,7 @@ describe('tensor-parallel H3 blocks (two ranks in one process)', () => {
     } finally {
       source.close();
     }
-  }, 120_000);
+  });
 
   it('shards that do not split the heads are INVALID_SHARD; an op of the wrong width is LINEAR_WIDTH_MISMATCH', async () => {
     const source = openSafetensors(path);

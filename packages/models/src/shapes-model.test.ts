@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { gaussianNoise } from './noise.js';
 import { openH3Model } from './open-h3-model.js';
 import { runSampler } from './sampler.js';
-import { SHAPES_PALETTE, paletteFraction, shapeScore } from './shape-score.js';
+import { SHAPES_PALETTE, cleanShape, cleanShapeScore, paletteFraction, paletteScore } from './shape-score.js';
 import { samplerHints, shapesModelPath } from './shapes-model.js';
 import { readSafetensorsFile, tensorF64 } from '@ninodes/test-safetensors';
 import { type RefConfig, refForward } from './test-support/reference-f64.js';
@@ -84,7 +84,45 @@ describe('h3-shapes, the trained default model', () => {
     // drawings score 1, the noisiest cases fail: the cases cover both sides of the threshold
     expect(fractions.slice(0, 8).every((f) => f === 1)).toBe(true);
     expect(Math.min(...fractions)).toBeLessThan(0.9);
-    expect(shapeScore(latents)).toBe(Number(fixture.metadata.score_cases_score));
+    expect(paletteScore(latents)).toBe(Number(fixture.metadata.score_cases_score));
+  });
+
+  it('calls the training drawings (made by tools/train-demo/shapes.py) clean shapes', () => {
+    const cases = f64('score_cases');
+    const per = 3 * 16 * 16;
+    const drawings = Array.from({ length: 8 }, (_, i) => Tensor.fromArray('f32', [1, 3, 1, 16, 16], Float32Array.from(cases.subarray(i * per, (i + 1) * per))));
+    expect(drawings.map((l) => cleanShape(l).reason)).toEqual(Array(8).fill('clean'));
+    expect(cleanShapeScore(drawings)).toBe(1);
+  });
+
+  it('refuses what the palette score passes: a flat background, a speck, a ragged blob, two colours, scattered pieces', () => {
+    // Frames drawn here, pixel by pixel: background 0 with shape colour 2 where `inside` says.
+    const frame = (inside: (y: number, x: number) => number | false) => {
+      const data = new Float32Array(3 * 256);
+      for (let y = 0; y < 16; y++) {
+        for (let x = 0; x < 16; x++) {
+          const k = inside(y, x);
+          const rgb = SHAPES_PALETTE[k === false ? 0 : k]!;
+          for (let c = 0; c < 3; c++) data[c * 256 + y * 16 + x] = rgb[c]! * 2 - 1;
+        }
+      }
+      return Tensor.fromArray('f32', [1, 3, 1, 16, 16], data);
+    };
+    const disk = frame((y, x) => ((y + 0.5 - 8) ** 2 + (x + 0.5 - 8) ** 2 <= 16 ? 2 : false));
+    const cases = {
+      clean: disk,
+      'no-shape': frame(() => false),
+      speck: frame((y, x) => (y >= 7 && y < 9 && x >= 7 && x < 9 ? 2 : false)),
+      // a plus sign: 44 pixels in a 12x12 box (fill 0.31)
+      ragged: frame((y, x) => ((y >= 2 && y < 14 && x >= 7 && x < 9) || (x >= 2 && x < 14 && y >= 7 && y < 9) ? 2 : false)),
+      'mixed-colours': frame((y, x) => (y >= 4 && y < 12 && x >= 4 && x < 12 ? (x < 8 ? 2 : 3) : false)),
+      // two 5x5 squares one above the other: their box is 0.83 full, but they are two parts
+      scattered: frame((y, x) => ((y >= 2 && y < 7 && x >= 2 && x < 7) || (y >= 9 && y < 14 && x >= 2 && x < 7) ? 2 : false)),
+    };
+    const verdicts = Object.fromEntries(Object.entries(cases).map(([k, l]) => [k, cleanShape(l).reason]));
+    expect(verdicts).toEqual({ clean: 'clean', 'no-shape': 'no-shape', speck: 'no-shape', ragged: 'ragged', 'mixed-colours': 'mixed-colours', scattered: 'scattered' });
+    // every one of them passes the palette score
+    expect(paletteScore(Object.values(cases))).toBe(1);
   });
 
   it('counts a pixel within 0.2 of a palette colour and not one just outside', () => {

@@ -9,6 +9,8 @@ export const QUANT_ERROR_CODES = {
   BAD_QUANT_MARKER: 'a comfy_quant tensor or __metadata__._quantization_metadata is not valid UTF-8 JSON of the expected form',
   CONTRADICTORY_QUANT_MARKERS: 'a quantization marker disagrees with the stored tensors or with the other marker',
   UNSUPPORTED_QUANT_FORMAT: 'a layer is stored in a quantized form ninodes cannot read (an unknown format, an unimplemented variant, or I8 without a marker)',
+  // Checkpoint files.
+  NOT_A_CHECKPOINT: 'a file given as a checkpoint is something else (text, an image, an archive, a pickle): neither safetensors nor GGUF',
   // GGUF files.
   GGUF_BAD_MAGIC: 'the file does not start with the GGUF magic',
   GGUF_UNSUPPORTED_VERSION: 'a GGUF version other than 2 or 3',

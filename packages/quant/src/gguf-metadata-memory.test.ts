@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
+const HANG_MS = Number(process.env.NINODES_TEST_HANG_MS ?? 900_000); // the shared hang guard (vitest.shared.ts)
+
 const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-gguf-mem-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -58,8 +60,9 @@ describe('GGUF metadata memory (issue 17.9)', () => {
   it('a 48 MB metadata header is held in a small multiple of its bytes, its arrays decoded on access', () => {
     const r = spawnSync(process.execPath, ['--expose-gc', '--max-old-space-size=1024', '--input-type=module', '-e', script, join(dir, 'big-meta.gguf')], {
       encoding: 'utf8',
-      timeout: 120_000,
+      timeout: HANG_MS,
     });
+    expect(r.error?.message, `the child was killed by the test's hang guard after ${HANG_MS} ms`).toBeUndefined();
     expect(r.signal, r.stderr.slice(-2000)).toBeNull();
     expect(r.status, r.stderr.slice(-2000)).toBe(0);
     const out = JSON.parse(r.stdout.trim().split('\n').pop() as string);

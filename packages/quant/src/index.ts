@@ -90,4 +90,6 @@ export type { WeightPatcher } from './weight-patcher.js';
 export { readLoraFile, type LoraFile, type LoraKeyStyle, type LoraModule, type ReadLoraOptions } from './lora-file.js';
 export { loraTargets, mapLora, type LoraDelta, type LoraMapping, type LoraTarget } from './lora-map.js';
 export { LoraPatcher, type LoraApplied } from './lora-patcher.js';
+export { COMPUTE_MODES, suggestFormatName } from './format-names.js';
 export { MERGE_FORMATS, mergeLora, type MergeFormat, type MergeOptions, type MergeReport } from './merge-lora.js';
+export { type FileKind, fileKind } from './file-kind.js';

@@ -14,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parallelLinearProvider } from './parallel-linear.js';
 import { shardPlan } from './shard-plan.js';
 
+const HANG_MS = Number(process.env.NINODES_TEST_HANG_MS ?? 900_000); // the shared hang guard (vitest.shared.ts)
+
 const here = (p: string): string => fileURLToPath(new URL(p, import.meta.url));
 const pkgDist = (pkg: string): string => pathToFileURL(here(`../../${pkg}/dist/index.js`)).href;
 const dist = { kernels: pkgDist('kernels'), memory: pkgDist('memory'), quant: pkgDist('quant'), tp: pkgDist('tp') };
@@ -108,7 +110,10 @@ function runRanks(size: number, sequence = false): Promise<RankOut[]> {
           let stderr = '';
           child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
           child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-          const killer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+          const killer = setTimeout(() => {
+            stderr += `\n[killed by the test's hang guard after ${HANG_MS} ms]`;
+            child.kill('SIGKILL');
+          }, HANG_MS);
           child.on('exit', (code, signal) => {
             clearTimeout(killer);
             try {

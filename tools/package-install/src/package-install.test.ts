@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Packed, closure, pack, toolsOnlyPath, workspaces, writeScratchProject } from './scratch-project.js';
 
+const HANG_MS = Number(process.env.NINODES_TEST_HANG_MS ?? 900_000); // the shared hang guard (vitest.shared.ts)
+
 const root = process.env.NINODES_REPO_ROOT as string;
 const PREBUILT = '@ninodes/native-linux-x64-gnu';
 const tmp = mkdtempSync(join(tmpdir(), 'ninodes-install-'));
@@ -57,7 +59,7 @@ describe('the packed packages in a scratch project with no compiler', () => {
     mkdirSync(project);
     // The prebuilt package is assembled from this checkout's build into a scratch copy.
     const prebuiltDir = join(tmp, 'prebuilt');
-    const assembled = spawnSync(process.execPath, [join(root, 'native/scripts/pack-prebuilt.mjs'), '--out', prebuiltDir], { encoding: 'utf8', timeout: 120_000 });
+    const assembled = spawnSync(process.execPath, [join(root, 'native/scripts/pack-prebuilt.mjs'), '--out', prebuiltDir], { encoding: 'utf8', timeout: HANG_MS });
     expect(assembled.status, assembled.stderr).toBe(0);
 
     const all = workspaces(root);
@@ -152,7 +154,7 @@ describe('the build from source of @ninodes/native', () => {
       cwd: join(root, 'native'),
       env: { PATH: process.env.PATH, HOME: home, HTTPS_PROXY: 'http://127.0.0.1:9', HTTP_PROXY: 'http://127.0.0.1:9' },
       encoding: 'utf8',
-      timeout: 60_000,
+      timeout: HANG_MS,
     });
     const output = `${r.stdout}\n${r.stderr}`;
     expect(r.status, output).toBe(0);

@@ -32,7 +32,7 @@ import {
   openH3Model,
   runSampler,
   samplerHints,
-  shapeScore,
+  cleanShapeScore,
   shapesModelPath,
 } from '@ninodes/models';
 import { type ComputeMode, maxRelError, openCheckpoint, quantize } from '@ninodes/quant';
@@ -331,7 +331,7 @@ const shapes: BenchCase = {
         for (let seed = 0; seed < (p.seeds as number); seed++) {
           samples.push((await runSampler(model, { seed, frames: hints.frames, height: hints.height, width: hints.width, steps: hints.steps, shift: hints.shift })).latent);
         }
-        const score = shapeScore(samples);
+        const score = cleanShapeScore(samples);
         for (const s of samples) s.dispose();
         return { shape_score: { value: score, unit: 'fraction', better: 'higher' } };
       },

@@ -10,13 +10,16 @@ import { benchRoot } from '../package-root.js';
 import { ResultsSchema } from '../results-schema.js';
 import { SUITES } from './index.js';
 
+const HANG_MS = Number(process.env.NINODES_TEST_HANG_MS ?? 900_000); // the shared hang guard (vitest.shared.ts)
+
 const cli = join(benchRoot(), 'dist', 'cli.js');
 
 describe('npm run bench -- --quick --suite all', () => {
   it('runs every suite and writes valid results.json, summary.md and report.html', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ninodes-bench-all-'));
     try {
-      const r = spawnSync(process.execPath, [cli, '--quick', '--suite', 'all', '--out', dir], { encoding: 'utf8', timeout: 280_000 });
+      const r = spawnSync(process.execPath, [cli, '--quick', '--suite', 'all', '--out', dir], { encoding: 'utf8', timeout: HANG_MS });
+      expect(r.error?.message, `the child was killed by the test's hang guard after ${HANG_MS} ms`).toBeUndefined();
       expect(r.stderr.split('\n').filter((l) => l.includes(': FAILED ')), r.stderr.slice(-4000)).toEqual([]);
       expect(r.status, r.stderr.slice(-4000)).toBe(0);
 
@@ -49,5 +52,5 @@ describe('npm run bench -- --quick --suite all', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 300_000);
+  });
 });

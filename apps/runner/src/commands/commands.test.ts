@@ -67,7 +67,7 @@ describe('ninodes run', () => {
     expect(readdirSync(out).sort()).toEqual(['latent.safetensors', 'preview.png', 'report.json']);
     const report = runReportSchema.parse(JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')));
     expect(report.env.attentionPrecision).toBe('f32');
-    expect(report.config).toMatchObject({ quant: 'fp32', steps: 2, startStep: 0, endStep: 2, frames: 2, height: 8, width: 8, seed: 145, threads: 1 });
+    expect(report.config).toMatchObject({ quant: 'auto', steps: 2, startStep: 0, endStep: 2, frames: 2, height: 8, width: 8, seed: 145, threads: 1 });
     expect(report.timing.stepSeconds).toHaveLength(2);
     // Shift 12 over 2 steps: sigmas 1, 12·0.5/(1 + 11·0.5) = 12/13, 0.
     expect(report.timing.steps).toEqual([
@@ -89,7 +89,7 @@ describe('ninodes run', () => {
     const units = buildInfo().bf16Units;
     const small = ['--frames', '1', '--height', '8', '--width', '8', '--steps', '1', '--threads', '1', '--json'];
     const cases: Array<[string[], string]> = [
-      [['--quant', 'fp32'], 'f32'],
+      [['--quant', 'f32'], 'f32'],
       [['--quant', 'int8_convrot', '--attention', 'f32'], 'f32'],
       [['--quant', 'int8_convrot'], units ? 'bf16' : 'f32'],
       [['--quant', 'bf16'], units ? 'bf16' : 'f32'],
@@ -153,7 +153,7 @@ describe('ninodes quantize', () => {
 
   it('writes a GGUF Q4_K file that inspect reads and run executes', async () => {
     const out = join(dir, 'h3-micro-Q4_K.gguf');
-    const q = await cli('quantize', ckpt, out, '--format', 'gguf_q4_k', '--json');
+    const q = await cli('quantize', ckpt, out, '--format', 'q4_k', '--json');
     expect(q.status).toBe(0);
     const report = JSON.parse(q.stdout);
     expect(report.target).toBe('q4_k');
@@ -163,9 +163,9 @@ describe('ninodes quantize', () => {
     expect(doc.byFormat).toContainEqual(expect.objectContaining({ format: 'q4_k', layers: 10 }));
     const r = await cli('run', '--model', out, '--frames', '1', '--height', '8', '--width', '8', '--steps', '1', '--out', join(dir, 'run-q4k'));
     expect(r.status).toBe(0);
-    // --quant stored multiplies the Q4_K blocks where they are; streamed past a budget that holds
+    // --quant auto multiplies the Q4_K blocks where they are; streamed past a budget that holds
     // no block, the same latent bytes.
-    const small = ['--frames', '1', '--height', '8', '--width', '8', '--steps', '2', '--threads', '1', '--quant', 'stored'];
+    const small = ['--frames', '1', '--height', '8', '--width', '8', '--steps', '2', '--threads', '1', '--quant', 'auto'];
     const resident = await cli('run', '--model', out, ...small, '--out', join(dir, 'run-q4k-stored'));
     expect(resident.status, resident.stderr).toBe(0);
     const streamed = await cli('run', '--model', out, ...small, '--budget', '64KiB', '--out', join(dir, 'run-q4k-streamed'));
@@ -175,9 +175,9 @@ describe('ninodes quantize', () => {
   });
 
   it('refuses to overwrite without --force', async () => {
-    const r = await cli('quantize', ckpt, ckpt.replace('.safetensors', '-x.safetensors'), '--format', 'fp8_e4m3fn');
+    const r = await cli('quantize', ckpt, ckpt.replace('.safetensors', '-x.safetensors'), '--format', 'f8_e4m3fn');
     expect(r.status).toBe(0);
-    const again = await cli('quantize', ckpt, ckpt.replace('.safetensors', '-x.safetensors'), '--format', 'fp8_e4m3fn');
+    const again = await cli('quantize', ckpt, ckpt.replace('.safetensors', '-x.safetensors'), '--format', 'f8_e4m3fn');
     expect(again.status).toBe(1);
     expect(again.stderr).toContain('OUTPUT_EXISTS');
   });

@@ -19,11 +19,11 @@ describe('sampleTensorParallel', () => {
     expect(row.hashesEqual).toBe(true);
     expect(row.peakAnonBytesPerRank).toHaveLength(2);
     expect(row.meanStepSeconds).toBeGreaterThan(0);
-    const report = runReportSchema.parse(JSON.parse(readFileSync(join(dir, 'fp32-tp2.json'), 'utf8')));
-    expect(report.config).toMatchObject({ quant: 'fp32', seed: 0, steps: 3 });
+    const report = runReportSchema.parse(JSON.parse(readFileSync(join(dir, 'f32-tp2.json'), 'utf8')));
+    expect(report.config).toMatchObject({ quant: 'f32', seed: 0, steps: 3 });
     expect(report.tp?.size).toBe(2);
     // The latent the row holds is the file it wrote, whose hash every rank reported.
-    const source = openSafetensors(join(dir, 'fp32-tp2.safetensors'));
+    const source = openSafetensors(join(dir, 'f32-tp2.safetensors'));
     try {
       const latent = source.tensor('latent');
       expect(Buffer.from(latent.bytes()).equals(Buffer.from(row.latent.bytes()))).toBe(true);
@@ -32,6 +32,6 @@ describe('sampleTensorParallel', () => {
     }
     expect(row.latentSha256).toBe(report.output.latentSha256);
     expect(createHash('sha256').update(row.latent.bytes()).digest('hex')).toBe(row.latentSha256);
-    expect(existsSync(join(dir, '.fp32-tp2'))).toBe(false);
+    expect(existsSync(join(dir, '.f32-tp2'))).toBe(false);
   });
 });

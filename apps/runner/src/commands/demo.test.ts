@@ -69,17 +69,17 @@ describe('ninodes demo --format', () => {
 
   it('converts to GGUF Q4_K with the project\'s converter, samples the .gguf and leaves no scratch file', async () => {
     const out = join(dir, 'demo-gguf');
-    const r = await cli('demo', '--format', 'gguf_q4_k', '--seeds', '1', '--steps', '2', '--threads', '1', '--out', out);
+    const r = await cli('demo', '--format', 'q4_k', '--seeds', '1', '--steps', '2', '--threads', '1', '--out', out);
     expect(r.status, r.stderr).toBe(0);
-    expect(readdirSync(out).sort()).toEqual(['gguf_q4_k.json', 'gguf_q4_k.png', 'gguf_q4_k.safetensors']);
-    const report = JSON.parse(readFileSync(join(out, 'gguf_q4_k.json'), 'utf8'));
-    expect(report).toMatchObject({ format: 'gguf_q4_k', seeds: [0], steps: 2 });
+    expect(readdirSync(out).sort()).toEqual(['q4_k.json', 'q4_k.png', 'q4_k.safetensors']);
+    const report = JSON.parse(readFileSync(join(out, 'q4_k.json'), 'utf8'));
+    expect(report).toMatchObject({ format: 'q4_k', seeds: [0], steps: 2 });
     expect(report.convertSeconds).toBeGreaterThan(0);
     expect(report.model).toContain('q4_k .gguf');
   });
 
   it('rejects an unknown format with the valid choices', async () => {
-    const r = await cli('demo', '--format', 'q4_k');
+    const r = await cli('demo', '--format', 'q5_k');
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('int8_convrot');
   });

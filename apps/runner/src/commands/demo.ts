@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { NinodesError, Tensor, setThreads } from '@ninodes/kernels';
 import { type ComputeMode, openCheckpoint, quantize } from '@ninodes/quant';
 import { openSafetensors, tensorSources, writeSafetensors } from '@ninodes/memory';
-import { SHAPES_MODEL_NAME, type OpenedH3Model, openH3Model, paletteFraction, runSampler, samplerHints, shapeScore, shapesModelPath } from '@ninodes/models';
+import { SHAPES_MODEL_NAME, type OpenedH3Model, cleanShapeScore, openH3Model, paletteFraction, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
 import { stageOutput } from '../output-dir.js';
@@ -14,24 +14,24 @@ import { samplePeakMemory } from '../peak-memory.js';
 import { encodePng } from '../png.js';
 import { psnr } from '../psnr.js';
 import { type RgbImage, sampleGrid, sideBySide } from '../sample-grid.js';
+import { withLabel } from '../pixel-font.js';
 import { formatTable } from '../table.js';
-import { QUANT_TO_COMPUTE } from './run.js';
 import { RunnerError } from '../error-codes.js';
 import { TP_DEMO_FILES, sampleTensorParallel } from './demo-tp.js';
 
 const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 
 /**
- * fp32 first (the reference), then every weight format `ninodes run --quant` converts to on the fly,
+ * f32 first (the reference), then every weight format `ninodes run --quant` converts to on the fly,
  * then the GGUF block formats, which `ninodes quantize` writes to a .gguf file that is then run.
  */
-const DEMO_FORMATS = ['fp32', 'bf16', 'int8_convrot', 'fp8', 'gguf_q8_0', 'gguf_q4_k'] as const;
+const DEMO_FORMATS = ['f32', 'bf16', 'int8_convrot', 'f8_e4m3fn', 'q8_0', 'q4_k'] as const;
 type DemoFormat = (typeof DEMO_FORMATS)[number];
 
 /** The GGUF rows: the converter's target, and the linears run as stored (multiplied on their blocks). */
-const GGUF_TARGET = { gguf_q8_0: 'q8_0', gguf_q4_k: 'q4_k' } as const;
+const GGUF_TARGET = { q8_0: 'q8_0', q4_k: 'q4_k' } as const;
 const isGguf = (f: DemoFormat): f is keyof typeof GGUF_TARGET => Object.hasOwn(GGUF_TARGET, f);
-const computeOf = (f: DemoFormat): ComputeMode => (isGguf(f) ? 'auto' : QUANT_TO_COMPUTE[f]);
+const computeOf = (f: DemoFormat): ComputeMode => (isGguf(f) ? 'auto' : f);
 
 /** What one format writes, and everything the demo writes into --out (which it replaces as a whole). */
 const formatFiles = (format: DemoFormat): string[] => [`${format}.safetensors`, `${format}.png`, `${format}.json`];
@@ -172,7 +172,7 @@ async function sampleFormat(format: DemoFormat, args: DemoArgs, context: { stder
       peakAnonBytes: peak.peakAnonBytes,
       peakFileBytes: peak.peakFileBytes,
       paletteFractions: latents.map((l) => paletteFraction(l)),
-      shapeScore: shapeScore(latents),
+      shapeScore: cleanShapeScore(latents),
     });
     writeNewFile(join(stage.dir, `${format}.json`), `${JSON.stringify(report, null, 2)}\n`);
     opened.close();
@@ -191,7 +191,7 @@ async function sampleFormat(format: DemoFormat, args: DemoArgs, context: { stder
 
 export const demo = defineCommand({
   name: 'demo',
-  summary: 'sample the trained h3-shapes model in fp32 and every weight format; pictures, shape score, PSNR, speed',
+  summary: 'sample the trained h3-shapes model in f32 and every weight format; pictures, shape score, PSNR, speed',
   usage: `ninodes demo [--out <dir>] [--seeds 8] [--steps N] [--threads N] [--format ${DEMO_FORMATS.join('|')}]`,
   options: {
     out: { type: 'string', value: '<dir>', description: 'directory for the pictures, samples and report (the demo replaces its own earlier output there)' },
@@ -234,9 +234,9 @@ export const demo = defineCommand({
         reports.set(format, formatReportSchema.parse(JSON.parse(readFileSync(join(stage.dir, `${format}.json`), 'utf8'))));
         samples.set(format, readSamples(join(stage.dir, `${format}.safetensors`)));
       }
-      const fp32 = reports.get('fp32')!;
-      const reference = rgbOf(samples.get('fp32')!);
-      const grids = DEMO_FORMATS.map((f) => sampleGrid(samples.get(f)!));
+      const f32 = reports.get('f32')!;
+      const reference = rgbOf(samples.get('f32')!);
+      const grids = DEMO_FORMATS.map((f) => withLabel(sampleGrid(samples.get(f)!), f));
       writeNewFile(join(stage.dir, 'overview.png'), png(sideBySide(grids)));
       const outDir = resolve(args.out);
       const rows: Array<{ format: string; meanStepSeconds: number; speedUp: number; peakAnonBytes: number; shapeScore: number; psnrVsFp32: number | null; picture: string }> = DEMO_FORMATS.map((format) => {
@@ -244,37 +244,37 @@ export const demo = defineCommand({
         return {
           format,
           meanStepSeconds: r.meanStepSeconds,
-          speedUp: fp32.meanStepSeconds / r.meanStepSeconds,
+          speedUp: f32.meanStepSeconds / r.meanStepSeconds,
           peakAnonBytes: r.peakAnonBytes,
           shapeScore: r.shapeScore,
           // Over channels 0..2 (the picture); the 21 channels the model keeps near zero would inflate it.
-          psnrVsFp32: format === 'fp32' ? null : psnr(reference, rgbOf(samples.get(format)!)),
+          psnrVsFp32: format === 'f32' ? null : psnr(reference, rgbOf(samples.get(format)!)),
           picture: join(outDir, `${format}.png`),
         };
       });
       // Tensor parallel: the same cores as the rows above, split over two rank processes.
-      context.stderr.write(`== ${SHAPES_MODEL_NAME} fp32, tensor parallel over 2 ranks\n`);
-      const tp = await sampleTensorParallel({ dir: stage.dir, steps: fp32.steps, threadsPerRank: Math.max(1, Math.floor(fp32.threads / 2)), env: context.env });
+      context.stderr.write(`== ${SHAPES_MODEL_NAME} f32, tensor parallel over 2 ranks\n`);
+      const tp = await sampleTensorParallel({ dir: stage.dir, steps: f32.steps, threadsPerRank: Math.max(1, Math.floor(f32.threads / 2)), env: context.env });
       rows.push({
         format: tp.format,
         meanStepSeconds: tp.meanStepSeconds,
-        speedUp: fp32.meanStepSeconds / tp.meanStepSeconds,
+        speedUp: f32.meanStepSeconds / tp.meanStepSeconds,
         peakAnonBytes: Math.max(...tp.peakAnonBytesPerRank),
         shapeScore: tp.shapeScore,
-        psnrVsFp32: psnr(rgbOf(samples.get('fp32')!.slice(0, 1)), rgbOf([tp.latent])),
-        picture: join(outDir, 'fp32-tp2.safetensors'),
+        psnrVsFp32: psnr(rgbOf(samples.get('f32')!.slice(0, 1)), rgbOf([tp.latent])),
+        picture: join(outDir, 'f32-tp2.png'),
       });
-      const perRank = Math.max(1, Math.floor(fp32.threads / 2));
-      const tpNote = `fp32 TP2: seed 0 split over 2 rank processes of ${perRank} thread${perRank === 1 ? '' : 's'} (fp32: h3-shapes' hidden 256 cannot give two ranks whole 256-column int8 convrot groups); PEAK ANON is the larger rank's; ranks' latent hashes ${tp.hashesEqual ? 'equal' : 'DIFFER'}; PSNR against fp32 seed 0; ${(100 * tp.commShare).toFixed(0)} % of rank 0's step time in collectives (a model this small is too small to gain from splitting)`;
+      const perRank = Math.max(1, Math.floor(f32.threads / 2));
+      const tpNote = `f32 TP2: seed 0 split over 2 rank processes of ${perRank} thread${perRank === 1 ? '' : 's'} (f32: h3-shapes' hidden 256 cannot give two ranks whole 256-column int8 convrot groups); PEAK ANON is the larger rank's; ranks' latent hashes ${tp.hashesEqual ? 'equal' : 'DIFFER'}; PSNR against f32 seed 0; ${(100 * tp.commShare).toFixed(0)} % of rank 0's step time in collectives (a model this small is too small to gain from splitting)`;
       const gguf =
-        'gguf_q8_0 / gguf_q4_k: the model converted by `ninodes quantize --format gguf_q8_0|gguf_q4_k` (block linears Q8_0 / Q4_K as ggml encodes them; fp32 islands, norms and biases F32 or as stored), then run from the .gguf, each linear multiplied on its stored blocks with its input quantized per block as ggml does (kernels ggufLinear)';
+        'q8_0 / q4_k: the model converted by `ninodes quantize --format q8_0|q4_k` (block linears Q8_0 / Q4_K as ggml encodes them; f32 islands, norms and biases F32 or as stored), then run from the .gguf, each linear multiplied on its stored blocks with its input quantized per block as ggml does (kernels ggufLinear)';
       const report = {
         schema: 'ninodes.demo-report/1',
-        model: { name: SHAPES_MODEL_NAME, path: fp32.model, latentShape: fp32.latentShape, steps: fp32.steps, shift: fp32.shift },
-        seeds: fp32.seeds,
-        threads: fp32.threads,
+        model: { name: SHAPES_MODEL_NAME, path: f32.model, latentShape: f32.latentShape, steps: f32.steps, shift: f32.shift },
+        seeds: f32.seeds,
+        threads: f32.threads,
         formats: rows,
-        tensorParallel: { ranks: tp.ranks, peakAnonBytesPerRank: tp.peakAnonBytesPerRank, hashesEqual: tp.hashesEqual, latentSha256: tp.latentSha256, commShare: tp.commShare, report: join(outDir, 'fp32-tp2.json') },
+        tensorParallel: { ranks: tp.ranks, peakAnonBytesPerRank: tp.peakAnonBytesPerRank, hashesEqual: tp.hashesEqual, latentSha256: tp.latentSha256, commShare: tp.commShare, report: join(outDir, 'f32-tp2.json') },
         overview: join(outDir, 'overview.png'),
         notes: [gguf, tpNote],
       };
@@ -292,15 +292,15 @@ export const demo = defineCommand({
       context.stdout.write(
         [
           '',
-          `${SHAPES_MODEL_NAME}: a 3-block H3 DiT trained to draw a disk or square (tools/train-demo), ${fp32.seeds.length} seeds, ${fp32.steps} steps, shift ${fp32.shift}, latent [${fp32.latentShape.join(', ')}], ${fp32.threads} threads`,
+          `${SHAPES_MODEL_NAME}: a 3-block H3 DiT trained to draw a disk or square (tools/train-demo), ${f32.seeds.length} seeds, ${f32.steps} steps, shift ${f32.shift}, latent [${f32.latentShape.join(', ')}], ${f32.threads} threads`,
           '',
-          formatTable(['FORMAT', 'STEP', 'SPEED-UP', 'PEAK ANON', 'SHAPE SCORE', 'PSNR vs fp32 (RGB)', 'PICTURE'], table),
+          formatTable(['FORMAT', 'STEP', 'SPEED-UP', 'PEAK ANON', 'SHAPE SCORE', 'PSNR vs f32 (RGB)', 'PICTURE'], table),
           '',
           `overview   ${report.overview} (${DEMO_FORMATS.join(', ')}, left to right)`,
           `report     ${join(outDir, 'report.json')}`,
           `note       ${gguf}.`,
           `note       ${tpNote}.`,
-          'note       shape score: share of samples with >= 90 % of pixels within 0.2 of a drawing colour (the training data scores 1.0).',
+          'note       shape score: share of samples that are one clean disk or square of one colour on one background (>= 90 % palette pixels, one shape colour on 6-60 % of the frame filling >= 0.6 of its box, in one piece); the training data scores 1.0.',
           'note       speed and memory at scale: `ninodes run --preset h3-tiny|h3-small` (synthetic random weights, so their previews are noise) and `npm run bench`.',
           '',
         ].join('\n'),

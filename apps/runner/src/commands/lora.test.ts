@@ -76,10 +76,10 @@ describe('ninodes run --lora', () => {
   // The merge format that keeps what the run computes in: the synthetic checkpoint stores its linears
   // in bf16, so an fp32 or int8 run patches (and quantizes) f32 weights, which a bf16 file would round.
   it.each([
-    ['fp32', 'f32'],
+    ['f32', 'f32'],
     ['bf16', 'keep'],
     ['int8_convrot', 'f32'],
-  ])('--quant %s: patched while running = merged first (--format %s); streamed (--budget) = resident', async (quant, format) => {
+  ])('--quant %s: patched while running = merged first (--format %s); streamed (every block) = resident', async (quant, format) => {
     const loras = ['--lora', `${kohya}:0.8`, '--lora', peft];
     const plain = await cli('run', '--model', ckpt, ...small, '--quant', quant, '--out', join(dir, `plain-${quant}`));
     expect(plain.status).toBe(0);
@@ -96,7 +96,7 @@ describe('ninodes run --lora', () => {
       [1, 1, 0],
     ]);
 
-    const streamed = await cli('run', '--model', ckpt, ...small, '--quant', quant, ...loras, '--budget', '4MiB', '--out', join(dir, `lora-streamed-${quant}`));
+    const streamed = await cli('run', '--model', ckpt, ...small, '--quant', quant, ...loras, '--alloc', 'cpu,0b;disk,*', '--out', join(dir, `lora-streamed-${quant}`));
     expect(streamed.status).toBe(0);
     expect(latent(`lora-streamed-${quant}`).equals(latent(`lora-${quant}`))).toBe(true);
 
@@ -119,7 +119,7 @@ describe('ninodes run --lora', () => {
     const patched = await cli('run', '--model', int8, ...small, '--quant', 'int8_convrot', ...loras, '--out', join(dir, 'int8-lora'));
     expect(patched.status).toBe(0);
     expect(latent('int8-lora').equals(latent('int8-plain'))).toBe(false);
-    const streamed = await cli('run', '--model', int8, ...small, '--quant', 'int8_convrot', ...loras, '--budget', '256KiB', '--out', join(dir, 'int8-lora-streamed'));
+    const streamed = await cli('run', '--model', int8, ...small, '--quant', 'int8_convrot', ...loras, '--alloc', 'cpu,0b;disk,*', '--out', join(dir, 'int8-lora-streamed'));
     expect(streamed.status).toBe(0);
     const offload = runReportSchema.parse(JSON.parse(readFileSync(join(dir, 'int8-lora-streamed', 'report.json'), 'utf8'))).offload;
     // The patched blocks were streamed in again on the second pass (and patched again).

@@ -5,27 +5,18 @@ import { defineCommand } from '../command.js';
 import { describeLoras, loadLoras, loraReport, parseLoraOption } from '../lora-option.js';
 import { checkNewOutputFile, filesOf } from '../new-output-file.js';
 
-/** The CLI spells fp8 formats as `quantize` does. */
-const FORMAT_FLAGS = ['keep', 'f32', 'bf16', 'int8_convrot', 'int8_rowwise', 'fp8_e4m3fn', 'fp8_e5m2'] as const;
-
-function mergeFormat(flag: (typeof FORMAT_FLAGS)[number]): MergeFormat {
-  const format = flag === 'fp8_e4m3fn' ? 'f8_e4m3fn' : flag === 'fp8_e5m2' ? 'f8_e5m2' : flag;
-  if (!MERGE_FORMATS.includes(format)) throw new Error(`unreachable: ${flag}`);
-  return format;
-}
-
 export const merge = defineCommand({
   name: 'merge',
   summary: 'merge LoRAs into a checkpoint, layer by layer, optionally re-quantized',
-  usage: 'ninodes merge <ckpt> --lora <file[:strength]>... --out <file> [--format keep|f32|bf16|int8_convrot|int8_rowwise|fp8_e4m3fn|fp8_e5m2] [--force] [--json]',
+  usage: `ninodes merge <ckpt> --lora <file[:strength]>... --out <file> [--format ${MERGE_FORMATS.join('|')}] [--force] [--json]`,
   arguments: [{ name: 'ckpt', description: 'checkpoint to patch (.safetensors, .safetensors.index.json or .gguf)' }],
   options: {
-    lora: { type: 'string', multiple: true, value: '<file[:strength]>', description: 'required, repeatable: a LoRA (kohya/ComfyUI or diffusers/peft keys) and its strength [default: 1]' },
+    lora: { type: 'string', multiple: true, value: '<file[:strength]>', description: 'required: a LoRA (kohya/ComfyUI or diffusers/peft keys) and its strength [default: 1]' },
     out: { type: 'string', value: '<file>', description: 'required: the new .safetensors file, written through a temporary and renamed only on success' },
     format: {
       type: 'string',
       value: '<format>',
-      description: 'keep (each layer as stored; patched quantized layers requantized with new scales), f32 or bf16 (every linear weight), or a quantize target [default: keep]',
+      description: 'keep (each layer as stored; patched quantized layers requantized with new scales), f32 or bf16 (every linear weight), or a quantize target',
     },
     force: { type: 'boolean', description: 'replace <out> if it exists' },
     json: { type: 'boolean', description: 'print the merge report as JSON on stdout' },
@@ -38,7 +29,7 @@ export const merge = defineCommand({
   schema: z.object({
     lora: z.array(z.string()).min(1, { message: 'required: at least one --lora <file[:strength]>' }),
     out: z.string({ message: 'required: --out <file>' }).min(1),
-    format: z.enum(FORMAT_FLAGS, { message: `one of ${FORMAT_FLAGS.join(', ')}` }).default('keep'),
+    format: z.enum(MERGE_FORMATS as [MergeFormat, ...MergeFormat[]], { message: `one of ${MERGE_FORMATS.join(', ')}` }).default('keep'),
     force: z.boolean().default(false),
     json: z.boolean().default(false),
     positionals: z.tuple([z.string().min(1)]),
@@ -54,7 +45,7 @@ export const merge = defineCommand({
       const task = context.progress.task('merging', source.entries().length);
       const report = await mergeLora(source, args.out, {
         patcher,
-        format: mergeFormat(args.format),
+        format: args.format,
         metadata: { 'ninodes.merged_loras': JSON.stringify(loraOptions) },
         onProgress: () => task.tick(),
       });

@@ -1,10 +1,9 @@
 import { enumerateDevices } from '@ninodes/device';
 import { computeAccount, computeLoadAccount, estimateActivationBytes, formatPlacement, latentTokens, machineDevices, planPlacement, type Placement } from '@ninodes/distorch';
 import { layoutOf } from '@ninodes/models';
-import { openCheckpoint } from '@ninodes/quant';
+import { COMPUTE_MODES, type ComputeMode, openCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
-import { QUANT_TO_COMPUTE } from './run.js';
 
 const positiveInt = z.coerce.number().int().positive();
 
@@ -14,7 +13,7 @@ export const planSchema = z.object({
   height: positiveInt.default(32),
   width: positiveInt.default(32),
   /** Compute format the sizes are counted in; 'auto' = as stored in the file. */
-  quant: z.enum(['auto', 'fp32', 'bf16', 'int8_convrot', 'fp8']).default('auto'),
+  quant: z.enum(COMPUTE_MODES as [ComputeMode, ...ComputeMode[]]).default('auto'),
   machine: z.string().min(1).optional(),
   fill: z.enum(['head-first', 'tail-first']).default('head-first'),
   json: z.boolean().default(false),
@@ -27,7 +26,7 @@ export function planCheckpoint(path: string, args: z.infer<typeof planSchema>): 
   try {
     const layout = layoutOf(source);
     const devices = args.machine === undefined ? enumerateDevices({ includeDisk: false }).devices : machineDevices(args.machine);
-    const compute = args.quant === 'auto' ? 'auto' : QUANT_TO_COMPUTE[args.quant];
+    const compute = args.quant;
     return planPlacement({
       layout,
       allocation: args.alloc,
@@ -51,7 +50,7 @@ export const plan = defineCommand({
     frames: { type: 'string', value: 'N', description: 'latent frames of the activation estimate' },
     height: { type: 'string', value: 'N', description: 'latent height of the activation estimate' },
     width: { type: 'string', value: 'N', description: 'latent width of the activation estimate' },
-    quant: { type: 'string', value: '<mode>', description: 'compute format the sizes are counted in: auto (as stored), fp32, bf16, int8_convrot or fp8' },
+    quant: { type: 'string', value: '<mode>', description: 'compute format the sizes are counted in: auto (as stored), f32, bf16, int8_convrot or f8_e4m3fn' },
     machine: { type: 'string', value: '<dir>', description: "a recorded machine directory (as in @ninodes/device's fixtures) to plan for instead of this one" },
     fill: { type: 'string', value: '<order>', description: 'which groups fill the compute device first: head-first or tail-first' },
     json: { type: 'boolean', description: 'print the placement as JSON' },

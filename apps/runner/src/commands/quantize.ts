@@ -1,32 +1,24 @@
 import { formatBytes } from '@ninodes/device';
 import { detectArchitecture } from '@ninodes/models';
-import { type QuantizeTarget, openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
+import { QUANTIZE_TARGETS, type QuantizeTarget, openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
 import { checkNewOutputFile, filesOf } from '../new-output-file.js';
+import { RunnerError } from '../error-codes.js';
 
-const FORMATS = ['int8_convrot', 'int8_rowwise', 'fp8_e4m3fn', 'fp8_e5m2', 'gguf_q8_0', 'gguf_q4_k'] as const;
-
-/** CLI spelling -> the converter's target (the weight format's own name). */
-const TARGET: Record<(typeof FORMATS)[number], QuantizeTarget> = {
-  int8_convrot: 'int8_convrot',
-  int8_rowwise: 'int8_rowwise',
-  fp8_e4m3fn: 'f8_e4m3fn',
-  fp8_e5m2: 'f8_e5m2',
-  gguf_q8_0: 'q8_0',
-  gguf_q4_k: 'q4_k',
-};
+/** The container each target is written in: GGUF block formats into .gguf, the rest into safetensors. */
+const containerOf = (format: QuantizeTarget): '.gguf' | '.safetensors' => (format === 'q8_0' || format === 'q4_k' ? '.gguf' : '.safetensors');
 
 export const quantize = defineCommand({
   name: 'quantize',
   summary: 'convert a checkpoint to int8 convrot or fp8 (safetensors, as ComfyUI stores them) or GGUF Q8_0 / Q4_K',
-  usage: `ninodes quantize <in> <out> --format ${FORMATS.join('|')} [--skip <layer>]... [--force] [--json]`,
+  usage: `ninodes quantize <in> <out> --format ${QUANTIZE_TARGETS.join('|')} [--skip <layer>]... [--force] [--json]`,
   arguments: [
     { name: 'in', description: 'checkpoint to convert (.safetensors, .safetensors.index.json or .gguf)' },
-    { name: 'out', description: 'the new .safetensors file (.gguf for gguf_*), written through a temporary and renamed only on success' },
+    { name: 'out', description: 'the new .safetensors file (.gguf for q8_0 and q4_k; the extension must match the format), written through a temporary and renamed only on success' },
   ],
   options: {
-    format: { type: 'string', value: '<format>', description: `required: ${FORMATS.join(', ')}` },
+    format: { type: 'string', value: '<format>', description: `required: ${QUANTIZE_TARGETS.join(', ')}` },
     skip: { type: 'string', multiple: true, value: '<layer>', description: 'keep this layer (or name prefix) as it is' },
     force: { type: 'boolean', description: 'replace <out> if it exists' },
     json: { type: 'boolean', description: 'print the conversion report as JSON on stdout' },
@@ -34,11 +26,11 @@ export const quantize = defineCommand({
   positionals: [2, 2],
   examples: [
     'ninodes quantize model.safetensors model-int8.safetensors --format int8_convrot',
-    'ninodes quantize model.safetensors model-fp8.safetensors --format fp8_e4m3fn --skip final_layer --force',
-    'ninodes quantize model.safetensors model-Q4_K.gguf --format gguf_q4_k',
+    'ninodes quantize model.safetensors model-fp8.safetensors --format f8_e4m3fn --skip final_layer --force',
+    'ninodes quantize model.safetensors model-Q4_K.gguf --format q4_k',
   ],
   schema: z.object({
-    format: z.enum(FORMATS, { message: `required: ${FORMATS.join(', ')}` }),
+    format: z.enum(QUANTIZE_TARGETS as [QuantizeTarget, ...QuantizeTarget[]], { message: `required: ${QUANTIZE_TARGETS.join(', ')}` }),
     skip: z.array(z.string()).default([]),
     force: z.boolean().default(false),
     json: z.boolean().default(false),
@@ -49,8 +41,18 @@ export const quantize = defineCommand({
     const source = openCheckpoint(input);
     try {
       checkNewOutputFile(output, filesOf(source), { force: args.force });
+      // The extension names the container: a .gguf holding safetensors would be refused by every reader.
+      const container = containerOf(args.format);
+      if (!output.toLowerCase().endsWith(container)) {
+        const stem = output.replace(/\.(gguf|safetensors)$/i, '');
+        throw new RunnerError('OUTPUT_CONTAINER_MISMATCH', `--format ${args.format} writes a ${container === '.gguf' ? 'GGUF' : 'safetensors'} file, but <out> ${output} does not end in ${container}`, {
+          value: output,
+          where: '<out>',
+          hint: `name it ${stem}${container}${container === '.gguf' ? '' : ', or pick a GGUF format (q8_0, q4_k) for a .gguf file'}`,
+        });
+      }
       const task = context.progress.task('quantizing', source.entries().length);
-      const format = TARGET[args.format];
+      const format = args.format;
       // GGUF files name their architecture (general.architecture), as ComfyUI-GGUF's loader expects.
       const detected = detectArchitecture(source.entries()).family;
       const report = await quantizeCheckpoint(source, output, {

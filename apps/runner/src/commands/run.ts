@@ -2,10 +2,11 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
 import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, computeLoadAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
-import { buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
+import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
+import { formatBytes } from '@ninodes/device';
 import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
-import { type ComputeMode, floatPrecision, openCheckpoint } from '@ninodes/quant';
+import { COMPUTE_MODES, type ComputeMode, detectFormats, floatPrecision, openCheckpoint } from '@ninodes/quant';
 import { shardPlan } from '@ninodes/tp';
 import { cpus } from 'node:os';
 import { z } from 'zod';
@@ -22,16 +23,8 @@ import { type RunReport, runReportSchema, steadyStepMean } from '../run-report.j
 import { DEFAULT_TP_TIMEOUT_MS, tpRankEnv } from '../tp-env.js';
 import { launchTensorParallel } from '../tp-launch.js';
 import { type TpRankModel, openTpRank } from '../tp-rank.js';
-import { RunnerError } from '../error-codes.js';
-
-export const QUANT_TO_COMPUTE: Record<RunReport['config']['quant'], ComputeMode> = {
-  fp32: 'f32',
-  bf16: 'bf16',
-  int8_convrot: 'int8_convrot',
-  fp8: 'f8_e4m3fn',
-  // Each layer in the format the file stores it in (GGUF blocks multiplied on the blocks).
-  stored: 'auto',
-};
+import { RunnerError, type RunnerThrownCode } from '../error-codes.js';
+import { describeLinearFormats } from '../model-line.js';
 
 const positiveInt = z.coerce.number().int().positive();
 
@@ -51,7 +44,8 @@ export const runSchema = z
     steps: positiveInt.max(1000).optional(),
     shift: z.coerce.number().positive().max(1e6).optional(),
     seed: z.coerce.number().int().nonnegative().max(2 ** 32 - 1).default(145),
-    quant: z.enum(['fp32', 'bf16', 'int8_convrot', 'fp8', 'stored']).default('fp32'),
+    // auto: each layer computes in the format stored in the file (as ComfyUI runs a quantized layer).
+    quant: z.enum(COMPUTE_MODES as [ComputeMode, ...ComputeMode[]]).default('auto'),
     // Unset: bf16 with --quant bf16 on a CPU with bf16 units (PyTorch's bf16 SDPA), else f32.
     attention: z.enum(['f32', 'bf16']).optional(),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
@@ -74,6 +68,9 @@ export const runSchema = z
     positionals: z.array(z.string()).length(0),
   })
   .refine((a) => !(a.model && a.preset), { message: '--model and --preset are exclusive', path: ['model'] })
+  // H3 patches the latent 2x2: an odd side would lose its last row or column.
+  .refine((a) => (a.height ?? 0) % 2 === 0, { message: 'must be even (H3 patches the latent 2x2), got an odd number', path: ['height'] })
+  .refine((a) => (a.width ?? 0) % 2 === 0, { message: 'must be even (H3 patches the latent 2x2), got an odd number', path: ['width'] })
   .refine((a) => !(a.alloc && a.budget), { message: '--alloc and --budget are exclusive (--budget B is --alloc "cpu,B;disk,*")', path: ['alloc'] })
   // Streaming placement and tensor parallelism do not compose yet: each rank would need its own plan.
   .refine((a) => a.tp === 1 || (a.alloc === undefined && a.budget === undefined), { message: '--tp cannot be combined with --alloc or --budget yet', path: ['tp'] })
@@ -101,16 +98,31 @@ function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: Ru
       allocation,
       devices: enumerateDevices({ includeDisk: false }).devices,
       compute: 'cpu',
-      account: computeAccount(QUANT_TO_COMPUTE[args.quant]),
+      account: computeAccount(args.quant),
       // The staging reserve holds a streamed group converting (the executor counts its loads so).
-      loadAccount: computeLoadAccount(QUANT_TO_COMPUTE[args.quant]),
+      loadAccount: computeLoadAccount(args.quant),
       activationBytes: estimateActivationBytes(layout, latentTokens(latent)),
       prefetch: args.prefetch,
     });
   // --budget B is everything the run may hold: the planner's quotas are for weights and its
   // reserve (activations + staging for the streamed groups) comes on top, so the weights kept
   // resident get B less that reserve.
-  const budget = args.budget === undefined ? undefined : parseByteSize(args.budget);
+  const budget = args.budget === undefined ? undefined : parseBudget(args.budget);
+  if (budget !== undefined) {
+    // The least this run can hold: every group streamed, only what must stay (norms, islands) and
+    // the reserve (activations, staging for the streamed groups) resident. Below it the budget would
+    // be a wish, not a promise: refuse now, naming the number that works.
+    const least = plan('cpu,0;disk,*');
+    const need = computeDeviceBytes(least);
+    if (budget < need) {
+      const r = least.reserve;
+      throw new RunnerError('BUDGET_TOO_SMALL', `--budget ${args.budget} (${formatBytes(budget)}) cannot hold this run: it needs at least ${formatBytes(need)} (activations ${formatBytes(r.activationBytes)}, staging ${formatBytes(r.stagingBytes)} for the streamed groups, ${formatBytes(need - r.activationBytes - r.stagingBytes)} of norms and islands kept resident)`, {
+        value: args.budget,
+        where: '--budget',
+        hint: `use --budget ${formatAllocationBytes(Math.ceil(need / 2 ** 20) * 2 ** 20)} or more, or a smaller latent (--frames/--height/--width)`,
+      });
+    }
+  }
   let placement = plan(args.alloc ?? `cpu,${formatAllocationBytes(budget as number)};disk,*`);
   if (budget !== undefined) {
     const r = placement.reserve;
@@ -147,11 +159,19 @@ function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: Ru
   };
 }
 
+/** --budget needs a unit: `--budget 150` meaning 150 bytes is never what was meant. */
+function parseBudget(text: string): number {
+  if (/^\s*[0-9.]+\s*$/.test(text)) {
+    throw new RunnerError('CLI_INVALID_OPTION', `--budget ${text} has no unit`, { value: text, where: '--budget', hint: `write the unit: --budget ${text.trim()}mb or ${text.trim()}gb (binary: 1gb = 2^30 bytes)` });
+  }
+  return parseByteSize(text);
+}
+
 export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny|h3-small] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant fp32|bf16|int8_convrot|fp8|stored] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N] [--lora <file[:strength]>]...',
+    'ninodes run [--model <ckpt> | --preset h3-tiny|h3-small] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant auto|f32|bf16|int8_convrot|f8_e4m3fn] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N] [--lora <file[:strength]>]...',
   options: {
     model: { type: 'string', value: '<ckpt>', description: 'checkpoint: .safetensors, .safetensors.index.json or .gguf (exclusive with --preset)' },
     preset: { type: 'string', value: '<name>', description: 'generate (once, cached in $NINODES_CACHE) a synthetic model: h3-tiny or h3-small (random weights, for speed and memory work); with neither --model nor --preset the trained h3-shapes model runs' },
@@ -162,7 +182,7 @@ export const run = defineCommand({
     steps: { type: 'string', value: 'N', description: "denoising steps, 1 to 1000 [default: the checkpoint's ninodes.sampler metadata, else 8]" },
     shift: { type: 'string', value: 'S', description: "flow-matching time shift, refused if it collapses the schedule [default: the checkpoint's ninodes.sampler metadata, else 12]" },
     seed: { type: 'string', value: 'N', description: 'seed of the starting noise, 0 to 2^32-1' },
-    quant: { type: 'string', value: '<mode>', description: 'compute mode: fp32, bf16, int8_convrot, fp8, or stored (each layer as the file stores it: GGUF blocks multiplied on the blocks, int8 as int8) [default: fp32]' },
+    quant: { type: 'string', value: '<mode>', description: 'compute format of the linears: auto (each layer as stored in the file: int8, fp8 and GGUF layers stay quantized, float layers compute in f32), or f32, bf16, int8_convrot, f8_e4m3fn to convert every layer' },
     attention: { type: 'string', value: '<precision>', description: 'attention precision: f32 or bf16 (q, k, v rounded to bf16; needs AVX512_BF16) [default: bf16 with --quant bf16 or int8_convrot where the CPU has bf16 units, else f32]' },
     threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
     alloc: { type: 'string', value: '<alloc>', description: 'DisTorch-style placement, e.g. "cpu,2gb;disk,*": groups past the budget stream from the mapped file' },
@@ -179,7 +199,7 @@ export const run = defineCommand({
     'audio-frames': { type: 'string', value: 'T', description: 'seeded audio noise of T frames instead of --audio' },
     'start-step': { type: 'string', value: 'N', description: 'first step of the --steps schedule to run (KSamplerAdvanced start_at_step) [default: 0]' },
     'end-step': { type: 'string', value: 'N', description: 'step to stop at, returning the leftover noise (end_at_step) [default: --steps]' },
-    lora: { type: 'string', multiple: true, value: '<file[:strength]>', description: 'apply a LoRA (kohya/ComfyUI or diffusers/peft keys) at this strength [default: 1], patched in fp32 before each weight is quantized or streamed; repeatable' },
+    lora: { type: 'string', multiple: true, value: '<file[:strength]>', description: 'apply a LoRA (kohya/ComfyUI or diffusers/peft keys) at this strength [default: 1], patched in fp32 before each weight is quantized or streamed' },
   },
   examples: [
     'ninodes run --preset h3-tiny --steps 8 --out runs/tiny',
@@ -230,7 +250,7 @@ export const run = defineCommand({
       let staged: StagedSource | undefined;
       if (rank === undefined) {
         opened = openH3Model(modelPath, {
-          compute: QUANT_TO_COMPUTE[args.quant],
+          compute: args.quant,
           ...(args.attention === undefined ? {} : { attentionPrecision: args.attention }),
           ...(streaming ? { wrapSource: (s) => (staged = new StagedSource(s)) } : {}),
           ...(loraOptions.length === 0
@@ -244,7 +264,7 @@ export const run = defineCommand({
         });
         if (loras !== undefined) context.stderr.write(`${describeLoras(loras.applied).join('\n')}\n`);
       } else {
-        tp = await openTpRank(modelPath, QUANT_TO_COMPUTE[args.quant], rank, args.attention);
+        tp = await openTpRank(modelPath, args.quant, rank, args.attention);
         opened = tp.opened;
       }
       const { model } = opened;
@@ -350,7 +370,7 @@ export const run = defineCommand({
           latentSha256,
           files: RUN_FILES.filter((f) => f !== 'audio.safetensors' || result.audio !== undefined),
         },
-        env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), computePrecision: floatPrecision(QUANT_TO_COMPUTE[args.quant]), attentionPrecision: model.attentionPrecision, cpu: cpus()[0]?.model ?? 'unknown' },
+        env: { node: process.version, simd: info.simd, onednn: info.onednn, int8Backend: int8Backend(), computePrecision: floatPrecision(args.quant), attentionPrecision: model.attentionPrecision, cpu: cpus()[0]?.model ?? 'unknown' },
         ...(tpReport === undefined ? {} : { tp: tpReport }),
         ...(loras === undefined ? {} : { lora: loraReport(loras.applied) }),
       });
@@ -363,11 +383,12 @@ export const run = defineCommand({
         const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
         context.stdout.write(
           [
-            `model      ${modelPath} (${args.quant})`,
+            `model      ${modelPath} (--quant ${args.quant}): linears ${describeLinearFormats(model.allLinears(), detectFormats(opened.source))}`,
             `latent     [${result.latent.shape.join(', ')}], ${sampler.steps} steps, shift ${sampler.shift}, seed ${args.seed}`,
             `steps      ${result.stepSeconds.map((s) => s.toFixed(2)).join(' ')} s (steady mean ${report.timing.meanStepSeconds.toFixed(3)} s)`,
             `total      ${report.timing.endToEndSeconds.toFixed(2)} s (load ${loadSeconds.toFixed(2)} s)`,
             `peak mem   ${mib(peak.peakAnonBytes)} anonymous, ${mib(peak.peakFileBytes)} file-backed`,
+            ...(executor === undefined ? [] : [budgetLine(executor.budgetBytes, executor.executor.stats())]),
             `sha256     ${report.output.latentSha256}`,
             ...(tpReport === undefined
               ? []
@@ -399,6 +420,17 @@ export const run = defineCommand({
 });
 
 
+/**
+ * What the budget covered: the process's resident memory above its baseline when the model was
+ * opened (Node, the addon, the model's skeleton — not counted), measured at each streamed load.
+ */
+function budgetLine(budgetBytes: number, steps: readonly { peakMeasuredBytes: number; baselineBytes: number; overBudgetLoads: number }[]): string {
+  const peak = Math.max(0, ...steps.map((s) => s.peakMeasuredBytes));
+  const over = steps.reduce((a, s) => a + s.overBudgetLoads, 0);
+  const baseline = steps[0]?.baselineBytes ?? 0;
+  return `budget     ${formatBytes(budgetBytes)} above a ${formatBytes(baseline)} baseline (Node, the addon, the model's skeleton: not counted); held at most ${formatBytes(peak)} of it${over === 0 ? '' : `; ${over} loads went over it (the machine's other memory use; see report.json offload.steps)`}`;
+}
+
 /** The synthetic checkpoint of `preset`, generated into the cache on first use. */
 async function syntheticModel(preset: 'h3-tiny' | 'h3-small', context: CommandContext): Promise<string> {
   const gen = context.progress.task(`generating ${preset}`, 10);
@@ -426,10 +458,26 @@ async function launch(args: RunArgs, context: CommandContext): Promise<number> {
   // Whether the model splits over N ranks is known from the headers: fail once, here, naming the layer.
   const source = openCheckpoint(modelPath);
   try {
-    shardPlan(layoutOf(source), args.tp, { compute: QUANT_TO_COMPUTE[args.quant], sequence: true });
+    const layout = layoutOf(source);
+    try {
+      shardPlan(layout, args.tp, { compute: args.quant, sequence: true });
+    } catch (error) {
+      if (!(error instanceof NinodesError)) throw error;
+      // Say which sizes would work instead of leaving the user to search.
+      const works = Array.from({ length: 16 }, (_, i) => i + 1).filter((n) => {
+        try {
+          shardPlan(layout, n, { compute: args.quant, sequence: true });
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      throw new RunnerError(error.code as RunnerThrownCode, error.message, { value: args.tp, where: '--tp', hint: `sizes up to 16 that split this model${args.quant === 'auto' ? '' : ` with --quant ${args.quant}`}: ${works.join(', ')}`, cause: error });
+    }
   } finally {
     source.close();
   }
+  if (args.tp > cpus().length) context.stderr.write(`warning: --tp ${args.tp} on ${cpus().length} cores: ranks share cores, so this runs slower than fewer ranks would\n`);
   const argv = ['run', '--model', modelPath];
   for (const key of ['latent', 'context', 'audio', 'audio-frames', 'start-step', 'end-step'] as const) if (args[key] !== undefined) argv.push(`--${key}`, String(args[key]));
   for (const key of ['frames', 'height', 'width', 'steps', 'shift', 'seed', 'quant', 'attention', 'out'] as const) if (args[key] !== undefined) argv.push(`--${key}`, String(args[key]));

@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { openSafetensors } from '@ninodes/memory';
 import { H3_DEFAULTS, writeSyntheticH3Checkpoint } from '@ninodes/models';
 
+const HANG_MS = Number(process.env.NINODES_TEST_HANG_MS ?? 900_000); // the shared hang guard (vitest.shared.ts)
+
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
 /** A 2-layer H3 small enough that a run takes about a second. */
@@ -44,7 +46,7 @@ export function startCli(args: readonly string[], options: { env?: NodeJS.Proces
       const timer = setTimeout(() => {
         timedOut = true;
         child.kill('SIGKILL');
-      }, options.timeoutMs ?? 60_000);
+      }, options.timeoutMs ?? HANG_MS);
       child.on('exit', (status, signal) => {
         clearTimeout(timer);
         for (const w of waiters.splice(0)) w.reject(new Error(`child ended (${signal ?? status}) before ${w.re}: ${self.stderr}`));

@@ -41,14 +41,37 @@ describe('a FIFO where a file belongs is refused at once, never read', () => {
       ['inspect', fifo],
       ['run', '--model', fifo, ...small, '--out', join(dir, 'fifo-out')],
       ['run', '--model', ckpt, '--latent', fifo, ...small, '--out', join(dir, 'fifo-out')],
-      ['quantize', fifo, join(dir, 'fifo-q.safetensors'), '--format', 'fp8_e4m3fn'],
+      ['quantize', fifo, join(dir, 'fifo-q.safetensors'), '--format', 'f8_e4m3fn'],
     ]) {
-      const r = await runCli(args, { timeoutMs: 20_000 });
+      const r = await runCli(args, { timeoutMs: 120_000 });
       expect(r.timedOut, `${args.join(' ')} hung on the FIFO`).toBe(false);
       expect(r.stderr).toContain('NOT_A_REGULAR_FILE');
       expect(r.status).toBe(1);
     }
     expect(existsSync(join(dir, 'fifo-out'))).toBe(false);
+  });
+});
+
+describe('a lock file ninodes did not write', () => {
+  it('a FIFO, a link to /dev/zero, a dangling link or garbage at --out\'s lock: LOCK_INVALID naming it, at once, never "pid 0"', async () => {
+    const lock = join(dir, '.G1.ninodes-lock');
+    const plant: Array<() => void> = [
+      () => expect(spawnSync('mkfifo', [lock]).status).toBe(0),
+      () => symlinkSync('/dev/zero', lock),
+      () => symlinkSync(join(dir, 'no-such-owner'), lock),
+      () => writeFileSync(lock, 'garbage\n'),
+    ];
+    for (const make of plant) {
+      make();
+      const r = await runCli(['run', '--model', ckpt, ...small, '--steps', '1', '--out', join(dir, 'G1')], { timeoutMs: 20_000 });
+      expect(r.timedOut, `hung on ${r.stderr}`).toBe(false);
+      expect(r.stderr).toContain('error LOCK_INVALID:');
+      expect(r.stderr).toContain(lock);
+      expect(r.stderr).not.toContain('pid 0');
+      expect(r.status).toBe(1);
+      rmSync(lock);
+    }
+    expect(existsSync(join(dir, 'G1'))).toBe(false);
   });
 });
 
@@ -68,7 +91,7 @@ describe('interrupted at random points, nothing is left behind', () => {
       for (let k = 0; k < 3; k++, i++) {
         const cache = join(dir, `cache-${i}`);
         const signal = k % 2 === 0 ? 'SIGINT' : 'SIGTERM';
-        const child = startCli(c.args(i), { env: { NINODES_CACHE: cache }, timeoutMs: 60_000 });
+        const child = startCli(c.args(i), { env: { NINODES_CACHE: cache } });
         await sleep(points[i]!);
         child.kill(signal);
         const end = await child.done;
@@ -91,7 +114,7 @@ describe('interrupted at random points, nothing is left behind', () => {
 
   it('a writer killed outright (SIGKILL) leaves a lock and staging; the next run takes over and cleans up', async () => {
     const out = join(dir, 'killed');
-    const child = startCli(['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '20', '--threads', '1', '--out', out], { timeoutMs: 60_000 });
+    const child = startCli(['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '20', '--threads', '1', '--out', out]);
     await child.waitFor(/steps: 1\//);
     child.kill('SIGKILL');
     await child.done;
@@ -112,9 +135,9 @@ describe('concurrent use', () => {
   it('a second run into a busy --out gets OUT_DIR_BUSY; the first commits a whole output', async () => {
     const out = join(dir, 'busy');
     // Long enough that the first is still running while the second starts (a CLI start takes seconds under load).
-    const first = startCli(['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '120', '--threads', '1', '--out', out], { timeoutMs: 180_000 });
+    const first = startCli(['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '120', '--threads', '1', '--out', out]);
     await first.waitFor(/steps: 1\//);
-    const second = await runCli(['run', '--model', ckpt, ...small, '--steps', '1', '--out', out], { timeoutMs: 60_000 });
+    const second = await runCli(['run', '--model', ckpt, ...small, '--steps', '1', '--out', out]);
     expect(second.stderr).toContain('OUT_DIR_BUSY');
     expect(second.status).toBe(1);
     const end = await first.done;
@@ -126,7 +149,7 @@ describe('concurrent use', () => {
 
   it('two runs started together into one --out: one writes, the other is refused; the output is one run', async () => {
     const out = join(dir, 'together');
-    const runs = [1, 2].map((seed) => startCli(['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '4', '--threads', '1', '--seed', String(seed), '--out', out], { timeoutMs: 90_000 }));
+    const runs = [1, 2].map((seed) => startCli(['run', '--model', ckpt, '--frames', '2', '--height', '16', '--width', '16', '--steps', '4', '--threads', '1', '--seed', String(seed), '--out', out]));
     const ends = await Promise.all(runs.map((r) => r.done));
     const statuses = ends.map((e) => e.status).sort();
     // Exactly one writes; the other is refused while it runs (busy) or after (exists, no --force).
@@ -139,7 +162,7 @@ describe('concurrent use', () => {
 
   it('two processes on a fresh preset cache: both succeed, the preset is generated once', async () => {
     const cache = join(dir, 'cache-race');
-    const runs = ['a', 'b'].map((n) => startCli(['run', '--preset', 'h3-tiny', ...small, '--steps', '1', '--out', join(dir, `race-${n}`)], { env: { NINODES_CACHE: cache }, timeoutMs: 120_000 }));
+    const runs = ['a', 'b'].map((n) => startCli(['run', '--preset', 'h3-tiny', ...small, '--steps', '1', '--out', join(dir, `race-${n}`)], { env: { NINODES_CACHE: cache } }));
     const ends = await Promise.all(runs.map((r) => r.done));
     for (const [k, e] of ends.entries()) {
       expect(runs[k]!.stderr).not.toContain('error');
@@ -160,7 +183,7 @@ describe('temporary names', () => {
     const base = join(cache, 'h3-tiny-seed145.safetensors');
     // `exec` keeps the shell's pid, so $$ is the pid the CLI will have.
     const shell = `ln -s "${victim}" "${base}.sha256.partial-$$"; ln -s "${victim}" "${base}.partial-$$"; exec "$@"`;
-    const r = await runCli(['run', '--preset', 'h3-tiny', ...small, '--steps', '1', '--out', join(dir, 'links-out')], { env: { NINODES_CACHE: cache }, shell, timeoutMs: 120_000 });
+    const r = await runCli(['run', '--preset', 'h3-tiny', ...small, '--steps', '1', '--out', join(dir, 'links-out')], { env: { NINODES_CACHE: cache }, shell });
     expect(readFileSync(victim, 'utf8')).toBe('precious');
     expect(r.stderr).not.toContain('error');
     expect(r.status).toBe(0);

@@ -55,7 +55,7 @@ describe('file-system mistakes are coded errors', () => {
   it('quantize into a directory: PATH_IS_DIRECTORY before any work', async () => {
     const target = join(dir, 'a-dir');
     mkdirSync(target, { recursive: true });
-    expectCoded(await cli('quantize', ckpt, target, '--format', 'fp8_e4m3fn', '--force'), 'PATH_IS_DIRECTORY');
+    expectCoded(await cli('quantize', ckpt, target, '--format', 'f8_e4m3fn', '--force'), 'PATH_IS_DIRECTORY');
   });
 
   it('a .gguf without the GGUF magic is called a damaged GGUF, not a safetensors problem', async () => {

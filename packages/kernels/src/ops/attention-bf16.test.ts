@@ -15,6 +15,8 @@ import { attention, buildInfo, Tensor } from '../index.js';
 import { expectBitsEqual, randomF32, roundBf16 } from '../test-support/numeric.js';
 import { setThreads } from '../threads.js';
 
+const HANG_MS = Number(process.env.NINODES_TEST_HANG_MS ?? 900_000); // the shared hang guard (vitest.shared.ts)
+
 const units = buildInfo().bf16Units;
 const U = 2 ** -8;
 
@@ -146,7 +148,7 @@ describe("attention precision 'bf16': where it cannot run", () => {
       const x = k.Tensor.f32([1, 2, 4], [1, 2, 3, 4, 5, 6, 7, 8]);
       try { await k.attention(x, x, x, { precision: 'bf16' }); console.log('ran'); }
       catch (e) { console.log(k.buildInfo().bf16Units, e.code); }`;
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, NINODES_SIMD: 'avx2' }, encoding: 'utf8', timeout: 60_000 });
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, NINODES_SIMD: 'avx2' }, encoding: 'utf8', timeout: HANG_MS });
     expect(out.trim()).toBe('false BACKEND_UNAVAILABLE');
   });
 
