@@ -1,4 +1,4 @@
-import { hipProbe, nvmlProbe, readSmallFile, type HipProbeResult, type NvmlProbeResult } from '@ninodes/kernels';
+import { hipProbe, nvmlProbe, readSmallFile, vulkanProbe, type HipProbeResult, type NvmlProbeResult, type VulkanProbeResult } from '@ninodes/kernels';
 
 /** A recorded probe answer (JSON of a few kilobytes), read as a side file: never a FIFO waited on. */
 const readAnswer = (path: string): unknown => JSON.parse(readSmallFile(path, { maxBytes: 1 << 20 }).data.toString('utf8'));
@@ -16,6 +16,12 @@ export interface HipSource {
   probe(): HipProbeResult;
 }
 
+/** Where Vulkan answers come from (the addon's volk-loaded probe, or recorded answers in tests). */
+export interface VulkanSource {
+  probe(): VulkanProbeResult;
+}
+
+export const nativeVulkan: VulkanSource = { probe: vulkanProbe };
 export const nativeNvml: NvmlSource = { probe: nvmlProbe };
 export const nativeHip: HipSource = { probe: hipProbe };
 
@@ -36,5 +42,14 @@ export function absentNvml(reason = 'libnvidia-ml.so.1 not loadable'): NvmlSourc
 }
 
 export function absentHip(reason = 'libamdhip64.so not loadable'): HipSource {
+  return { probe: () => ({ available: false, reason }) };
+}
+
+export function recordedVulkan(answer: VulkanProbeResult | string): VulkanSource {
+  const value = typeof answer === 'string' ? (readAnswer(answer) as VulkanProbeResult) : answer;
+  return { probe: () => structuredClone(value) };
+}
+
+export function absentVulkan(reason = 'the Vulkan loader (libvulkan.so.1) is not loadable'): VulkanSource {
   return { probe: () => ({ available: false, reason }) };
 }

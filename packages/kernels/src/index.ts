@@ -97,4 +97,25 @@ export {
   type CommunicatorOptions,
   type ReduceOp,
 } from './comm.js';
+// Vulkan: device listing, device tensors with explicit transfers, and the ops of a forward.
+export { vulkanProbe, vulkanValidation, type VulkanDeviceRecord, type VulkanHeap, type VulkanProbeResult, type VulkanValidationReport } from './vulkan/vulkan-probe.js';
+export { DeviceTensor, VulkanBuffer, VulkanDevice } from './vulkan/vulkan-device.js';
+export {
+  VULKAN_LINEAR_FORMATS,
+  vkAdd,
+  vkAttention,
+  vkGatedResidual,
+  vkGelu,
+  vkInt8Linear,
+  vkLinear,
+  vkModulate,
+  vkMul,
+  vkRmsNorm,
+  vkRopeSplitHalf,
+  vkSilu,
+  type VulkanAttentionOptions,
+  type VulkanLinearFormat,
+  type VulkanLinearOptions,
+  type VulkanRmsNormOptions,
+} from './vulkan/vulkan-ops.js';
 export { closest } from './suggest.js';
