@@ -96,6 +96,63 @@ export type HipProbeResult =
   | { available: true; library: string; runtimeVersion?: number; devices: HipDeviceRecord[] }
   | { available: false; library?: string; reason: string };
 
+export interface VulkanHeap {
+  sizeBytes: number;
+  deviceLocal: boolean;
+  /** Some memory type on this heap is host-visible (the host can write it without staging). */
+  hostVisible: boolean;
+  /** VK_EXT_memory_budget, where the driver has it: what this process may use, and uses. */
+  budgetBytes?: number;
+  usageBytes?: number;
+}
+
+export interface VulkanDeviceRecord {
+  index: number;
+  name: string;
+  type: 'integrated' | 'discrete' | 'virtual' | 'cpu' | 'other';
+  vendorId: number;
+  deviceId: number;
+  apiVersion: string;
+  driverName: string;
+  driverInfo: string;
+  driverId: number;
+  /** From VK_EXT_pci_bus_info, `dddd:bb:dd.f`; absent where the driver lacks it (lavapipe). */
+  pciBusId?: string;
+  heaps: VulkanHeap[];
+  unifiedMemory: boolean;
+  memoryBudget: boolean;
+  subgroupSize: number;
+  maxStorageBufferRange: number;
+  maxComputeSharedMemorySize: number;
+  maxComputeWorkGroupInvocations: number;
+  shaderInt8: boolean;
+  shaderFloat16: boolean;
+  integerDotProduct: boolean;
+  cooperativeMatrix: boolean;
+}
+
+export type VulkanProbeResult =
+  | { available: true; loaderVersion: string; validation: boolean; devices: VulkanDeviceRecord[] }
+  | { available: false; reason: string };
+
+export interface VulkanValidationReport {
+  /** NINODES_VK_VALIDATION=1 was set when the instance was created. */
+  enabled: boolean;
+  /** Warnings and errors the validation layer reported since. */
+  count: number;
+  /** The first 16 messages. */
+  messages: string[];
+}
+
+export interface VulkanDispatch {
+  /** The shader (vulkan/shaders/variants.txt). */
+  op: string;
+  /** Buffer ids in binding order. */
+  buffers: number[];
+  /** Push constants, floats as their bits. */
+  push: Uint32Array;
+}
+
 export interface NativeAddon {
   /** Names of the native modules compiled in (src/core/registry.cc). */
   readonly modules: string[];
@@ -235,6 +292,18 @@ export interface NativeAddon {
   // probe/nvml.cc, probe/hip.cc (dlopen at run time; a missing library is an answer, not an error)
   nvmlProbe(): NvmlProbeResult;
   hipProbe(): HipProbeResult;
+
+  // vulkan/probe.cc, vulkan/bindings.cc: Vulkan devices (the loader dlopened by volk).
+  vkProbe(): VulkanProbeResult;
+  vkValidation(): VulkanValidationReport;
+  vkOpen(device: number): { maxBindingBytes: number; float64: boolean };
+  vkBufferCreate(device: number, bytes: number): number;
+  /** False when the id was already freed. */
+  vkBufferFree(id: number): boolean;
+  vkUpload(id: number, byteOffset: number, data: ArrayBufferView): Promise<void>;
+  vkDownload(id: number, byteOffset: number, data: ArrayBufferView): Promise<void>;
+  vkRun(device: number, dispatches: VulkanDispatch[]): Promise<void>;
+  vkStats(device: number): { buffers: number; bufferBytes: number; pipelines: number; pipelineCacheBytes: number };
 }
 
 /**

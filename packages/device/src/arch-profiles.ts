@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { fsError } from '@ninodes/kernels';
+import { fsError, readSmallFile } from '@ninodes/kernels';
 import { DeviceError } from './error-codes.js';
 import { z } from 'zod';
 
@@ -129,7 +128,7 @@ export function parseProfileConfig(value: unknown, where = 'profile config'): Pr
 export function loadProfileConfig(path: string): ProfileConfig {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readSmallFile(path, { maxBytes: 1 << 20 }).data.toString('utf8');
   } catch (cause) {
     // ENOENT, EACCES, EISDIR...: the one errno -> code mapping of kernels.
     throw fsError(cause, path, 'cannot read architecture profile config');

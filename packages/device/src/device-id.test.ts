@@ -5,7 +5,7 @@ import { MAX_DEVICE_INDEX, formatDeviceId, parseDeviceId, tryParseDeviceId, type
 
 const idArb: fc.Arbitrary<DeviceId> = fc.oneof(
   fc.constantFrom<DeviceId>({ kind: 'cpu' }, { kind: 'disk' }, { kind: 'mps' }),
-  fc.record({ kind: fc.constantFrom('cuda' as const, 'hip' as const, 'xpu' as const), index: fc.integer({ min: 0, max: MAX_DEVICE_INDEX }) }),
+  fc.record({ kind: fc.constantFrom('cuda' as const, 'hip' as const, 'xpu' as const, 'vk' as const), index: fc.integer({ min: 0, max: MAX_DEVICE_INDEX }) }),
 );
 
 describe('parseDeviceId', () => {
@@ -28,6 +28,8 @@ describe('parseDeviceId', () => {
     expect(parseDeviceId('cuda')).toEqual({ kind: 'cuda', index: 0 });
     expect(parseDeviceId('hip')).toEqual({ kind: 'hip', index: 0 });
     expect(parseDeviceId('rocm')).toEqual({ kind: 'hip', index: 0 });
+    expect(parseDeviceId('vulkan:1')).toEqual({ kind: 'vk', index: 1 });
+    expect(parseDeviceId('vk')).toEqual({ kind: 'vk', index: 0 });
     fc.assert(fc.property(fc.integer({ min: 0, max: MAX_DEVICE_INDEX }), (n) => {
         expect(parseDeviceId(`rocm:${n}`)).toEqual({ kind: 'hip', index: n });
       }));
@@ -51,7 +53,7 @@ describe('parseDeviceId', () => {
   });
 
   it('rejects arbitrary strings that are not in the grammar, never throwing anything but DEVICE_ID_INVALID', () => {
-    const grammar = /^\s*(cpu|disk|mps|(cuda|hip|xpu|rocm)(:(0|[1-9][0-9]*))?)\s*$/i;
+    const grammar = /^\s*(cpu|disk|mps|(cuda|hip|xpu|rocm|vk|vulkan)(:(0|[1-9][0-9]*))?)\s*$/i;
     fc.assert(
       fc.property(fc.string({ maxLength: 12 }), (text) => {
         const ok = grammar.test(text) && !/:(\d{5,})/.test(text) && Number(/:(\d+)/.exec(text)?.[1] ?? 0) <= MAX_DEVICE_INDEX;

@@ -1,37 +1,37 @@
 import { NinodesError } from '@ninodes/kernels';
 import { DeviceError } from './error-codes.js';
 
-/** Kinds of places a tensor can live. `disk` is a placement target (weights streamed from files). */
-export const DEVICE_KINDS = ['cpu', 'disk', 'cuda', 'hip', 'xpu', 'mps'] as const;
+/** Kinds of places a tensor can live. `disk` is a placement target (weights streamed from files); `vk` a Vulkan device. */
+export const DEVICE_KINDS = ['cpu', 'disk', 'cuda', 'hip', 'xpu', 'mps', 'vk'] as const;
 export type DeviceKind = (typeof DEVICE_KINDS)[number];
 
 /** Kinds that come in numbered instances (`cuda:1`); the others are singletons. */
-export const INDEXED_KINDS: readonly DeviceKind[] = ['cuda', 'hip', 'xpu'];
+export const INDEXED_KINDS: readonly DeviceKind[] = ['cuda', 'hip', 'xpu', 'vk'];
 
 export type DeviceId =
   | { kind: 'cpu' | 'disk' | 'mps' }
-  | { kind: 'cuda' | 'hip' | 'xpu'; index: number };
+  | { kind: 'cuda' | 'hip' | 'xpu' | 'vk'; index: number };
 
 /** Largest accepted device index; anything above is a typo, not a machine. */
 export const MAX_DEVICE_INDEX = 1023;
 
-const ALIASES: Record<string, DeviceKind> = { rocm: 'hip' };
+const ALIASES: Record<string, DeviceKind> = { rocm: 'hip', vulkan: 'vk' };
 
 /** The canonical text of an id: `cpu`, `cuda:0`, `hip:1`. */
 export function formatDeviceId(id: DeviceId): string {
   return 'index' in id ? `${id.kind}:${id.index}` : id.kind;
 }
 
-export function isIndexedKind(kind: DeviceKind): kind is 'cuda' | 'hip' | 'xpu' {
+export function isIndexedKind(kind: DeviceKind): kind is 'cuda' | 'hip' | 'xpu' | 'vk' {
   return INDEXED_KINDS.includes(kind);
 }
 
 function invalid(text: string, why: string, valid: readonly string[] | undefined, where: string | undefined): NinodesError {
-  const list = valid === undefined ? 'cpu, disk, cuda:N, hip:N, xpu:N, mps' : valid.join(', ');
+  const list = valid === undefined ? 'cpu, disk, cuda:N, hip:N, xpu:N, vk:N, mps' : valid.join(', ');
   return new DeviceError('DEVICE_ID_INVALID', `invalid device id '${text}': ${why}; valid ids here: ${list}`, {
     value: text,
     where: where ?? 'device id',
-    hint: `write one of: ${list} (aliases: cuda = cuda:0, rocm:N = hip:N)`,
+    hint: `write one of: ${list} (aliases: cuda = cuda:0, rocm:N = hip:N, vulkan:N = vk:N)`,
   });
 }
 
@@ -44,7 +44,7 @@ export interface ParseDeviceIdOptions {
 
 /**
  * Parses a device id as users type it. Grammar (case-insensitive, surrounding spaces ignored):
- * `cpu | disk | mps | (cuda|hip|xpu)[:N]`, N a decimal index without leading zeros; aliases
+ * `cpu | disk | mps | (cuda|hip|xpu|vk)[:N]`, N a decimal index without leading zeros; aliases
  * `rocm[:N]` = `hip[:N]`; a bare indexed kind means index 0.
  */
 export function parseDeviceId(text: string, options: ParseDeviceIdOptions = {}): DeviceId {

@@ -5,7 +5,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { deviceRows, devicesCommand, formatDeviceJson, formatDeviceTable, listDevices } from './devices-command.js';
 import { enumerateDevices } from './enumerate.js';
 import { formatBytes } from './format-bytes.js';
-import { absentHip, absentNvml, recordedNvml } from './gpu-sources.js';
+import { absentHip, absentNvml, absentVulkan, recordedNvml } from './gpu-sources.js';
 import { pcieBandwidthGBs, pcieGenFromSpeed } from './pcie.js';
 import { machine } from './test-machines.js';
 
@@ -37,7 +37,7 @@ describe('PCIe', () => {
 describe('devices command', () => {
   it('rows for the NVIDIA host: PCIe link bandwidth for GPUs, given host bandwidth for cpu', () => {
     const m = machine('rtx4090x2-container');
-    const e = enumerateDevices({ ...m, nvml: recordedNvml(`${m.dir}/nvml.json`), hip: absentHip(), includeDisk: false });
+    const e = enumerateDevices({ ...m, nvml: recordedNvml(`${m.dir}/nvml.json`), hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
     const rows = deviceRows(e, 18.25);
     expect(rows.map((r) => [r.id, r.arch, r.bandwidthKind])).toEqual([
       ['cpu', 'cpu-amx', 'host-memcpy'], // Xeon w5-3435X (Sapphire Rapids): AMX tiles
@@ -57,7 +57,7 @@ describe('devices command', () => {
   });
 
   it('unknown values print as unknown / -', () => {
-    const e = enumerateDevices({ ...machine('malformed'), nvml: absentNvml(), hip: absentHip(), includeDisk: false });
+    const e = enumerateDevices({ ...machine('malformed'), nvml: absentNvml(), hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
     const table = formatDeviceTable(deviceRows(e));
     expect(table.split('\n')[1]).toMatch(/^cpu\s+unknown\s+unknown\s+unknown\s+unknown\s+-$/);
   });
@@ -78,7 +78,7 @@ describe('devices command', () => {
 
   it('devicesCommand: table by default, JSON with json, debug notes only when verbose', () => {
     const m = machine('w7900x2-gfx1100');
-    const base = { ...m, nvml: absentNvml(), hip: absentHip(), includeDisk: false, measureBandwidth: false };
+    const base = { ...m, nvml: absentNvml(), hip: absentHip(), vulkan: absentVulkan(), includeDisk: false, measureBandwidth: false };
     const plain = devicesCommand(base);
     expect(plain.stdout.split('\n').map((l) => l.split(/\s+/)[0])).toEqual(['ID', 'cpu', 'hip:0', 'hip:1']);
     expect(plain.stderr).toEqual([]);

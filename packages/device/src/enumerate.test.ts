@@ -1,12 +1,16 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { totalmem } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { parseDeviceId } from './device-id.js';
 import { deviceIds, enumerateDevices } from './enumerate.js';
-import { absentHip, absentNvml, recordedHip, recordedNvml } from './gpu-sources.js';
+import { vulkanProbe } from '@ninodes/kernels';
+import { absentHip, absentNvml, absentVulkan, recordedHip, recordedNvml, recordedVulkan } from './gpu-sources.js';
 import { machine } from './test-machines.js';
 
-const noGpuLibs = { nvml: absentNvml(), hip: absentHip() };
+const noGpuLibs = { nvml: absentNvml(), hip: absentHip(), vulkan: absentVulkan() };
 
 describe('enumerateDevices on recorded machines', () => {
   it('2x W7900 box: cpu, hip:0, hip:1, disk; HIP runtime marks both cards usable', () => {
@@ -20,7 +24,7 @@ describe('enumerateDevices on recorded machines', () => {
         { index: 1, name: 'AMD Radeon PRO W7900', pciBusId: '0000:83:00.0', totalBytes: 51522830336 },
       ],
     });
-    const e = enumerateDevices({ ...m, nvml: absentNvml(), hip, includeDisk: false });
+    const e = enumerateDevices({ ...m, nvml: absentNvml(), hip, vulkan: absentVulkan(), includeDisk: false });
     expect(deviceIds(e)).toEqual(['cpu', 'hip:0', 'hip:1']);
     const [cpu, h0, h1] = e.devices;
     expect(cpu).toMatchObject({ arch: 'cpu-avx512', vendor: 'amd', totalBytes: 263772604 * 1024 });
@@ -55,7 +59,7 @@ describe('enumerateDevices on recorded machines', () => {
 
   it('2x RTX 4090 container: cuda:0/1 from recorded NVML answers, CPU limited by the cgroup', () => {
     const m = machine('rtx4090x2-container');
-    const e = enumerateDevices({ ...m, nvml: recordedNvml(`${m.dir}/nvml.json`), hip: absentHip(), includeDisk: false });
+    const e = enumerateDevices({ ...m, nvml: recordedNvml(`${m.dir}/nvml.json`), hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
     expect(deviceIds(e)).toEqual(['cpu', 'cuda:0', 'cuda:1']);
     const recorded = JSON.parse(readFileSync(`${m.dir}/nvml.json`, 'utf8')) as { devices: { totalBytes: number; freeBytes: number }[] };
     const [cpu, c0, c1] = e.devices;
@@ -72,9 +76,9 @@ describe('enumerateDevices on recorded machines', () => {
     const answer = JSON.parse(readFileSync(`${m.dir}/nvml.json`, 'utf8')) as { devices: { name: string }[] };
     (answer.devices[1] as { name: string }).name = 'NVIDIA RTX A4000';
     const nvml = recordedNvml(answer as never);
-    const mixed = enumerateDevices({ ...m, nvml, hip: absentHip(), includeDisk: false });
+    const mixed = enumerateDevices({ ...m, nvml, hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
     expect(mixed.notes.find((n) => n.level === 'warn')?.message).toMatch(/CUDA_DEVICE_ORDER=PCI_BUS_ID/);
-    const ordered = enumerateDevices({ ...m, env: { CUDA_DEVICE_ORDER: 'PCI_BUS_ID' }, nvml, hip: absentHip(), includeDisk: false });
+    const ordered = enumerateDevices({ ...m, env: { CUDA_DEVICE_ORDER: 'PCI_BUS_ID' }, nvml, hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
     expect(ordered.notes.filter((n) => n.level === 'warn')).toEqual([]);
   });
 
@@ -95,6 +99,69 @@ describe('enumerateDevices on recorded machines', () => {
   });
 });
 
+describe('Vulkan devices (vk:N)', () => {
+  const heap = (sizeBytes: number, deviceLocal: boolean, budget?: [number, number]) => ({
+    sizeBytes,
+    deviceLocal,
+    hostVisible: !deviceLocal,
+    ...(budget === undefined ? {} : { budgetBytes: budget[0], usageBytes: budget[1] }),
+  });
+  const record = {
+    index: 0,
+    name: 'NVIDIA GeForce RTX 4090',
+    type: 'discrete' as const,
+    vendorId: 0x10de,
+    deviceId: 0x2684,
+    apiVersion: '1.3.277',
+    driverName: 'NVIDIA',
+    driverInfo: '550.127.05',
+    driverId: 4,
+    pciBusId: '0000:01:00.0',
+    heaps: [heap(25757220864, true, [24000000000, 1000000000]), heap(33000000000, false, [30000000000, 0])],
+    unifiedMemory: false,
+    memoryBudget: true,
+    subgroupSize: 32,
+    maxStorageBufferRange: 4294967295,
+    maxComputeSharedMemorySize: 49152,
+    maxComputeWorkGroupInvocations: 1024,
+    shaderInt8: true,
+    shaderFloat16: true,
+    integerDotProduct: true,
+    cooperativeMatrix: true,
+  };
+
+  it('a card seen by NVML and Vulkan is listed twice, vk:0 tied to cuda:0 by PCI address, free memory from the budget', () => {
+    const m = machine('rtx4090x2-container');
+    const vulkan = recordedVulkan({ available: true, loaderVersion: '1.3.277', validation: false, devices: [record] });
+    const e = enumerateDevices({ ...m, nvml: recordedNvml(`${m.dir}/nvml.json`), hip: absentHip(), vulkan, includeDisk: false });
+    expect(deviceIds(e)).toEqual(['cpu', 'cuda:0', 'cuda:1', 'vk:0']);
+    const vk = e.devices.find((d) => d.id === 'vk:0');
+    expect(vk).toMatchObject({ kind: 'vk', vendor: 'nvidia', arch: 'sm_89', totalBytes: 25757220864, freeBytes: 23000000000, unifiedMemory: false, pciBusId: '0000:01:00.0' });
+    expect(vk?.vulkan).toMatchObject({ sameAs: 'cuda:0', driverName: 'NVIDIA', memoryBudget: true });
+    expect(parseDeviceId('vulkan:0', { available: deviceIds(e) })).toEqual({ kind: 'vk', index: 0 });
+  });
+
+  it('lavapipe: a CPU device with unified memory, no PCI address and no budget (free unknown, a debug note)', () => {
+    const lavapipe = { ...record, name: 'llvmpipe (LLVM 15.0.6, 256 bits)', type: 'cpu' as const, vendorId: 0x10005, driverName: 'llvmpipe', heaps: [heap(2147483648, true)], unifiedMemory: true, memoryBudget: false };
+    delete (lavapipe as { pciBusId?: string }).pciBusId;
+    const e = enumerateDevices({ ...machine('malformed'), nvml: absentNvml(), hip: absentHip(), vulkan: recordedVulkan({ available: true, loaderVersion: '1.3.239', validation: false, devices: [lavapipe] }), includeDisk: false });
+    expect(e.devices.find((d) => d.id === 'vk:0')).toMatchObject({ arch: 'vulkan-cpu', vendor: 'unknown', totalBytes: 2147483648, freeBytes: null, unifiedMemory: true, pciBusId: null });
+    expect(e.notes.some((n) => n.source === 'vulkan' && n.level === 'debug')).toBe(true);
+  });
+
+  it('no Vulkan loader: no vk device and only a debug note', () => {
+    const e = enumerateDevices({ ...machine('malformed'), nvml: absentNvml(), hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
+    expect(e.devices.some((d) => d.kind === 'vk')).toBe(false);
+    expect(e.notes.filter((n) => n.source === 'vulkan').map((n) => n.level)).toEqual(['debug']);
+  });
+
+  it('on this machine, vk:N are exactly the devices the addon probes', () => {
+    const probe = vulkanProbe();
+    const e = enumerateDevices({ includeDisk: false });
+    expect(e.devices.filter((d) => d.kind === 'vk').map((d) => d.name)).toEqual(probe.available ? probe.devices.map((d) => d.name) : []);
+  });
+});
+
 describe('enumerateDevices on this machine', () => {
   it('lists the CPU with true RAM figures and no warnings about missing vendor libraries', () => {
     const e = enumerateDevices({ diskPath: '/' });
@@ -109,6 +176,29 @@ describe('enumerateDevices on this machine', () => {
     if (!existsSync('/sys/class/drm') && !existsSync('/dev/nvidia0')) {
       expect(e.devices.filter((d) => d.kind === 'cuda' || d.kind === 'hip')).toEqual([]);
       expect(e.notes.filter((n) => n.level === 'warn')).toEqual([]);
+    }
+  });
+});
+
+describe('a recorded tree with FIFOs where files belong', () => {
+  it('proc/meminfo as a FIFO reads as absent at once; a FIFO nvml.json is NOT_A_REGULAR_FILE (in a child, so a blocked read shows as a timeout)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ninodes-fifo-machine-'));
+    try {
+      cpSync(machine('rtx4090x2-container').dir, dir, { recursive: true });
+      rmSync(join(dir, 'proc', 'meminfo'));
+      for (const f of ['proc/meminfo', 'fifo-nvml.json']) expect(spawnSync('mkfifo', [join(dir, f)]).status).toBe(0);
+      const script = `import('@ninodes/device').then((d) => {
+        const roots = { procRoot: ${JSON.stringify(join(dir, 'proc'))}, sysRoot: ${JSON.stringify(join(dir, 'sys'))}, env: {} };
+        const e = d.enumerateDevices({ ...roots, nvml: d.recordedNvml(${JSON.stringify(join(dir, 'nvml.json'))}), hip: d.absentHip(), includeDisk: false });
+        let code = 'none';
+        try { d.recordedNvml(${JSON.stringify(join(dir, 'fifo-nvml.json'))}); } catch (error) { code = error.code; }
+        process.stdout.write(JSON.stringify({ ids: e.devices.map((x) => x.id), code }));
+      })`;
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+      expect([r.signal, r.status], r.stderr).toEqual([null, 0]);
+      expect(JSON.parse(r.stdout)).toEqual({ ids: ['cpu', 'cuda:0', 'cuda:1'], code: 'NOT_A_REGULAR_FILE' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -4,7 +4,8 @@ import { archProfile, type ArchProfile, type ProfileConfig } from './arch-profil
 import { cpuArch, readCpuInfo, type CpuInfo } from './cpu-info.js';
 import type { DeviceKind } from './device-id.js';
 import { resolveRoots, type SystemRoots } from './fs-read.js';
-import { nativeHip, nativeNvml, type HipSource, type NvmlSource } from './gpu-sources.js';
+import type { VulkanHeap } from '@ninodes/kernels';
+import { nativeHip, nativeNvml, nativeVulkan, type HipSource, type NvmlSource, type VulkanSource } from './gpu-sources.js';
 import { NoteLog, type ProbeNote } from './notes.js';
 import { applyVisibility } from './visible-devices.js';
 
@@ -34,6 +35,22 @@ export interface DeviceInfo {
   /** `nvmlIndex` is the physical (NVML, PCI-ordered) index; `index` is after CUDA_VISIBLE_DEVICES. */
   nvidia?: { uuid: string | null; nvmlIndex: number; computeCapability: string | null; driverVersion: string | null };
   disk?: { path: string };
+  /**
+   * A Vulkan device (`vk:N`, N in the loader's order). `sameAs` is the CUDA / HIP id of the same
+   * card, matched by PCI address: one GPU, two ways to compute on it (memory budgets overlap).
+   */
+  vulkan?: {
+    type: 'integrated' | 'discrete' | 'virtual' | 'cpu' | 'other';
+    driverName: string;
+    driverInfo: string;
+    apiVersion: string;
+    vendorId: number;
+    deviceId: number;
+    heaps: VulkanHeap[];
+    /** VK_EXT_memory_budget present: freeBytes is the driver's budget less this process's usage. */
+    memoryBudget: boolean;
+    sameAs: string | null;
+  };
 }
 
 export interface Enumeration {
@@ -50,6 +67,7 @@ export interface EnumerateOptions extends SystemRoots {
   diskPath?: string;
   /** Include the `disk` pseudo-device (default true). */
   includeDisk?: boolean;
+  vulkan?: VulkanSource;
   /** Environment for CUDA_/ROCR_/HIP_VISIBLE_DEVICES and CUDA_DEVICE_ORDER; default process.env. */
   env?: Record<string, string | undefined>;
 }
@@ -205,6 +223,66 @@ function nvidiaDevices(roots: ReturnType<typeof resolveRoots>, nvml: NvmlSource,
   });
 }
 
+const VULKAN_VENDORS: Record<number, DeviceInfo['vendor']> = { 0x1002: 'amd', 0x10de: 'nvidia', 0x8086: 'intel' };
+
+function vulkanDevices(vulkan: VulkanSource, gpus: readonly DeviceInfo[], log: NoteLog): DeviceInfo[] {
+  let answer;
+  try {
+    answer = vulkan.probe();
+  } catch (error) {
+    log.warn('vulkan', `Vulkan probe failed: ${(error as Error).message}`);
+    return [];
+  }
+  if (!answer.available) {
+    // No loader or driver is an ordinary machine; with a GPU present it is worth a debug note only,
+    // since CUDA / HIP may still compute on it.
+    log.debug('vulkan', `Vulkan not available: ${answer.reason}`);
+    return [];
+  }
+  return answer.devices.map((d) => {
+    const busId = normalizeBusId(d.pciBusId);
+    const twin = busId === null ? undefined : gpus.find((g) => g.pciBusId === busId);
+    const local = d.heaps.filter((h) => h.deviceLocal);
+    // A unified device's heaps are host RAM seen through the driver: its largest heap is what it can
+    // hold. A discrete card holds the sum of its device-local heaps.
+    const total = local.length === 0 ? null : d.unifiedMemory ? Math.max(...local.map((h) => h.sizeBytes)) : local.reduce((a, h) => a + h.sizeBytes, 0);
+    let free: number | null = null;
+    if (d.memoryBudget && local.length > 0) {
+      const room = local.map((h) => Math.max(0, (h.budgetBytes ?? 0) - (h.usageBytes ?? 0)));
+      free = d.unifiedMemory ? Math.max(...room) : room.reduce((a, b) => a + b, 0);
+    } else {
+      log.debug('vulkan', `vk:${d.index} (${d.driverName}) lacks VK_EXT_memory_budget: free memory unknown`);
+    }
+    return {
+      id: `vk:${d.index}`,
+      kind: 'vk' as const,
+      index: d.index,
+      name: d.name,
+      vendor: VULKAN_VENDORS[d.vendorId] ?? 'unknown',
+      arch: twin?.arch ?? (d.type === 'cpu' ? 'vulkan-cpu' : 'unknown'),
+      profile: twin?.profile ?? null,
+      totalBytes: total,
+      freeBytes: free,
+      usedBytes: total !== null && free !== null ? Math.max(0, total - free) : null,
+      unifiedMemory: d.unifiedMemory,
+      pciBusId: busId,
+      pcie: twin?.pcie ?? null,
+      runtimeAvailable: true,
+      vulkan: {
+        type: d.type,
+        driverName: d.driverName,
+        driverInfo: d.driverInfo,
+        apiVersion: d.apiVersion,
+        vendorId: d.vendorId,
+        deviceId: d.deviceId,
+        heaps: d.heaps,
+        memoryBudget: d.memoryBudget,
+        sameAs: twin?.id ?? null,
+      },
+    };
+  });
+}
+
 function diskDevice(path: string, log: NoteLog): DeviceInfo {
   let total: number | null = null;
   let free: number | null = null;
@@ -236,7 +314,8 @@ function diskDevice(path: string, log: NoteLog): DeviceInfo {
 
 /**
  * Everything this machine offers: the CPU (with RAM bounded by any cgroup limit), NVIDIA GPUs via
- * NVML, AMD GPUs via sysfs/KFD (and HIP when loadable), and the disk. Never throws for missing
+ * NVML, AMD GPUs via sysfs/KFD (and HIP when loadable), Vulkan devices (when a loader and driver
+ * are), and the disk. Never throws for missing
  * vendors or unreadable files: those become `debug` or `warn` notes and `unknown`/null fields.
  */
 export function enumerateDevices(options: EnumerateOptions = {}): Enumeration {
@@ -246,6 +325,7 @@ export function enumerateDevices(options: EnumerateOptions = {}): Enumeration {
   const env = options.env ?? process.env;
   devices.push(...nvidiaDevices(roots, options.nvml ?? nativeNvml, options.profiles, env, log));
   devices.push(...amdDevices(roots, options.hip ?? nativeHip, options.profiles, env, log));
+  devices.push(...vulkanDevices(options.vulkan ?? nativeVulkan, devices.slice(1), log));
   if (options.includeDisk !== false) devices.push(diskDevice(options.diskPath ?? process.cwd(), log));
   return { devices, notes: log.notes };
 }

@@ -1,4 +1,5 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
+import { readSmallFile } from '@ninodes/kernels';
 import { join } from 'node:path';
 
 /** Where procfs and sysfs are mounted; tests point these at recorded trees of real machines. */
@@ -18,10 +19,16 @@ export function resolveRoots(roots: SystemRoots = {}): ResolvedRoots {
   return { procRoot: roots.procRoot ?? '/proc', sysRoot: roots.sysRoot ?? '/sys' };
 }
 
-/** A file's text, or undefined when it cannot be read (absent file, no permission, not a file). */
+/** procfs and sysfs tables are kilobytes; a recorded tree holding more at one of their names is not one. */
+export const MAX_TABLE_BYTES = 4 << 20;
+
+/**
+ * A file's text, or undefined when it cannot be read (absent file, no permission, not a regular
+ * file: a FIFO in a recorded tree is refused at once, never waited on; larger than MAX_TABLE_BYTES).
+ */
 export function readText(path: string): string | undefined {
   try {
-    return readFileSync(path, 'utf8');
+    return readSmallFile(path, { maxBytes: MAX_TABLE_BYTES }).data.toString('utf8');
   } catch {
     return undefined;
   }

@@ -1,5 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { hipProbe, nvmlProbe, type HipProbeResult, type NvmlProbeResult } from '@ninodes/kernels';
+import { hipProbe, nvmlProbe, readSmallFile, vulkanProbe, type HipProbeResult, type NvmlProbeResult, type VulkanProbeResult } from '@ninodes/kernels';
+
+/** A recorded probe answer (JSON of a few kilobytes), read as a side file: never a FIFO waited on. */
+const readAnswer = (path: string): unknown => JSON.parse(readSmallFile(path, { maxBytes: 1 << 20 }).data.toString('utf8'));
 
 /**
  * Where NVIDIA answers come from. NVML has no file tree to record, so tests use recorded answers
@@ -14,17 +16,23 @@ export interface HipSource {
   probe(): HipProbeResult;
 }
 
+/** Where Vulkan answers come from (the addon's volk-loaded probe, or recorded answers in tests). */
+export interface VulkanSource {
+  probe(): VulkanProbeResult;
+}
+
+export const nativeVulkan: VulkanSource = { probe: vulkanProbe };
 export const nativeNvml: NvmlSource = { probe: nvmlProbe };
 export const nativeHip: HipSource = { probe: hipProbe };
 
 /** Replays one recorded answer (a JSON file written from a real machine's probe). */
 export function recordedNvml(answer: NvmlProbeResult | string): NvmlSource {
-  const value = typeof answer === 'string' ? (JSON.parse(readFileSync(answer, 'utf8')) as NvmlProbeResult) : answer;
+  const value = typeof answer === 'string' ? (readAnswer(answer) as NvmlProbeResult) : answer;
   return { probe: () => structuredClone(value) };
 }
 
 export function recordedHip(answer: HipProbeResult | string): HipSource {
-  const value = typeof answer === 'string' ? (JSON.parse(readFileSync(answer, 'utf8')) as HipProbeResult) : answer;
+  const value = typeof answer === 'string' ? (readAnswer(answer) as HipProbeResult) : answer;
   return { probe: () => structuredClone(value) };
 }
 
@@ -34,5 +42,14 @@ export function absentNvml(reason = 'libnvidia-ml.so.1 not loadable'): NvmlSourc
 }
 
 export function absentHip(reason = 'libamdhip64.so not loadable'): HipSource {
+  return { probe: () => ({ available: false, reason }) };
+}
+
+export function recordedVulkan(answer: VulkanProbeResult | string): VulkanSource {
+  const value = typeof answer === 'string' ? (readAnswer(answer) as VulkanProbeResult) : answer;
+  return { probe: () => structuredClone(value) };
+}
+
+export function absentVulkan(reason = 'the Vulkan loader (libvulkan.so.1) is not loadable'): VulkanSource {
   return { probe: () => ({ available: false, reason }) };
 }

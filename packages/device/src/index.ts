@@ -43,12 +43,16 @@ export { applyVisibility, type VisibilityResult } from './visible-devices.js';
 export {
   absentHip,
   absentNvml,
+  absentVulkan,
   nativeHip,
   nativeNvml,
+  nativeVulkan,
   recordedHip,
   recordedNvml,
+  recordedVulkan,
   type HipSource,
   type NvmlSource,
+  type VulkanSource,
 } from './gpu-sources.js';
 export {
   NVIDIA_VENDOR_ID,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { enumerateDevices } from './enumerate.js';
-import { absentHip, absentNvml, recordedNvml } from './gpu-sources.js';
+import { absentHip, absentNvml, absentVulkan, recordedNvml } from './gpu-sources.js';
 import { MemorySampler, deviceUsageReader, readProcessRss } from './memory-sampler.js';
 import { machine } from './test-machines.js';
 
@@ -129,7 +129,7 @@ describe('deviceUsageReader', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ninodes-usage-'));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     cpSync(machine('w7900x2-gfx1100').dir, dir, { recursive: true });
-    const e = enumerateDevices({ procRoot: join(dir, 'proc'), sysRoot: join(dir, 'sys'), nvml: absentNvml(), hip: absentHip(), includeDisk: false });
+    const e = enumerateDevices({ procRoot: join(dir, 'proc'), sysRoot: join(dir, 'sys'), nvml: absentNvml(), hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
     const read = deviceUsageReader(e, absentNvml());
     expect(read()).toEqual({ 'hip:0': 1316737024, 'hip:1': 29253632 });
     writeFileSync(join(dir, 'sys/class/drm/card2/device/mem_info_vram_used'), '4294967296\n');
@@ -137,11 +137,11 @@ describe('deviceUsageReader', () => {
   });
 
   it('counts GTT for unified-memory APUs and reads NVIDIA usage from NVML', () => {
-    const apu = enumerateDevices({ ...machine('strix-halo-gfx1151'), nvml: absentNvml(), hip: absentHip(), includeDisk: false });
+    const apu = enumerateDevices({ ...machine('strix-halo-gfx1151'), nvml: absentNvml(), hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
     expect(deviceUsageReader(apu)()).toEqual({ 'hip:0': 161742848 + 5127438336 });
     const m = machine('rtx4090x2-container');
     const nvml = recordedNvml(`${m.dir}/nvml.json`);
-    const nv = enumerateDevices({ ...m, nvml, hip: absentHip(), includeDisk: false });
+    const nv = enumerateDevices({ ...m, nvml, hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
     expect(deviceUsageReader(nv, nvml)()).toEqual({ 'cuda:0': 494993408, 'cuda:1': 17618173952 });
   });
 });

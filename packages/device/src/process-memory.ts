@@ -1,7 +1,7 @@
 // This process's resident memory from procfs, the one place /proc memory tables are parsed
 // (`Key:   123 kB` lines: meminfo, status, smaps_rollup).
-import { readFileSync } from 'node:fs';
-import { join, resolveRoots, type SystemRoots } from './fs-read.js';
+import { readSmallFile } from '@ninodes/kernels';
+import { MAX_TABLE_BYTES, join, resolveRoots, type SystemRoots } from './fs-read.js';
 
 /** Parses a procfs `Key:   123 kB` table (meminfo, status, smaps_rollup) into bytes per key; a value without `kB` is a count. */
 export function parseProcTable(text: string): Map<string, number> {
@@ -17,7 +17,7 @@ export function parseProcTable(text: string): Map<string, number> {
 
 /** A procfs file of this process (`<procRoot>/self/<name>`); throws the fs error when absent (not Linux). */
 function readSelf(name: string, roots: SystemRoots): string {
-  return readFileSync(join(resolveRoots(roots).procRoot, 'self', name), 'utf8');
+  return readSmallFile(join(resolveRoots(roots).procRoot, 'self', name), { maxBytes: MAX_TABLE_BYTES }).data.toString('utf8');
 }
 
 /** Resident memory of this process, split by what backs it. */

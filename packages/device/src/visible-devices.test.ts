@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { enumerateDevices } from './enumerate.js';
-import { absentHip, absentNvml, recordedNvml } from './gpu-sources.js';
+import { absentHip, absentNvml, absentVulkan, recordedNvml } from './gpu-sources.js';
 import { deviceUsageReader } from './memory-sampler.js';
 import { machine } from './test-machines.js';
 import { applyVisibility } from './visible-devices.js';
@@ -42,7 +42,7 @@ describe('applyVisibility', () => {
 describe('visibility in enumeration', () => {
   it('ROCR_VISIBLE_DEVICES by UUID (as seeds/002 launches each TP rank) renumbers to hip:0', () => {
     const m = machine('w7900x2-gfx1100');
-    const e = enumerateDevices({ ...m, env: { ROCR_VISIBLE_DEVICES: 'GPU-3ce42265b99a6c53' }, nvml: absentNvml(), hip: absentHip(), includeDisk: false });
+    const e = enumerateDevices({ ...m, env: { ROCR_VISIBLE_DEVICES: 'GPU-3ce42265b99a6c53' }, nvml: absentNvml(), hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
     const gpus = e.devices.filter((d) => d.kind === 'hip');
     expect(gpus.map((g) => [g.id, g.amd?.card, g.pciBusId])).toEqual([['hip:0', 'card2', '0000:83:00.0']]);
     expect(deviceUsageReader(e)()).toEqual({ 'hip:0': 29253632 });
@@ -50,7 +50,7 @@ describe('visibility in enumeration', () => {
 
   it('HIP_VISIBLE_DEVICES indexes what ROCR left; a bad entry is a warning', () => {
     const m = machine('w7900x2-gfx1100');
-    const e = enumerateDevices({ ...m, env: { HIP_VISIBLE_DEVICES: '1,5' }, nvml: absentNvml(), hip: absentHip(), includeDisk: false });
+    const e = enumerateDevices({ ...m, env: { HIP_VISIBLE_DEVICES: '1,5' }, nvml: absentNvml(), hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
     expect(e.devices.filter((d) => d.kind === 'hip').map((g) => g.amd?.card)).toEqual(['card2']);
     expect(e.notes.find((n) => n.source === 'visibility')).toMatchObject({ level: 'warn', message: expect.stringContaining("entry '5'") });
   });
@@ -58,7 +58,7 @@ describe('visibility in enumeration', () => {
   it('CUDA_VISIBLE_DEVICES=1 makes NVML device 1 cuda:0, and the usage reader still reads device 1', () => {
     const m = machine('rtx4090x2-container');
     const nvml = recordedNvml(`${m.dir}/nvml.json`);
-    const e = enumerateDevices({ ...m, env: { CUDA_VISIBLE_DEVICES: '1' }, nvml, hip: absentHip(), includeDisk: false });
+    const e = enumerateDevices({ ...m, env: { CUDA_VISIBLE_DEVICES: '1' }, nvml, hip: absentHip(), vulkan: absentVulkan(), includeDisk: false });
     const cuda = e.devices.filter((d) => d.kind === 'cuda');
     expect(cuda.map((d) => [d.id, d.nvidia?.nvmlIndex, d.pciBusId])).toEqual([['cuda:0', 1, '0000:41:00.0']]);
     expect(deviceUsageReader(e, nvml)()).toEqual({ 'cuda:0': 17618173952 });

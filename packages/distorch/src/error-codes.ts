@@ -14,7 +14,7 @@ export const DISTORCH_ERROR_CODES = {
   ALLOC_MIXED_MODES: 'an allocation string mixes bytes, ratios and fractions',
   ALLOC_DUPLICATE_DEVICE: 'a device appears twice in an allocation string',
   ALLOC_WILDCARD_TWICE: "'*' appears more than once in an allocation string",
-  ALLOC_WILDCARD_IN_RATIO: "'*' appears in a ratio allocation",
+  ALLOC_WILDCARD_IN_RATIO: "'*' (the rest of 100%) appears in a ratio allocation whose other shares exceed 100%, or after a percentage ('25%*')",
   ALLOC_RATIOS_ZERO: 'the ratios of an allocation sum to zero',
   ALLOC_UNKNOWN_DEVICE: 'an allocation names a device that is unknown or not present here',
   ALLOC_DISK_COMPUTE: "'disk' is named as the compute device",

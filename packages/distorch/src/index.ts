@@ -4,7 +4,7 @@ export { allocationSpecSchema, validateAllocationSpec, type AllocationMode, type
 export { tokenize, type Token, type TokenKind } from './allocation-tokens.js';
 export { parseAllocation, type DeviceCapacity, type ParseAllocationOptions, type ParsedAllocation } from './parse-allocation.js';
 export { formatAllocation, formatAllocationBytes, plainDecimal } from './format-allocation.js';
-export { computeAccount, computeLoadAccount, ownerOf, storedBytesAccount, type TensorAccount } from './memory-account.js';
+export { computeAccount, computeLoadAccount, storedBytesAccount, type TensorAccount } from './memory-account.js';
 export { estimateActivationBytes, latentTokens, type LatentSize } from './activation-estimate.js';
 export { machineDevices } from './machine-devices.js';
 export {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { type DeviceInfo, absentHip, absentNvml, enumerateDevices, recordedHip, recordedNvml } from '@ninodes/device';
+import { type DeviceInfo, absentHip, absentNvml, absentVulkan, enumerateDevices, recordedHip, recordedNvml } from '@ninodes/device';
 import { DistorchError } from './error-codes.js';
 
 /**
@@ -25,6 +25,7 @@ export function machineDevices(dir: string): DeviceInfo[] {
     env: {},
     nvml: existsSync(nvml) ? recordedNvml(nvml) : absentNvml('no nvml.json recorded'),
     hip: existsSync(hip) ? recordedHip(hip) : absentHip('no hip.json recorded'),
+    vulkan: absentVulkan('a recorded machine has no Vulkan answers'),
     includeDisk: false,
   }).devices;
 }

@@ -1,5 +1,5 @@
 import { isBlockDType } from '@ninodes/kernels';
-import { type ComputeMode, type LayoutGroup, type LayoutLinear, type LayoutTensor, type RunFormatOptions, preparingBytes, residentBytes, runFormatOf } from '@ninodes/quant';
+import { type ComputeMode, type LayoutLinear, type LayoutTensor, type RunFormatOptions, preparingBytes, runFormatOf, tensorResidentBytes } from '@ninodes/quant';
 
 /**
  * Bytes one tensor of a group occupies once prepared for compute. The planner sums it per device,
@@ -11,21 +11,9 @@ export type TensorAccount = (tensor: LayoutTensor, owner: LayoutLinear | undefin
 /** The bytes as stored in the file: what a streamed group costs to read. */
 export const storedBytesAccount: TensorAccount = (tensor) => tensor.byteLength;
 
-const elements = (t: LayoutTensor): number => t.shape.reduce((a, b) => a * b, 1);
-
-/**
- * quant's memory account for a run in `compute` mode: a linear's weight costs residentBytes (its
- * scales included, so the scale sidecars cost nothing more), fp32 islands run as stored, a bias
- * and every norm or buffer are held in f32 by the ops and the model.
- */
+/** quant's memory account (tensorResidentBytes) for a run in `compute` mode, as a TensorAccount. */
 export function computeAccount(compute: ComputeMode, options: RunFormatOptions = {}): TensorAccount {
-  return (tensor, owner) => {
-    if (owner === undefined) return 4 * elements(tensor);
-    const part = tensor.name.slice(owner.name.length + 1);
-    if (part === 'weight') return residentBytes(owner.storedFormat, owner.fp32Island ? 'auto' : compute, [owner.outFeatures, owner.inFeatures], options);
-    if (part === 'bias') return 4 * owner.outFeatures;
-    return 0;
-  };
+  return (tensor, owner) => tensorResidentBytes(tensor, owner, compute, options);
 }
 
 /**
@@ -44,13 +32,4 @@ export function computeLoadAccount(compute: ComputeMode, options: RunFormatOptio
     const converts = runFormatOf(owner.storedFormat, mode, owner.inFeatures, options) !== owner.storedFormat || isBlockDType(tensor.dtype);
     return prepared(tensor, owner) + (converts ? tensor.byteLength + preparingBytes(owner.storedFormat, mode, shape, options) : 0);
   };
-}
-
-/** The linear a tensor belongs to (`<linear>.weight`, `<linear>.bias`, `<linear>.weight_scale` ...). Linear names carry the key prefix. */
-export function ownerOf(group: LayoutGroup, tensor: LayoutTensor): LayoutLinear | undefined {
-  for (const l of group.linears) {
-    const base = `${l.name}.`;
-    if (tensor.name.startsWith(base) && !tensor.name.slice(base.length).includes('.')) return l;
-  }
-  return undefined;
 }

@@ -5,9 +5,9 @@
 // run stays within the budget, never loading over it.
 import { Tensor, nativeBytes } from '@ninodes/kernels';
 import { HostBufferPool, SafetensorsFile } from '@ninodes/memory';
-import { type ComputeMode, createLinearProvider, type LayoutGroup } from '@ninodes/quant';
+import { type ComputeMode, createLinearProvider, type LayoutGroup, ownerOf } from '@ninodes/quant';
 import { describe, expect, it } from 'vitest';
-import { computeLoadAccount, ownerOf } from './memory-account.js';
+import { computeLoadAccount } from './memory-account.js';
 import { opGroupLoader } from './op-group-loader.js';
 import { StagedSource } from './staged-source.js';
 import { StreamingExecutor } from './streaming-executor.js';

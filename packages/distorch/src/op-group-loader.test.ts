@@ -11,10 +11,9 @@ class FakeOp implements PreparableOp {
     readonly spec: { name: string },
     private readonly bytes: number,
   ) {}
-  async int8Weight(): Promise<undefined> {
+  async prepare(): Promise<void> {
     if (this.held === 0) this.prepared++;
     this.held = this.bytes;
-    return undefined;
   }
   heldBytes(): number {
     return this.held;

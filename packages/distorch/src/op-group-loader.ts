@@ -1,39 +1,22 @@
 import { NinodesError, isBlockDType } from '@ninodes/kernels';
 import { type CheckpointSource, HostBufferPool, type PooledBuffer } from '@ninodes/memory';
-import type { LayoutGroup, LayoutTensor, ModelLayout } from '@ninodes/quant';
+import type { LayoutGroup, LayoutTensor, ModelLayout, PreparedLinearOp } from '@ninodes/quant';
 import { countingReader, idleOf, readAll, tensorReader } from './file-group-loader.js';
 import type { StagedSource } from './staged-source.js';
 import type { GroupFootprint, GroupLoader, LoadedGroup, LoadOptions } from './streaming-executor.js';
 import { DistorchError } from './error-codes.js';
 
 /**
- * What the loader needs of a linear op (quant's QuantLinearOp has it): a way to prepare its weight
- * without running it (`int8Weight()` prepares the weight in the op's run format and returns the
- * int8 operands, or undefined for other formats, without copying), the bytes it then holds, and
- * `release()` to drop them (the next forward would prepare them again from the file). `format` and
- * `storedFormat`, when given, tell whether preparing converts (then the stored bytes are not kept).
+ * What the loader needs of a linear op: the prepare / held bytes / release part of quant's declared
+ * PreparedLinearOp contract. `prepare()` reads and converts the weight without running it;
+ * `release()` drops it (the next forward prepares it again from the file). The optional parts:
+ * `format` and `storedFormat` tell whether preparing converts (then the stored bytes are not kept);
+ * `rowsRead()` limits a read-ahead to the output rows forwards computed (H3's adaLN weights hold the
+ * rows of three modalities, a video-only forward computes one); `residentBytes` / `preparingBytes`
+ * are quant's memory account of the op (without them a weight counts its bytes as stored).
  */
-export interface PreparableOp {
-  readonly spec: { readonly name: string };
-  readonly format?: string;
-  readonly storedFormat?: string;
-  int8Weight(): Promise<unknown>;
-  heldBytes(): number;
-  release(): void;
-  /**
-   * The output rows [start, stop) its forwards computed so far (undefined: not known, all). A
-   * weight run as stored is then read ahead (advised, populated) over those rows only: H3's adaLN
-   * weights hold the rows of three modalities, and a video-only forward computes one.
-   */
-  rowsRead?(): readonly [number, number] | undefined;
-  /**
-   * quant's memory account of the op: what its prepared weight holds, and what preparing it holds
-   * beyond that (the f32 intermediate of a conversion). Without them a weight counts its bytes as
-   * stored, and nothing more.
-   */
-  readonly residentBytes?: number;
-  readonly preparingBytes?: number;
-}
+export type PreparableOp = Pick<PreparedLinearOp, 'prepare' | 'heldBytes' | 'release'> &
+  Partial<Pick<PreparedLinearOp, 'format' | 'storedFormat' | 'rowsRead' | 'residentBytes' | 'preparingBytes'>> & { readonly spec: { readonly name: string } };
 
 export interface OpGroupLoaderOptions {
   /**
@@ -207,7 +190,7 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
         const preparing = weight !== undefined && mapped.has(weight) ? 0 : preparingOf(op, weight);
         progress.bytes += preparing;
         const t0 = now();
-        const prepared = op.int8Weight();
+        const prepared = op.prepare();
         blockingSeconds += now() - t0;
         return prepared.then(
           () => {

@@ -83,6 +83,15 @@ describe('parseAllocation reads the ComfyUI-MultiGPU strings as users paste them
     expect(spec(text)).toEqual(expected);
   });
 
+  it("'cuda:0,50%;cpu,*' (its expert_mode_allocations example): '*' in a ratio list is the rest of 100%, with a note", () => {
+    const parsed = parseAllocation('cuda:0,50%;cpu,*');
+    expect(strip(parsed.spec)).toEqual({ mode: 'ratio', entries: [{ device: 'cuda:0', amount: 50 }, { device: 'cpu', amount: 50 }] });
+    expect(parsed.notes).toEqual([expect.stringMatching(/'\*' at column 16 is the rest of 100%: cpu takes 50%/)]);
+    expect(spec('cuda:0,8%;cuda:1,12%;cpu,*')).toMatchObject({ entries: [{ amount: 8 }, { amount: 12 }, { device: 'cpu', amount: 80 }] });
+    // Shares that reach 100% leave '*' nothing; it may still be written.
+    expect(spec('cuda:0,100%;cpu,*')).toMatchObject({ entries: [{ amount: 100 }, { device: 'cpu', amount: 0 }] });
+  });
+
   it("'cuda:0,500mb;cuda:1,3.0g;cpu,5gb*': 5gb* is the wildcard, with a note", () => {
     const parsed = parseAllocation('cuda:0,500mb;cuda:1,3.0g;cpu,5gb*');
     expect(strip(parsed.spec)).toEqual({ mode: 'bytes', entries: [{ device: 'cuda:0', amount: 500 * MiB }, { device: 'cuda:1', amount: 3 * GiB }, { device: 'cpu', amount: '*' }] });
@@ -113,7 +122,7 @@ describe('parseAllocation errors: a code, the column and a suggestion', () => {
     ['cpu,2gb;disk,*&', 'ALLOC_SYNTAX', 15, /entries are/],
     ['2gb;cpu,*', 'ALLOC_SYNTAX', 1, /'<device>,<amount>'/],
     ['cpu,*;disk,*', 'ALLOC_WILDCARD_TWICE', 12, /only one device/],
-    ['cuda:0,25%;cpu,*', 'ALLOC_WILDCARD_IN_RATIO', 16, /percentage/],
+    ['cuda:0,75%;cuda:1,50%;cpu,*', 'ALLOC_WILDCARD_IN_RATIO', 27, /lower the other shares to 100%/],
     ['cuda:0,0%;cpu,0%', 'ALLOC_RATIOS_ZERO', 8, /above 0%/],
     ['cuda:0,1.5;cpu,*', 'ALLOC_VALUE_OUT_OF_RANGE', 8, /'1\.5gb'.*'1\.5%'/],
     ['gpu:0,1gb;cpu,*', 'ALLOC_UNKNOWN_DEVICE', 1, /devices here/],

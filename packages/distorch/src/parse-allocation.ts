@@ -12,7 +12,7 @@ import { type Token, tokenize } from './allocation-tokens.js';
  *   allocation := expert ('#' virtual)? | '#' virtual
  *   expert     := entry (';' entry)* ';'?
  *   entry      := device ',' amount
- *   amount     := '*' | number unit '*'? | number '%' | number '*'?
+ *   amount     := '*' | number unit '*'? | number '%' | number '*'?   ('*' in a ratio list: the rest of 100%)
  *   virtual    := device (';' size (';' device (',' device)*)?)?
  *   size       := number unit?              (no unit: GiB, as DisTorch's virtual_vram_gb)
  *
@@ -301,13 +301,21 @@ class Parser {
       }
     }
     const wildcards = entries.filter((e) => e.value.cls === 'wildcard');
-    if (mode === 'ratio' && wildcards.length > 0) {
-      const w = wildcards[0] as RawEntry;
-      this.fail('ALLOC_WILDCARD_IN_RATIO', w.value.column, "'*' in a ratio allocation", '*', `ratios already share out the whole model; give '${w.device}' a percentage instead`);
-    }
     if (wildcards.length > 1) {
       const w = wildcards[1] as RawEntry;
       this.fail('ALLOC_WILDCARD_TWICE', w.value.column, `a second '*' (the first is on '${(wildcards[0] as RawEntry).device}')`, '*', "only one device can take the rest; give the others amounts");
+    }
+    // A superset of DisTorch's grammar: in a ratio allocation '*' is the rest of 100%
+    // (ComfyUI-MultiGPU's own documentation shows `cuda:0,50%;cpu,*`).
+    let rest = 0;
+    const w = wildcards[0];
+    if (mode === 'ratio' && w !== undefined) {
+      const given = entries.reduce((a, e) => a + (e.value.cls === 'ratio' ? e.value.amount : 0), 0);
+      if (given > 100) {
+        this.fail('ALLOC_WILDCARD_IN_RATIO', w.value.column, `'*' takes the rest of 100%, but the other shares already sum to ${given}%`, '*', `lower the other shares to 100% in all, or give '${w.device}' a percentage`);
+      }
+      rest = 100 - given;
+      this.notes.push(`'*' at column ${w.value.column} is the rest of 100%: ${w.device} takes ${Number(rest.toPrecision(12))}%`);
     }
     if (mode === 'fraction') {
       for (const e of entries) {
@@ -322,7 +330,7 @@ class Parser {
     this.checkCapacities(entries, mode);
     const spec = {
       mode,
-      entries: entries.map((e) => ({ device: e.device, amount: e.value.cls === 'wildcard' ? ('*' as const) : e.value.amount, column: e.deviceColumn, valueColumn: e.value.column })),
+      entries: entries.map((e) => ({ device: e.device, amount: e.value.cls !== 'wildcard' ? e.value.amount : mode === 'ratio' ? rest : ('*' as const), column: e.deviceColumn, valueColumn: e.value.column })),
       ...(compute === undefined ? {} : { compute }),
     };
     return allocationSpecSchema.parse(spec);

@@ -1,9 +1,9 @@
 import { DistorchError } from './error-codes.js';
 import { formatBytes } from '@ninodes/device';
-import type { LayoutGroup, ModelLayout } from '@ninodes/quant';
+import { type LayoutGroup, type ModelLayout, ownerOf } from '@ninodes/quant';
 import { type AllocationSpec, validateAllocationSpec } from './allocation-spec.js';
 import { formatAllocation, formatAllocationBytes } from './format-allocation.js';
-import { type TensorAccount, ownerOf, storedBytesAccount } from './memory-account.js';
+import { type TensorAccount, storedBytesAccount } from './memory-account.js';
 import { parseAllocation } from './parse-allocation.js';
 
 /** A device the planner may place on: an @ninodes/device DeviceInfo fits this shape. */

@@ -48,6 +48,8 @@ export const KERNELS_ERROR_CODES = {
   FILE_REPLACED: 'a mapped file was deleted or replaced by another file at its path',
   FILE_CLOSED: 'a file or checkpoint was used after it was closed',
   LOCK_TIMEOUT: 'a lock file stayed held by another live process past the timeout',
+  LOCK_INVALID: 'a lock file is not one ninodes wrote (a link, a FIFO, a device, or text that names no owner)',
+  SIDE_FILE_TOO_LARGE: 'a small side file (a lock, a checksum, a config) is far larger than such a file can be',
   // File-system errors a user can cause (fs-errors.ts maps each errno to one of these).
   FILE_NOT_FOUND: 'no file or directory at a path (ENOENT)',
   PATH_IS_DIRECTORY: 'a directory stands where a file is needed',
@@ -74,6 +76,12 @@ export const KERNELS_ERROR_CODES = {
   COMM_INTERFACE: 'the network interface or address given for the transport does not exist here',
   COMM_CLOSED: 'a communicator was used after close()',
   COMM_NOT_CONNECTED: 'a communicator was used before it connected',
+  // Vulkan devices (native/src/vulkan).
+  VULKAN_UNAVAILABLE: 'no Vulkan loader or driver is usable in this process, or the device lacks a compute queue',
+  VULKAN_DEVICE_NOT_FOUND: 'a Vulkan device index (vk:N) that this machine does not have',
+  VULKAN_OUT_OF_MEMORY: 'a Vulkan allocation failed: device (or host) memory is exhausted, or a buffer exceeds the largest allocation',
+  VULKAN_ERROR: 'a Vulkan call failed (the message names the call and its VkResult)',
+  VULKAN_BUFFER_FREED: 'a Vulkan buffer was used after it was freed',
 } as const;
 
 export type KernelsErrorCode = keyof typeof KERNELS_ERROR_CODES;

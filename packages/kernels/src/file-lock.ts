@@ -3,10 +3,11 @@
 // registry, on SIGINT/SIGTERM. A lock whose owner died (same host, pid gone) is taken over: the
 // taker first wins `<lock>.takeover-<deadpid>` (also O_EXCL), so two processes that both find the
 // same stale lock cannot both remove it and both believe they hold a new one.
-import { closeSync, constants, linkSync, lstatSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, linkSync, lstatSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { KernelsError } from './error-codes.js';
-import { fsError } from './fs-errors.js';
+import { type NinodesError, isNinodesError } from './errors.js';
+import { fsError, readSmallFile } from './fs-errors.js';
 import { HOST_TAG, processAlive, registerTemp, releaseTemp, tempName } from './temp-files.js';
 
 export interface FileLock {
@@ -19,15 +20,44 @@ export interface LockOwner {
   readonly pid: number;
 }
 
-function readOwner(path: string): { owner: LockOwner | undefined; ino: number } | undefined {
+/** Why a path that readSmallFile refused cannot be a lock, by the code it refused it with. */
+const NOT_A_LOCK: Readonly<Record<string, string>> = {
+  SYMLINK_REFUSED: 'it is a symbolic link',
+  NOT_A_REGULAR_FILE: 'it is a FIFO, socket or device, not a regular file',
+  PATH_IS_DIRECTORY: 'it is a directory',
+  SIDE_FILE_TOO_LARGE: 'it holds more than an owner line',
+};
+
+const OWNER_LINE = /^(\S+) ([1-9]\d{0,9})\n?$/;
+
+/**
+ * The owner written in the lock at `path`, or undefined when there is no lock. Read as a side file
+ * (no link followed, no FIFO waited on, a few bytes at most): anything but `<host> <pid>` in a
+ * regular file is not a lock this code wrote (it writes the owner before the lock name exists) and
+ * is LOCK_INVALID, never an anonymous owner that would hold the path forever.
+ */
+function readOwner(path: string): { owner: LockOwner; ino: number } | undefined {
+  let read: ReturnType<typeof readSmallFile>;
   try {
-    const ino = lstatSync(path).ino;
-    const [host, pid] = readFileSync(path, 'utf8').trim().split(/\s+/);
-    return { owner: host && pid ? { host, pid: Number(pid) } : undefined, ino };
+    read = readSmallFile(path, { maxBytes: 128, noFollow: true });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (isNinodesError(error) && error.code === 'FILE_NOT_FOUND') return undefined;
+    const what = isNinodesError(error) ? NOT_A_LOCK[error.code] : undefined;
+    if (what !== undefined) throw invalidLock(path, what, error);
     throw fsError(error, path, 'cannot read lock');
   }
+  const m = OWNER_LINE.exec(read.data.toString('latin1'));
+  if (m === null) throw invalidLock(path, `holds ${read.data.byteLength} bytes that name no owner`);
+  return { owner: { host: m[1]!, pid: Number(m[2]) }, ino: read.stat.ino };
+}
+
+function invalidLock(path: string, what: string, cause?: unknown): NinodesError {
+  return new KernelsError('LOCK_INVALID', `the lock ${path} is not a ninodes lock: ${what}`, {
+    value: path,
+    where: path,
+    hint: `no ninodes process wrote it: remove ${path} and run again`,
+    ...(cause === undefined ? {} : { cause }),
+  });
 }
 
 // The content is written to a private temporary first and hard-linked to the lock name, so a
@@ -63,14 +93,14 @@ function createExclusive(path: string, content: string): boolean {
   }
 }
 
-function dead(owner: LockOwner | undefined): boolean {
-  // A lock written by another host, or one we cannot parse, is never judged stale by pid.
-  return owner !== undefined && owner.host === HOST_TAG && !processAlive(owner.pid);
+function dead(owner: LockOwner): boolean {
+  // A lock written by another host is never judged stale by pid.
+  return owner.host === HOST_TAG && !processAlive(owner.pid);
 }
 
 /** Removes the stale lock at `path` if its owner is dead; true when the lock is gone afterwards. */
-function takeOver(path: string, seen: { owner: LockOwner | undefined; ino: number }): boolean {
-  const marker = `${path}.takeover-${seen.owner!.pid}`;
+function takeOver(path: string, seen: { owner: LockOwner; ino: number }): boolean {
+  const marker = `${path}.takeover-${seen.owner.pid}`;
   if (!createExclusive(marker, `${HOST_TAG} ${process.pid}\n`)) {
     // Someone else is taking this stale lock over; if that someone died too, clear its marker.
     const other = readOwner(marker);
@@ -126,11 +156,11 @@ export function tryLock(path: string): FileLock | LockOwner {
     }
     const seen = readOwner(path);
     if (seen === undefined) continue; // released between our create and our read: try again
-    if (!dead(seen.owner)) return seen.owner ?? { host: 'unknown', pid: 0 };
+    if (!dead(seen.owner)) return seen.owner;
     takeOver(path, seen);
   }
   const seen = readOwner(path);
-  return seen?.owner ?? { host: 'unknown', pid: 0 };
+  return seen?.owner ?? { host: HOST_TAG, pid: 0 };
 }
 
 export function isFileLock(value: FileLock | LockOwner): value is FileLock {

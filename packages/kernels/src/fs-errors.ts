@@ -1,7 +1,7 @@
 // File-system failures a user can cause (a directory where a file belongs, a full disk, a read-only
 // mount, a FIFO) become coded NinodesErrors with a hint, never an INTERNAL "this is a bug". Every
 // layer that touches the file system maps its errors through here, so one errno has one code.
-import { closeSync, constants, fstatSync, openSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { NinodesError } from './errors.js';
 import { KernelsError, type KernelsErrorCode } from './error-codes.js';
 
@@ -74,10 +74,14 @@ function kindOf(st: Stats): string {
  * file it changes nothing), and the check runs on the opened descriptor, so a path swapped between
  * a check and the open cannot slip through. Returns the descriptor; the caller closes it.
  */
-export function openRegularFile(path: string, where?: string): number {
+export function openRegularFile(path: string, where?: string, options: { noFollow?: boolean } = {}): number {
+  return openRegular(path, where, options).fd;
+}
+
+function openRegular(path: string, where: string | undefined, options: { noFollow?: boolean }): { fd: number; st: Stats } {
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | (options.noFollow === true ? constants.O_NOFOLLOW : 0));
   } catch (error) {
     throw fsError(error, path, 'cannot open', where);
   }
@@ -97,5 +101,40 @@ export function openRegularFile(path: string, where?: string): number {
       hint: st.isDirectory() ? 'pass a file inside the directory, not the directory' : 'pass a regular file; ninodes does not read from pipes or devices',
     });
   }
-  return fd;
+  return { fd, st };
+}
+
+/**
+ * Reads a small side file (a lock, a checksum, a JSON config, a procfs table) whole, safely: opened
+ * as openRegularFile does (a FIFO or device is refused at once, never waited on), `noFollow` for
+ * files ninodes writes itself (a link planted there is SYMLINK_REFUSED, never followed), and at most
+ * `maxBytes` read (SIDE_FILE_TOO_LARGE beyond). The size is not taken from fstat: procfs and sysfs
+ * files say 0 or 4096 whatever they hold. Returns the bytes and the opened file's stat.
+ */
+export function readSmallFile(path: string, options: { maxBytes: number; where?: string; noFollow?: boolean }): { data: Buffer; stat: Stats } {
+  const { fd, st } = openRegular(path, options.where, options);
+  try {
+    // Chunks, not one buffer of maxBytes: a bound of megabytes costs nothing for a file of a line.
+    const chunks: Buffer[] = [];
+    let got = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(Math.min(1 << 16, options.maxBytes + 1 - got));
+      const n = readSync(fd, chunk, 0, chunk.byteLength, null);
+      if (n === 0) break;
+      chunks.push(chunk.subarray(0, n));
+      got += n;
+      if (got > options.maxBytes) {
+        throw new KernelsError('SIDE_FILE_TOO_LARGE', `${path} holds more than ${options.maxBytes} bytes, more than such a file can`, {
+          value: path,
+          where: options.where ?? path,
+          hint: 'it is not the small file ninodes expects there: remove or replace it',
+        });
+      }
+    }
+    return { data: Buffer.concat(chunks, got), stat: st };
+  } catch (error) {
+    throw fsError(error, path, 'cannot read', options.where);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -15,7 +15,7 @@ export {
 } from './dtype.js';
 export { NinodesError, fromNativeError, isNinodesError, type CodedError, type NinodesErrorDetails } from './errors.js';
 export { KERNELS_ERROR_CODES, type KernelsErrorCode } from './error-codes.js';
-export { fsError, isSystemError, openRegularFile, rethrowFs } from './fs-errors.js';
+export { fsError, isSystemError, openRegularFile, readSmallFile, rethrowFs } from './fs-errors.js';
 export {
   HOST_TAG,
   createExclusiveFile,
@@ -51,6 +51,7 @@ export { GGUF_LINEAR_DTYPES, ggufLinear, ggufLinearKernel, isGgufLinearDType, ty
 export { DEQUANTIZE_SOURCES, GGML_TYPE_DTYPES, type DequantizeSource } from './gguf-dtypes.js';
 export { gelu, silu, swiglu } from './ops/activations.js';
 export { attention, attentionNaive, type AttentionOptions } from './ops/attention.js';
+export { causalAttention, type CausalAttentionOptions } from './ops/causal-attention.js';
 export { add, addcmul, modulate, mul, scale } from './ops/elementwise.js';
 export { layerNorm, rmsNorm, softmax } from './ops/norms.js';
 export { gatedResidual, qkNormRope, rmsNormModulate, type QkNormRopeOptions } from './ops/fused-elementwise.js';
@@ -96,4 +97,25 @@ export {
   type CommunicatorOptions,
   type ReduceOp,
 } from './comm.js';
+// Vulkan: device listing, device tensors with explicit transfers, and the ops of a forward.
+export { vulkanProbe, vulkanValidation, type VulkanDeviceRecord, type VulkanHeap, type VulkanProbeResult, type VulkanValidationReport } from './vulkan/vulkan-probe.js';
+export { DeviceTensor, VulkanBuffer, VulkanDevice } from './vulkan/vulkan-device.js';
+export {
+  VULKAN_LINEAR_FORMATS,
+  vkAdd,
+  vkAttention,
+  vkGatedResidual,
+  vkGelu,
+  vkInt8Linear,
+  vkLinear,
+  vkModulate,
+  vkMul,
+  vkRmsNorm,
+  vkRopeSplitHalf,
+  vkSilu,
+  type VulkanAttentionOptions,
+  type VulkanLinearFormat,
+  type VulkanLinearOptions,
+  type VulkanRmsNormOptions,
+} from './vulkan/vulkan-ops.js';
 export { closest } from './suggest.js';

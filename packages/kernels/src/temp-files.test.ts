@@ -3,7 +3,7 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openRegularFile } from './fs-errors.js';
+import { openRegularFile, readSmallFile } from './fs-errors.js';
 import { isFileLock, tryLock } from './file-lock.js';
 import { HOST_TAG, createExclusiveFile, createTempFile, liveTemps, releaseTemp, removeLiveTemps, sweepStaleTemps, tempOwner } from './temp-files.js';
 
@@ -79,6 +79,49 @@ describe('file locks', () => {
     // A lock of another host is never judged by pid.
     writeFileSync(path, `ffffff ${deadPid()}\n`);
     expect(isFileLock(tryLock(path))).toBe(false);
+  });
+});
+
+describe('a lock that ninodes did not write', () => {
+  it('a link (to /dev/zero, dangling), a directory, garbage or an oversized file: LOCK_INVALID naming it, never an owner "pid 0"', () => {
+    const cases: Array<[string, () => void]> = [
+      ['zero.lock', () => symlinkSync('/dev/zero', join(dir, 'zero.lock'))],
+      ['dangling.lock', () => symlinkSync(join(dir, 'nothing-here'), join(dir, 'dangling.lock'))],
+      ['dir.lock', () => mkdirSync(join(dir, 'dir.lock'))],
+      ['garbage.lock', () => writeFileSync(join(dir, 'garbage.lock'), 'not an owner')],
+      ['big.lock', () => writeFileSync(join(dir, 'big.lock'), `${HOST_TAG} 1${' '.repeat(4096)}`)],
+    ];
+    for (const [name, make] of cases) {
+      make();
+      expect(() => tryLock(join(dir, name)), name).toThrow(expect.objectContaining({ code: 'LOCK_INVALID', value: join(dir, name) }));
+    }
+  });
+
+  it('a FIFO at the lock is refused at once (a child process, so a blocking read would show as a timeout)', () => {
+    const path = join(dir, 'fifo.lock');
+    expect(spawnSync('mkfifo', [path]).status).toBe(0);
+    const script = `import('@ninodes/kernels').then((k) => { try { k.tryLock(${JSON.stringify(path)}); process.stdout.write('taken'); } catch (e) { process.stdout.write(e.code); } })`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.signal).toBe(null);
+    expect(r.stdout).toBe('LOCK_INVALID');
+  });
+});
+
+describe('small side files', () => {
+  it('are read whole up to a bound; FIFOs, devices, planted links (noFollow) and oversized files are coded errors', () => {
+    const fifo = join(dir, 'side-fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    expect(() => readSmallFile(fifo, { maxBytes: 64 })).toThrow(expect.objectContaining({ code: 'NOT_A_REGULAR_FILE' }));
+    expect(() => readSmallFile('/dev/zero', { maxBytes: 64 })).toThrow(expect.objectContaining({ code: 'NOT_A_REGULAR_FILE' }));
+    const file = join(dir, 'side.txt');
+    writeFileSync(file, 'abc');
+    symlinkSync(file, join(dir, 'side-link'));
+    expect(readSmallFile(join(dir, 'side-link'), { maxBytes: 64 }).data.toString()).toBe('abc');
+    expect(() => readSmallFile(join(dir, 'side-link'), { maxBytes: 64, noFollow: true })).toThrow(expect.objectContaining({ code: 'SYMLINK_REFUSED' }));
+    expect(() => readSmallFile(file, { maxBytes: 2 })).toThrow(expect.objectContaining({ code: 'SIDE_FILE_TOO_LARGE' }));
+    expect(readSmallFile(file, { maxBytes: 3 }).data.toString()).toBe('abc');
+    // procfs says size 0; the text is read all the same.
+    expect(readSmallFile('/proc/self/status', { maxBytes: 1 << 16 }).data.toString()).toMatch(/^Name:/);
   });
 });
 

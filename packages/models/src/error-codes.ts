@@ -15,6 +15,7 @@ export const MODELS_ERROR_CODES = {
   SHIFT_OUT_OF_RANGE: 'a sampler shift collapses the sigma schedule',
   ABORTED: 'sampling was aborted through its signal',
   CAPTURE_STATE: 'capture calls out of order (a write before beginCall)',
+  TOKEN_OUT_OF_RANGE: 'a token id is negative, not an integer, or past the text encoder\'s vocabulary',
   WRITE_FAILED: 'a cached synthetic checkpoint has the wrong size after writing',
 } as const;
 

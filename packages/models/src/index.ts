@@ -49,3 +49,26 @@ export {
 } from './h3-layout.js';
 export { type CleanShapeVerdict, SHAPE_SCORE_PASS, SHAPE_SCORE_RADIUS, SHAPES_PALETTE, cleanShape, cleanShapeScore, paletteFraction, paletteScore } from './shape-score.js';
 export { SHAPES_MODEL_NAME, type SamplerHints, samplerHints, shapesModelPath } from './shapes-model.js';
+export { QWEN3_H3, type Qwen3Config, type Qwen3Naming, type Qwen3Resolved, type Qwen3ResolveOptions, qwen3EmbedName, qwen3LayerNames, resolveQwen3Config, validateQwen3Config } from './qwen3-config.js';
+export { QWEN3_ARCHITECTURE, QWEN3_EMBED_GROUP, type Qwen3Layout, type Qwen3LayoutOptions, qwen3Layout, qwen3LayerGroup, qwen3ParallelRole } from './qwen3-layout.js';
+export { type OpenQwen3EncoderOptions, type OpenedQwen3Encoder, type Qwen3EncoderOptions, Qwen3TextEncoder, openQwen3Encoder, qwen3RopeAngles } from './qwen3-encoder.js';
+export { type Qwen3Tokenizer, loadQwen3Tokenizer } from './qwen3-tokenizer.js';
+export {
+  H3_LATENTS_MEAN,
+  H3_LATENTS_STD,
+  H3_PIXEL_MEAN,
+  H3_PIXEL_STD,
+  H3_VAE_LATENT_CHANNELS,
+  H3_VAE_PATCH,
+  H3VideoDecoder,
+  type H3VideoDecoderConfig,
+  type H3VideoDecoderOptions,
+  type OpenedH3VideoDecoder,
+  h3LatentFrames,
+  h3PixelFrames,
+  h3VaeRopeAngles,
+  h3VideoDecoderGroups,
+  h3VideoDecoderLayout,
+  openH3VideoDecoder,
+  resolveH3VideoDecoder,
+} from './h3-video-vae.js';

@@ -105,6 +105,16 @@ describe('ensureSyntheticCheckpoint', () => {
       writeFileSync(join(fresh, `.h3-tiny-seed145.safetensors.ninodes-${HOST_TAG}-${dead}-0123456789abcdef.tmp`), Buffer.alloc(4096));
       expect((await ensureSyntheticCheckpoint({ dir: fresh, preset: 'h3-tiny' })).reused).toBe(true);
       expect(readdirSync(fresh).sort()).toEqual(['h3-tiny-seed145.safetensors', 'h3-tiny-seed145.safetensors.sha256']);
+      // FIFOs at the sidecar and the lock are never waited on: the lock is LOCK_INVALID naming it;
+      // once it is gone, the sidecar that cannot be read is rewritten with the checkpoint.
+      const sidecar = join(fresh, 'h3-tiny-seed145.safetensors.sha256');
+      const lock = join(fresh, 'h3-tiny-seed145.safetensors.lock');
+      rmSync(sidecar);
+      for (const f of [sidecar, lock]) expect(spawnSync('mkfifo', [f]).status).toBe(0);
+      await expect(ensureSyntheticCheckpoint({ dir: fresh, preset: 'h3-tiny' })).rejects.toMatchObject({ code: 'LOCK_INVALID', value: lock });
+      rmSync(lock);
+      expect(await ensureSyntheticCheckpoint({ dir: fresh, preset: 'h3-tiny' })).toMatchObject({ reused: false, sha256: a.sha256 });
+      expect(statSync(sidecar).isFile()).toBe(true);
     } finally {
       rmSync(fresh, { recursive: true, force: true });
     }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { type LockOwner, createTempFile, fsError, releaseTemp, removeTemp, rethrowFs, sweepStaleTemps, waitLock } from '@ninodes/kernels';
+import { type LockOwner, createTempFile, fsError, readSmallFile, releaseTemp, removeTemp, rethrowFs, sweepStaleTemps, waitLock } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
 import { type H3PresetName, h3Preset } from './presets.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
@@ -57,7 +57,8 @@ function cachedConfig(path: string): string | undefined {
 
 function readSidecar(sidecar: string): { sha256: string; bytes: number } | undefined {
   try {
-    const [sha256, size] = readFileSync(sidecar, 'utf8').trim().split(/\s+/);
+    // Our own file: no link followed, no FIFO waited on; anything unreadable is re-verified and rewritten.
+    const [sha256, size] = readSmallFile(sidecar, { maxBytes: 256, noFollow: true }).data.toString('utf8').trim().split(/\s+/);
     return sha256 === undefined || size === undefined ? undefined : { sha256, bytes: Number(size) };
   } catch {
     return undefined;

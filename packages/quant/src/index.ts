@@ -54,15 +54,17 @@ export {
   type FormatDetection,
 } from './detect-formats.js';
 export { Bf16Weight, type Bf16WeightOptions } from './bf16-weight.js';
-export type { LinearOp, LinearProvider, LinearShard, LinearSpec } from './linear-op.js';
+export { isPreparedLinearOp, type Int8Operands, type LinearOp, type LinearProvider, type LinearShard, type LinearSpec, type PreparedLinearOp } from './linear-op.js';
 export { sequenceCounts, sequenceRows, type RowRange, type SequenceSplit } from './sequence-split.js';
 export { SharedScratch } from './shared-scratch.js';
 export { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';
 export {
+  linearResidentBytes,
   preparedKindOf,
   preparedWeight,
   preparingBytes,
   residentBytes,
+  tensorResidentBytes,
   runFormatOf,
   transientBytes,
   type PreparedData,
@@ -85,7 +87,7 @@ export {
 export { accuracyReport, normalStream, sampleActivations, type AccuracyFormat, type AccuracyOptions, type AccuracyRow } from './accuracy-report.js';
 export { randomBlockTensor } from './synthetic-blocks.js';
 export { openCheckpoint } from './open-checkpoint.js';
-export type { FusedLayout, GroupHooks, LayoutGroup, LayoutLinear, LayoutTensor, ModelLayout, ParallelRole, Shard } from './model-layout.js';
+export { ownerOf, type FusedLayout, type GroupHooks, type LayoutGroup, type LayoutLinear, type LayoutTensor, type ModelLayout, type ParallelRole, type Shard } from './model-layout.js';
 export type { WeightPatcher } from './weight-patcher.js';
 export { readLoraFile, type LoraFile, type LoraKeyStyle, type LoraModule, type ReadLoraOptions } from './lora-file.js';
 export { loraTargets, mapLora, type LoraDelta, type LoraMapping, type LoraTarget } from './lora-map.js';

@@ -59,3 +59,49 @@ export interface LinearProvider {
   /** Builds (lazily: nothing is read until forward) the op for one layer. */
   linear(spec: LinearSpec): LinearOp;
 }
+
+/** A W8A8 op's int8 operands: q [N, K] (a shard's local part), a scale per row, the convrot group, the bias forward adds. */
+export interface Int8Operands {
+  readonly q: Tensor<'i8'>;
+  readonly scale: Tensor<'f32'>;
+  readonly convrot: number | false;
+  readonly bias?: Tensor<'f32'>;
+}
+
+/**
+ * The contract of an op whose weight is prepared explicitly (quant's ops): what a streaming loader,
+ * a tensor-parallel wrapper and the memory account use. An op declares it with
+ * `preparedLinear: true`; `isPreparedLinearOp` tests that declaration, never the presence of methods.
+ */
+export interface PreparedLinearOp extends LinearOp {
+  readonly preparedLinear: true;
+  /** The layer's format in the file ('int8_convrot', 'q4_k', ...). */
+  readonly storedFormat: string;
+  /** What the memory account says its prepared weight holds, and what preparing it holds beyond that. */
+  readonly residentBytes: number;
+  readonly preparingBytes: number;
+  /** Reads and converts the weight into the run format now (a forward would do it on first use). */
+  prepare(): Promise<void>;
+  /** Bytes its prepared weight holds now (0 when nothing is prepared). */
+  heldBytes(): number;
+  /** Drops what is prepared; the next use prepares it again from the source. */
+  release(): void;
+  /**
+   * The int8 operands when the op runs W8A8 (preparing the weight if needed), else undefined: for
+   * callers that drive the int8 kernels themselves (row-parallel int8 with a shared activation scale
+   * and int32 accumulators). Valid until `release()` or the weight cache evicts the entry.
+   */
+  int8Operands(): Promise<Int8Operands | undefined>;
+  /** A row-parallel shard's bias, which its forward leaves out (see LinearOp.deferredBias). */
+  deferredBias(): Tensor<'f32'> | undefined;
+  /**
+   * The output rows [start, stop) the forwards so far computed (their hull), in the file's rows;
+   * undefined before the first forward and for a shard. A loader reads ahead only those rows.
+   */
+  rowsRead(): readonly [number, number] | undefined;
+}
+
+/** Whether `op` declares the PreparedLinearOp contract. */
+export function isPreparedLinearOp(op: LinearOp): op is PreparedLinearOp {
+  return (op as Partial<PreparedLinearOp>).preparedLinear === true;
+}

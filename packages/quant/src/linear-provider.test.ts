@@ -38,7 +38,7 @@ describe('int8 convrot layers of the ComfyUI checkpoint', () => {
     const y = await op.forward(fx.tensor(`${l}.x`) as Tensor<'f32'>);
     const r = checkInt8ConvrotAgainstFixture(fx, l, y, src.tensor(`model.${l}.weight`).data as Int8Array, src.tensor(`model.${l}.weight_scale`).data as Float32Array);
     expect(r.qweightMismatches).toBe(0);
-    const operands = await op.int8Weight();
+    const operands = await op.int8Operands();
     expect(operands?.convrot).toBe(256);
     expect([...(operands?.q.data as Int8Array)]).toEqual([...(fx.tensor(`${l}.qweight`).data as Int8Array)]);
     expect([...(operands?.scale.data as Float32Array)]).toEqual([...fx.f32(`${l}.weight_scale`)]);
@@ -96,7 +96,7 @@ describe('float, fp8 and forced compute formats', () => {
     const op = createLinearProvider(src).linear(spec);
     expect(op.format).toBe('f32');
     expect(maxRelError((await op.forward(x)).data as Float32Array, fx.f32(`${l}.y_fp32`))).toBeLessThan(1e-5);
-    expect(await op.int8Weight()).toBeUndefined();
+    expect(await op.int8Operands()).toBeUndefined();
   });
 
   it('scaled fp8 e4m3fn layer equals the f64 linear of its decoded bytes (fixture decode table)', async () => {

@@ -2,7 +2,7 @@ import { type LinearPrecision, Tensor, absMaxAsync, buildInfo, castAsync, decode
 import { QuantError } from './error-codes.js';
 import { type CheckpointSource, WeightCache, type WeightDescriptor, copyColumnRange } from '@ninodes/memory';
 import { type DetectedLayer, type FormatDetection, detectFormats } from './detect-formats.js';
-import type { LinearOp, LinearProvider, LinearSpec } from './linear-op.js';
+import type { Int8Operands, LinearProvider, LinearSpec, PreparedLinearOp } from './linear-op.js';
 import { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';
 import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, toF32Async, weight2d } from './materialize.js';
 import { type ComputeMode, type PreparedData, type PreparedWeight, floatPrecision, preparedWeight, preparingBytes, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
@@ -48,8 +48,8 @@ export interface LinearProviderOptions {
   patcher?: WeightPatcher;
 }
 
-/** A LinearOp with the extras quant offers: patching and requantization error. */
-export interface QuantLinearOp extends LinearOp {
+/** quant's op: the PreparedLinearOp contract plus patching and the conversion error. */
+export interface QuantLinearOp extends PreparedLinearOp {
   readonly format: string;
   /** The detected storage format of the layer in the file. */
   readonly storedFormat: WeightFormat;
@@ -69,33 +69,10 @@ export interface QuantLinearOp extends LinearOp {
    * with the patcher's current patches (after a LoRA's strength changed).
    */
   invalidate(): void;
-  /** What the memory account says this op holds while prepared (its cache size) and allocates per call. */
-  readonly residentBytes: number;
+  /** What the memory account says this op allocates per call beyond its prepared weight. */
   readonly transientBytes: number;
-  /** What it holds beyond `residentBytes` while its weight is being prepared (memory account's preparingBytes). */
-  readonly preparingBytes: number;
-  /** Bytes the op's prepared weight holds now: its own, or its entry in the weight cache (0 when nothing is loaded). */
-  heldBytes(): number;
-  /** A row-parallel op's bias (its forward leaves it out), see LinearOp.deferredBias. */
-  deferredBias(): Tensor<'f32'> | undefined;
   /** Cache key and materialized bytes of this op's weight (register it with the weight cache). */
   weightDescriptor(): WeightDescriptor;
-  /**
-   * The int8 operands when the op runs W8A8 (else undefined), for callers that drive the kernels
-   * themselves, e.g. row-parallel int8 with a shared activation scale and int32 accumulators
-   * (kernels `int8Linear(x, q, scale, { convrot, xScale, returnAccumulators: true })`). A shard's
-   * operands are its local q [N_local, K_local] and its rows' scales (row-parallel: every row's).
-   * `bias` is the one forward adds (a column-parallel shard's slice; none on a row-parallel shard,
-   * whose bias is deferred). Valid until `release()` or, with a cache, until the entry is evicted
-   * (which disposes them).
-   */
-  int8Weight(): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false; bias?: Tensor<'f32'> } | undefined>;
-  /**
-   * The output rows [start, stop) the forwards so far computed (their hull; forwardRows narrows
-   * it), in the rows of the file's weight, bias and row scales; undefined before the first forward
-   * and for a shard. A streaming loader reads ahead only those rows of a mapped weight.
-   */
-  rowsRead(): readonly [number, number] | undefined;
 }
 
 /** The provider quant builds: LinearProvider plus the detection it used and richer ops. */
@@ -126,6 +103,7 @@ export function attentionPrecisionFor(compute: ComputeMode): LinearPrecision {
 type Prepared = PreparedWeight;
 
 class QuantLinear implements QuantLinearOp {
+  readonly preparedLinear = true;
   readonly format: string;
   readonly storedFormat: WeightFormat;
   readonly precision: LinearPrecision;
@@ -284,7 +262,11 @@ class QuantLinear implements QuantLinearOp {
     });
   }
 
-  int8Weight(): Promise<{ q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false; bias?: Tensor<'f32'> } | undefined> {
+  async prepare(): Promise<void> {
+    await this.withPrepared(async () => undefined);
+  }
+
+  int8Operands(): Promise<Int8Operands | undefined> {
     const bias = this.rowParallel ? undefined : this.biasTensor();
     return this.withPrepared(async (p) => (p.kind === 'int8' ? { q: p.q, scale: p.scale, convrot: p.convrot, ...(bias ? { bias } : {}) } : undefined));
   }
@@ -357,7 +339,7 @@ class QuantLinear implements QuantLinearOp {
   /** Runs `use` with the prepared weight: from the cache under a lease, or memoized in the op. */
   private async withPrepared<R>(use: (p: Prepared) => Promise<R>): Promise<R> {
     const cache = this.options.cache;
-    if (cache === undefined) return use(await this.prepare());
+    if (cache === undefined) return use(await this.memoized());
     const lease = await cache.weights.acquireAsync(cache.device ?? 'cpu', cache.model, this.cacheKey(), () => this.load());
     try {
       return await use(lease.value);
@@ -366,7 +348,7 @@ class QuantLinear implements QuantLinearOp {
     }
   }
 
-  private prepare(): Promise<Prepared> {
+  private memoized(): Promise<Prepared> {
     if (this.prepared === undefined) {
       const loading = this.load();
       this.prepared = loading;

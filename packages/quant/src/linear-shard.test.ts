@@ -162,7 +162,7 @@ describe('row-parallel shards', () => {
     const acc = new Int32Array(m * n);
     for (const rank of [0, 1]) {
       const op = provider.linear({ name: 'out', inFeatures: k / 2, outFeatures: n, bias: false, shard: { rank, size: 2, role: 'row', fused: { kind: 'none' } } });
-      const ops = await op.int8Weight();
+      const ops = await op.int8Operands();
       expect(ops?.q.shape).toEqual([n, k / 2]);
       expect([...(ops?.scale.data ?? [])]).toEqual([...scale.data]);
       const r = await int8Linear(parts[rank] as Tensor<'f32'>, ops?.q as Tensor<'i8'>, ops?.scale as Tensor<'f32'>, { convrot: 256, xScale, returnAccumulators: true });
@@ -175,7 +175,7 @@ describe('row-parallel shards', () => {
     const acc2 = new Int32Array(m * n);
     for (const rank of [0, 1]) {
       const op = provider.linear({ name: 'out', inFeatures: k / 2, outFeatures: n, bias: false, shard: { rank, size: 2, role: 'row', fused: { kind: 'none' } } });
-      const qw = (await op.int8Weight())?.q as Tensor<'i8'>;
+      const qw = (await op.int8Operands())?.q as Tensor<'i8'>;
       const qx = quantizeRowsInt8(await hadamard(parts[rank] as Tensor<'f32'>, { group: 256 }), { scale: xScale }).q;
       (await int8Matmul(qx, qw)).data.forEach((v, i) => {
         acc2[i] = (acc2[i] as number) + v;
@@ -197,7 +197,7 @@ describe('row-parallel shards', () => {
     const marker = new TextEncoder().encode('{"format":"int8_tensorwise","convrot":true,"convrot_groupsize":256}');
     const src = memoryCheckpoint('m.safetensors', { 'c.weight': q, 'c.weight_scale': scale, 'c.comfy_quant': Tensor.fromArray('u8', [marker.length], marker) });
     const op = createLinearProvider(src).linear({ name: 'c', inFeatures: k, outFeatures: n / 2, bias: false, shard: { rank: 1, size: 2, role: 'column', fused: { kind: 'none' } } });
-    const ops = await op.int8Weight();
+    const ops = await op.int8Operands();
     expect([...(ops?.scale.data ?? [])]).toEqual([...scale.data.subarray(n / 2)]);
     expect([...(ops?.q.data ?? [])]).toEqual([...q.data.subarray((n / 2) * k)]);
   });

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Tensor } from '@ninodes/kernels';
@@ -49,6 +50,16 @@ describe('readLoraFile', () => {
     await writeTestLora(join(sub, 'adapter_model.safetensors'), 'peft', [mod]);
     writeFileSync(join(sub, 'adapter_config.json'), JSON.stringify({ r: 3, lora_alpha: 12 }));
     expect(readLoraFile(join(sub, 'adapter_model.safetensors')).modules[0]).toMatchObject({ alpha: 12, alphaFrom: 'adapter_config' });
+
+    // A FIFO or a device as the config is refused at once (never waited on), naming it.
+    const fifo = mkdtempSync(join(dir, 'adapter-fifo-'));
+    await writeTestLora(join(fifo, 'adapter_model.safetensors'), 'peft', [mod]);
+    expect(spawnSync('mkfifo', [join(fifo, 'adapter_config.json')]).status).toBe(0);
+    expect(() => readLoraFile(join(fifo, 'adapter_model.safetensors'))).toThrow(expect.objectContaining({ code: 'NOT_A_REGULAR_FILE', value: join(fifo, 'adapter_config.json') }));
+    const zero = mkdtempSync(join(dir, 'adapter-zero-'));
+    await writeTestLora(join(zero, 'adapter_model.safetensors'), 'peft', [mod]);
+    symlinkSync('/dev/zero', join(zero, 'adapter_config.json'));
+    expect(() => readLoraFile(join(zero, 'adapter_model.safetensors'))).toThrow(expect.objectContaining({ code: 'NOT_A_REGULAR_FILE' }));
   });
 
   it('lists tensors that are no low-rank pair, and refuses incomplete pairs and files without modules', async () => {

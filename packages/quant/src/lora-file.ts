@@ -1,6 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { type Tensor, fsError } from '@ninodes/kernels';
+import { type Tensor, fsError, readSmallFile } from '@ninodes/kernels';
 import { toF32 } from './materialize.js';
 import { openCheckpoint } from './open-checkpoint.js';
 import { QuantError } from './error-codes.js';
@@ -60,7 +60,8 @@ function adapterConfigAlpha(path: string): number | undefined {
   if (!/^adapter_model/i.test(basename(path)) || !existsSync(config)) return undefined;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(config, 'utf8'));
+    // A side file: a FIFO or device there is refused at once, and a config is kilobytes, not gigabytes.
+    parsed = JSON.parse(readSmallFile(config, { maxBytes: 1 << 20, where: config }).data.toString('utf8'));
   } catch (error) {
     if (error instanceof SyntaxError) throw new QuantError('LORA_INVALID', `${config} is not valid JSON: ${error.message}`, { value: config, where: config, hint: 'fix or remove adapter_config.json, or pass the alpha explicitly' });
     throw fsError(error, config, 'cannot read');

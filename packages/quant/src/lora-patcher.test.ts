@@ -152,7 +152,7 @@ describe('LoRA patches applied by the linear provider', () => {
     patcher.add(readLoraFile(path), 0.5);
     const op = createLinearProvider(src, { patcher }).linear({ name: 'l', outFeatures: n, inFeatures: k, bias: false });
     expect(op.format).toBe('int8_convrot');
-    const operands = await op.int8Weight();
+    const operands = await op.int8Operands();
     expect(operands?.convrot).toBe(256);
     // New scales: the row absmax of the patched (rotated) weight, not the stored ones.
     expect([...(operands?.scale.data ?? [])]).not.toEqual([...scale.data]);

@@ -1,7 +1,8 @@
-import { type LinearPrecision, type Tensor, buildInfo, packedLinearBytes } from '@ninodes/kernels';
+import { type LinearPrecision, type Tensor, buildInfo, getDevice } from '@ninodes/kernels';
+import type { LayoutLinear, LayoutTensor } from './model-layout.js';
 import type { Bf16Weight } from './bf16-weight.js';
 import { QuantError } from './error-codes.js';
-import { CONVROT_GROUP, type WeightFormat, scaleBytes, weightFormatInfo } from './weight-format.js';
+import { CONVROT_GROUP, type WeightFormat, weightFormatInfo } from './weight-format.js';
 
 /**
  * How a linear runs: 'auto' runs each layer in the format stored in the file, the others convert
@@ -12,6 +13,8 @@ export type ComputeMode = 'auto' | 'f32' | 'bf16' | 'int8_convrot' | 'f8_e4m3fn'
 export interface RunFormatOptions {
   /** GGUF Q8_0/Q6_K layers run as int8 rowwise (see LinearProviderOptions). */
   readonly requantizeGguf?: boolean;
+  /** The compute device whose backend holds the prepared weights and says their size (default 'cpu'). */
+  readonly device?: string;
 }
 
 /**
@@ -62,25 +65,40 @@ function checkShape(shape: readonly number[], where: string): [number, number] {
 
 /**
  * Bytes a linear of `shape` [N, K] stored as `stored` holds while prepared for compute under
- * `compute`: f32 4 B/param (a GGUF layer run as stored is decoded to f32, so Q4_K costs 4 B, not
- * 0.56), bf16 2 B, int8 1 B + 4 B per row of scales, fp8 1 B (its scale is a number). The ops
- * report it as their cache size; the planner sums it.
+ * `compute`, as the backend of `options.device` keeps it (kernels' preparedWeightBytes; on the CPU:
+ * f32 4 B/param — a GGUF layer run as stored is decoded to f32, so Q4_K costs 4 B, not 0.56 —, bf16
+ * 2 B or oneDNN's padded blocks when it multiplies on bf16 units, int8 1 B + 4 B per row of scales,
+ * fp8 1 B, its scale being a number). The ops report it as their cache size; the planner sums it.
  */
 export function residentBytes(stored: WeightFormat, compute: ComputeMode, shape: readonly number[], options: RunFormatOptions = {}): number {
   const [n, k] = checkShape(shape, 'residentBytes');
-  const run = runFormatOf(stored, compute, k, options);
-  switch (preparedKindOf(run)) {
-    case 'f32':
-      return 4 * n * k;
-    case 'bf16':
-      // bf16 compute packs the weight of a layer that multiplies many rows into oneDNN's blocks
-      // (Bf16Weight), padded to whole blocks: the same 2·N·K bytes on sizes that fill them.
-      return floatPrecision(compute) === 'bf16' && n > 0 && k > 0 ? Math.max(2 * n * k, packedLinearBytes(n, k)) : 2 * n * k;
-    case 'int8':
-      return n * k + scaleBytes(run, [n, k], { prepared: true });
-    case 'fp8':
-      return n * k;
-  }
+  const kind = preparedKindOf(runFormatOf(stored, compute, k, options));
+  return getDevice(options.device ?? 'cpu').backend().preparedWeightBytes({ kind, shape: [n, k], ...(kind === 'bf16' ? { precision: floatPrecision(compute) } : {}) });
+}
+
+const elements = (t: LayoutTensor): number => t.shape.reduce((a, b) => a * b, 1);
+
+/**
+ * Bytes a linear holds prepared for a run in `compute` mode: its weight (residentBytes; an fp32
+ * island runs as stored) and its f32 bias, at `shape` [N, K] (a shard's local widths) or whole.
+ */
+export function linearResidentBytes(linear: LayoutLinear, compute: ComputeMode, options: RunFormatOptions = {}, shape: readonly [number, number] = [linear.outFeatures, linear.inFeatures]): number {
+  return residentBytes(linear.storedFormat, linear.fp32Island ? 'auto' : compute, shape, options) + (linear.bias ? 4 * shape[0] : 0);
+}
+
+/**
+ * The memory account of one layout tensor for a run in `compute` mode: the one that distorch's
+ * planner and tp's shard plan both sum, so their totals agree with each other and with the ops. A
+ * linear's weight costs its residentBytes (scale sidecars included, so they cost nothing more), its
+ * bias 4 B per output; every other tensor (norms, buffers) is held in f32 by the model: 4 B/element
+ * whatever its stored dtype. `owner` is the linear the tensor belongs to (ownerOf), if any.
+ */
+export function tensorResidentBytes(tensor: LayoutTensor, owner: LayoutLinear | undefined, compute: ComputeMode, options: RunFormatOptions = {}): number {
+  if (owner === undefined) return 4 * elements(tensor);
+  const part = tensor.name.slice(owner.name.length + 1);
+  if (part === 'weight') return residentBytes(owner.storedFormat, owner.fp32Island ? 'auto' : compute, [owner.outFeatures, owner.inFeatures], options);
+  if (part === 'bias') return 4 * owner.outFeatures;
+  return 0;
 }
 
 /**

@@ -76,8 +76,8 @@ describe('mergeLora', () => {
     const fromFile = createLinearProvider(merged);
     const onTheFly = createLinearProvider(src, { patcher, compute: 'int8_convrot' });
     for (const l of LAYERS) {
-      const a = await fromFile.linear(spec(l)).int8Weight();
-      const b = await onTheFly.linear(spec(l)).int8Weight();
+      const a = await fromFile.linear(spec(l)).int8Operands();
+      const b = await onTheFly.linear(spec(l)).int8Operands();
       expect(fromFile.detection.layers.get(l)?.format).toBe('int8_convrot');
       expect(Buffer.from(a?.q.bytes() ?? []).equals(Buffer.from(b?.q.bytes() ?? [1]))).toBe(true);
       expect([...(a?.scale.data ?? [])]).toEqual([...(b?.scale.data ?? [])]);
@@ -99,8 +99,8 @@ describe('mergeLora', () => {
     const fromFile = createLinearProvider(merged);
     const run = createLinearProvider(src, { patcher });
     for (const l of LAYERS) {
-      const a = await fromFile.linear(spec(l)).int8Weight();
-      const b = await run.linear(spec(l)).int8Weight();
+      const a = await fromFile.linear(spec(l)).int8Operands();
+      const b = await run.linear(spec(l)).int8Operands();
       expect(Buffer.from(a?.q.bytes() ?? []).equals(Buffer.from(b?.q.bytes() ?? [1]))).toBe(true);
       expect([...(a?.scale.data ?? [])]).toEqual([...(b?.scale.data ?? [])]);
     }

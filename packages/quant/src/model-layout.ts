@@ -62,3 +62,12 @@ export interface GroupHooks {
   beforeGroup?(name: string): Promise<void> | void;
   afterGroup?(name: string): Promise<void> | void;
 }
+
+/** The linear a tensor belongs to (`<linear>.weight`, `<linear>.bias`, `<linear>.weight_scale` ...). Linear names carry the key prefix. */
+export function ownerOf(group: LayoutGroup, tensor: LayoutTensor): LayoutLinear | undefined {
+  for (const l of group.linears) {
+    const base = `${l.name}.`;
+    if (tensor.name.startsWith(base) && !tensor.name.slice(base.length).includes('.')) return l;
+  }
+  return undefined;
+}

@@ -360,4 +360,19 @@ describe('parallelLinearProvider (no processes)', () => {
     expect(() => provider.linear({ name: 'nope', inFeatures: 1, outFeatures: 1, bias: false })).toThrow(expect.objectContaining({ code: 'LAYER_NOT_IN_PLAN' }));
     expect(() => parallelLinearProvider({ provider: recorder, plan, comm: comm(0, 4) })).toThrow(expect.objectContaining({ code: 'SHARD_COMM_MISMATCH' }));
   });
+
+  it('refuses an int8 op that does not declare the PreparedLinearOp contract instead of running it on the float path', () => {
+    const undeclared: LinearProvider = {
+      linear: (spec) => ({ spec, format: 'int8_convrot', forward: async (x) => x, materializedWeight: async () => Tensor.zeros('f32', [spec.outFeatures, spec.inFeatures]) }),
+    };
+    for (const sequence of [false, true]) {
+      const provider = parallelLinearProvider({ provider: undeclared, plan: shardPlan(layout, 2, { sequence }), comm: comm(1, 2), sequence });
+      for (const name of ['rp8', 'op8']) {
+        const whole = layout.groups.flatMap((g) => g.linears).find((l) => l.name === name) as LayoutLinear;
+        expect(() => provider.linear({ name, inFeatures: whole.inFeatures, outFeatures: whole.outFeatures, bias: true })).toThrow(
+          expect.objectContaining({ code: 'INVALID_ARGUMENT', value: 'int8_convrot', where: name }),
+        );
+      }
+    }
+  });
 });

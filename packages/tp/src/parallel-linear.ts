@@ -25,12 +25,28 @@ import {
 } from '@ninodes/kernels';
 import { copyColumnRange } from '@ninodes/memory';
 import { TpError } from './error-codes.js';
-import { type LinearOp, type LinearProvider, type LinearSpec, SharedScratch, sequenceCounts, sequenceRows } from '@ninodes/quant';
+import { type Int8Operands, type LinearOp, type LinearProvider, type LinearSpec, SharedScratch, isPreparedLinearOp, sequenceCounts, sequenceRows } from '@ninodes/quant';
 import type { ShardPlan } from './shard-plan.js';
 
-/** The int8 operands quant's ops expose (QuantLinearOp.int8Weight). */
-type Int8Operands = { q: Tensor<'i8'>; scale: Tensor<'f32'>; convrot: number | false; bias?: Tensor<'f32'> };
-type WithInt8 = LinearOp & { int8Weight?(): Promise<Int8Operands | undefined> };
+/**
+ * An op split across ranks runs int8 exactly only through quant's declared PreparedLinearOp contract
+ * (its int8 operands: the ranks share each row's activation scale and reduce int32 sums). An int8
+ * op without it would silently take the float path, so it is refused when it is wrapped.
+ */
+function requireInt8Contract(op: LinearOp): void {
+  if (op.format.startsWith('int8') && !isPreparedLinearOp(op)) {
+    throw new TpError('INVALID_ARGUMENT', `linear '${op.spec.name}' runs ${op.format} but does not declare quant's PreparedLinearOp contract (no int8 operands)`, {
+      value: op.format,
+      where: op.spec.name,
+      hint: "build its ops with a provider whose ops are PreparedLinearOps (quant's createLinearProvider)",
+    });
+  }
+}
+
+/** The int8 operands of an op that runs W8A8, undefined for a float op (see requireInt8Contract). */
+async function int8OperandsOf(op: LinearOp): Promise<Int8Operands | undefined> {
+  return isPreparedLinearOp(op) ? op.int8Operands() : undefined;
+}
 
 /**
  * The scratch a provider's row- and (sequence-parallel) column-parallel layers share (they run one
@@ -74,7 +90,7 @@ class RowParallelLinear implements LinearOp {
   readonly format: string;
 
   constructor(
-    private readonly local: WithInt8,
+    private readonly local: LinearOp,
     private readonly comm: Communicator,
     private readonly scratch: RowScratch,
     /** Sequence parallel: y's own rows hold the output (reduce-scatter), its other rows are unspecified. */
@@ -98,7 +114,7 @@ class RowParallelLinear implements LinearOp {
   async forward(x: Tensor<'f32'>, out?: Tensor<'f32'>): Promise<Tensor<'f32'>> {
     const k = checkRowInput(this.spec, x);
     const bias = this.local.deferredBias?.();
-    const int8 = await this.local.int8Weight?.();
+    const int8 = await int8OperandsOf(this.local);
     if (int8 !== undefined) {
       // The unsplit layer's scale of a row is max(absmax(row·H) / 127, 1e-30); the rotation works per
       // 256-column group, so each rank's slice rotates to the slice of the full rotation, and the max
@@ -181,7 +197,7 @@ class ExchangedRowLinear implements LinearOp {
 
   constructor(
     /** quant's op of the whole layer. */
-    private readonly whole: WithInt8,
+    private readonly whole: LinearOp,
     private readonly comm: Communicator,
     private readonly scratch: RowScratch,
     /** What the model sees: the row shard's spec (K / size input columns). */
@@ -198,7 +214,7 @@ class ExchangedRowLinear implements LinearOp {
     const own = stop - start;
     const counts = sequenceCounts(m, size, k);
     const y = out ?? Tensor.zeros('f32', [m, this.spec.outFeatures]);
-    const int8 = await this.whole.int8Weight?.();
+    const int8 = await int8OperandsOf(this.whole);
     if (int8 !== undefined) {
       // As RowParallelLinear: the slice's rotation is the full rotation's slice, the max of the ranks'
       // row scales is the full row's scale; quantizing the rotated slice with it gives the whole
@@ -274,7 +290,7 @@ class ColumnSequenceLinear implements LinearOp {
   readonly sequenceParallel = true;
 
   constructor(
-    private readonly local: WithInt8,
+    private readonly local: LinearOp,
     private readonly comm: Communicator,
     private readonly scratch: RowScratch,
   ) {
@@ -293,7 +309,7 @@ class ColumnSequenceLinear implements LinearOp {
     const { rank, size } = this.comm;
     const s = x.shape[0] as number;
     const { start, stop } = sequenceRows(s, rank, size);
-    const int8 = await this.local.int8Weight?.();
+    const int8 = await int8OperandsOf(this.local);
     if (int8 !== undefined) {
       const q = this.scratch.q.take(s, k);
       const scale = this.scratch.scales.take(s, 1);
@@ -452,9 +468,12 @@ export function parallelLinear(local: LinearOp, comm: Communicator, options: { s
 /** parallelLinear with the scratch of a provider's row- and column-parallel layers. */
 function byRole(local: LinearOp, comm: Communicator, scratch: RowScratch, sequence: boolean): LinearOp {
   const role = local.spec.shard?.role;
-  if (role === 'row' || (sequence && role === 'column')) checkShardComm(local, comm);
-  if (role === 'row') return new RowParallelLinear(local as WithInt8, comm, scratch, sequence);
-  if (role === 'column' && sequence) return new ColumnSequenceLinear(local as WithInt8, comm, scratch);
+  if (role === 'row' || (sequence && role === 'column')) {
+    checkShardComm(local, comm);
+    requireInt8Contract(local);
+  }
+  if (role === 'row') return new RowParallelLinear(local, comm, scratch, sequence);
+  if (role === 'column' && sequence) return new ColumnSequenceLinear(local, comm, scratch);
   return local;
 }
 
@@ -538,7 +557,9 @@ export function parallelLinearProvider(options: ParallelProviderOptions): Linear
       // An exchanged row layer reads the whole weight and answers as the row shard.
       if (planned.exchange && sequence) {
         const whole: LinearSpec = { name: spec.name, inFeatures: planned.inFeatures, outFeatures: planned.outFeatures, bias: spec.bias };
-        return new ExchangedRowLinear(provider.linear(whole) as WithInt8, comm, scratch, localSpec);
+        const op = provider.linear(whole);
+        requireInt8Contract(op);
+        return new ExchangedRowLinear(op, comm, scratch, localSpec);
       }
       // Asked whole, a gathered layer answers whole; asked for the local part, the caller gathers.
       if (shard.role === 'gathered' && whole && comm.size > 1) return gatheredLinear(provider.linear(localSpec), comm, spec);

@@ -1,5 +1,5 @@
 import type { DType } from '@ninodes/kernels';
-import type { LayoutGroup, LayoutLinear, LayoutTensor, ModelLayout, WeightFormat } from '@ninodes/quant';
+import { type LayoutGroup, type LayoutLinear, type LayoutTensor, type ModelLayout, type WeightFormat, ownerOf, tensorResidentBytes } from '@ninodes/quant';
 import { describe, expect, it } from 'vitest';
 import { shardPlan } from './shard-plan.js';
 
@@ -68,6 +68,27 @@ describe('shardPlan', () => {
     expect(plan.linears.map((l) => l.name).slice(0, 3)).toEqual(['time_embedder.linear', 'blocks.0.adaln_proj', 'blocks.0.attn.qkv_proj']);
     expect(() => plan.sliceOf('blocks.9.mlp.fc2', 0)).toThrow(expect.objectContaining({ code: 'LAYER_NOT_IN_PLAN' }));
     expect(() => plan.shardOf('blocks.0.mlp.fc2', 2)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+
+  it("counts by quant's one memory account, as distorch's planner does: norms in f32 whatever their stored dtype, fp32 islands as stored", () => {
+    const { hidden, ffn, tDim, heads, headDim } = DIMS;
+    const inner = heads * headDim;
+    const stored = h3LikeLayout(DIMS, 'f32');
+    const layout: ModelLayout = {
+      ...stored,
+      groups: stored.groups.map((g) => ({
+        ...g,
+        tensors: g.tensors.map((t) => (t.name.includes('norm') ? { ...t, dtype: 'bf16', byteLength: t.byteLength / 2 } : t)),
+        linears: g.linears.map((l) => (l.name === 'time_embedder.linear' ? { ...l, fp32Island: true } : l)),
+      })),
+    };
+    const int8 = (n: number, k: number): number => n * k + 4 * n + 4 * n; // weight, row scales, f32 bias
+    const block = int8(6 * hidden, tDim) + int8(3 * inner, hidden) + int8(hidden, inner) + int8(2 * ffn, hidden) + int8(hidden, ffn) + 4 * (hidden + headDim);
+    const island = 4 * hidden * tDim + 4 * hidden;
+    const plan = shardPlan(layout, 1, { compute: 'int8_convrot' });
+    expect(plan.singleRankBytes).toBe(island + 2 * block);
+    const sum = layout.groups.reduce((a, g) => a + g.tensors.reduce((b, t) => b + tensorResidentBytes(t, ownerOf(g, t), 'int8_convrot'), 0), 0);
+    expect(plan.singleRankBytes).toBe(sum);
   });
 
   it('per-rank bytes: 1/N of each split layer (int8 1 B/param + 4 B/row scales, f32 biases), replicated tensors whole', () => {

@@ -10,9 +10,11 @@ import {
   type LinearShard,
   type ModelLayout,
   type WeightFormat,
-  residentBytes,
+  linearResidentBytes,
+  ownerOf,
   runFormatOf,
   shardGeometry,
+  tensorResidentBytes,
   weightFormatInfo,
 } from '@ninodes/quant';
 
@@ -83,8 +85,6 @@ export interface ShardPlanOptions {
   readonly sequence?: boolean;
 }
 
-const BIAS_BYTES = 4; // biases are read as f32
-
 /** `run`: the format the layer computes in (runFormatOf, over its whole K). */
 function checkRowSlice(l: LayoutLinear, world: number, run: WeightFormat, exchange: boolean): void {
   const localIn = l.inFeatures / world;
@@ -143,9 +143,7 @@ export function shardPlan(layout: ModelLayout, world: number, options: ShardPlan
   let replicated = 0;
   let single = 0;
   for (const group of layout.groups) {
-    const linearNames = new Set<string>();
     for (const l of group.linears) {
-      linearNames.add(l.name);
       const shard: LinearShard = { rank: 0, size: world, role: l.role, fused: l.fused };
       // quant's geometry is the one definition of a split (the provider slices by it too).
       const geometry = shardGeometry(l.name, l.outFeatures, l.inFeatures, shard);
@@ -170,20 +168,20 @@ export function shardPlan(layout: ModelLayout, world: number, options: ShardPlan
       };
       linears.push(planned);
       byName.set(l.name, planned);
-      const full = residentBytes(l.storedFormat, compute, [l.outFeatures, l.inFeatures], { requantizeGguf }) + (l.bias ? BIAS_BYTES * l.outFeatures : 0);
+      const full = linearResidentBytes(l, compute, { requantizeGguf });
       single += full;
       if (l.role === 'replicated' || planned.exchange) {
         replicated += full;
       } else {
         // Row-parallel ranks hold every output row's bias (added once after the reduction).
-        sharded += residentBytes(l.storedFormat, compute, [geometry.n, geometry.k], { requantizeGguf }) + (l.bias ? BIAS_BYTES * geometry.n : 0);
+        sharded += linearResidentBytes(l, compute, { requantizeGguf }, [geometry.n, geometry.k]);
       }
     }
     for (const t of group.tensors) {
-      const owner = t.name.slice(0, t.name.lastIndexOf('.'));
-      if (linearNames.has(owner)) continue; // counted with its linear
-      replicated += t.byteLength;
-      single += t.byteLength;
+      if (ownerOf(group, t) !== undefined) continue; // counted with its linear
+      const bytes = tensorResidentBytes(t, undefined, compute, { requantizeGguf });
+      replicated += bytes;
+      single += bytes;
     }
   }
   const ranks: RankBytes[] = Array.from({ length: world }, (_, rank) => ({ rank, shardedBytes: sharded, replicatedBytes: replicated, totalBytes: sharded + replicated }));

@@ -40,7 +40,7 @@ describe('npm pack contents', () => {
     expect(files).toContain('platform.cjs');
     expect(files).toContain('src/core/addon.cc');
     expect(files.some((f) => f.startsWith('build/'))).toBe(false);
-    const stray = files.filter((f) => !/^(src\/.+\.(cc|h)|cmake\/.+\.cmake|CMakeLists\.txt|install\.cjs|index\.cjs|platform\.cjs|index\.d\.cts|README\.md|LICENSE|package\.json)$/.test(f));
+    const stray = files.filter((f) => !/^(src\/.+\.(cc|h|c)|src\/vulkan\/shaders\/(.+\.(comp|glsl)|variants\.txt)|cmake\/.+\.cmake|CMakeLists\.txt|install\.cjs|index\.cjs|platform\.cjs|index\.d\.cts|README\.md|LICENSE|package\.json)$/.test(f));
     expect(stray).toEqual([]);
   });
 

@@ -125,8 +125,9 @@ async function filesFromHeaders(buildDir: string, depDir: string): Promise<strin
       const index = next++;
       const { directory, command } = commands[index]!;
       const depFile = join(depDir, `${index}.d`);
-      // The compile command minus its object output, plus -M: headers only, nothing compiled.
-      const preprocess = `${command.replace(/ -o \S+/, '')} -M -MF ${depFile}`;
+      // The compile command minus its object output, plus -M: headers only, nothing compiled. -MG
+      // takes a missing header for a generated one (the SPIR-V the build compiles from shaders).
+      const preprocess = `${command.replace(/ -o \S+/, '')} -M -MG -MF ${depFile}`;
       await run('sh', ['-c', preprocess], { cwd: directory, ...big });
       const deps = readFileSync(depFile, 'utf8').replace(/\\\n/g, ' ').split(/\s+/).slice(1);
       for (const dep of deps) if (dep !== '') files.add(resolve(directory, dep));

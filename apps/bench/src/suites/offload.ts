@@ -18,11 +18,11 @@
  */
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { StagedSource, StreamingExecutor, type StepStats, computeAccount, computeDeviceBytes, estimateActivationBytes, formatAllocationBytes, latentTokens, machineDevices, opGroupLoader, planPlacement, type PreparableOp } from '@ninodes/distorch';
+import { StagedSource, StreamingExecutor, type StepStats, computeAccount, computeDeviceBytes, estimateActivationBytes, formatAllocationBytes, latentTokens, machineDevices, opGroupLoader, planPlacement } from '@ninodes/distorch';
 import { readFileSync } from 'node:fs';
 import { type Tensor, adviseFile } from '@ninodes/kernels';
 import { type H3PresetName, type H3VideoModel, type LinearOp, ensureSyntheticCheckpoint, flowSigmas, gaussianNoise, layoutOf, openH3Model, writeSyntheticH3Checkpoint } from '@ninodes/models';
-import { openCheckpoint } from '@ninodes/quant';
+import { isPreparedLinearOp, openCheckpoint } from '@ninodes/quant';
 import type { BenchCase, Metric, Suite } from '../suite.js';
 import { benchRoot } from '../package-root.js';
 import { median } from '../stats.js';
@@ -39,10 +39,6 @@ function allocationFor(offloaded: number): string {
   return `cpu,${100 - offloaded}%;disk,${offloaded}%`;
 }
 
-function preparable(op: LinearOp): op is LinearOp & PreparableOp {
-  return 'int8Weight' in op && 'heldBytes' in op && 'release' in op;
-}
-
 /**
  * The model with an executor streaming its disk groups, as `ninodes run --alloc` composes it: weights
  * staged through a StagedSource, the budget what the plan puts on the cpu (or `budgetBytes`).
@@ -57,7 +53,7 @@ function streamedModel(path: string, allocation: string, dims: Dims, budgetBytes
   let placement = plan(allocation);
   // A byte budget holds everything: the weights kept on the cpu get it less the reserve (as run --budget).
   if (budgetBytes !== undefined) placement = plan(`cpu,${formatAllocationBytes(Math.max(0, budgetBytes - placement.reserve.activationBytes - placement.reserve.stagingBytes))};disk,*`);
-  const ops = opened.model.allLinears().filter(preparable);
+  const ops = opened.model.allLinears().filter(isPreparedLinearOp);
   const loader = opGroupLoader(layout, ops, opened.source, { staged });
   const budget = budgetBytes ?? computeDeviceBytes(placement);
   const executor = new StreamingExecutor({ layout, placement, loader, budgetBytes: budget, prefetch: 1 });

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
-import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, computeLoadAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, type PreparableOp, planPlacement } from '@ninodes/distorch';
+import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, computeLoadAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, planPlacement } from '@ninodes/distorch';
 import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { formatBytes } from '@ninodes/device';
 import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
-import { COMPUTE_MODES, type ComputeMode, detectFormats, floatPrecision, openCheckpoint } from '@ninodes/quant';
+import { COMPUTE_MODES, type ComputeMode, detectFormats, floatPrecision, isPreparedLinearOp, openCheckpoint } from '@ninodes/quant';
 import { shardPlan } from '@ninodes/tp';
 import { cpus } from 'node:os';
 import { z } from 'zod';
@@ -82,10 +82,6 @@ export const runSchema = z
 
 export type RunArgs = z.infer<typeof runSchema>;
 
-function preparable(op: LinearOp): op is LinearOp & PreparableOp {
-  return 'int8Weight' in op && 'heldBytes' in op && 'release' in op;
-}
-
 /**
  * --alloc / --budget: plan the checkpoint's groups on cpu and the mapped file, and stream the groups
  * placed on disk through the model's hooks (this runner computes on the CPU only).
@@ -138,7 +134,7 @@ function streamingExecutor(opened: OpenedH3Model, staged: StagedSource, args: Ru
     });
   }
   const all = opened.model.allLinears();
-  const ops = all.filter(preparable);
+  const ops = all.filter(isPreparedLinearOp);
   if (ops.length !== all.length) throw new RunnerError('INTERNAL', 'the model\'s linear ops cannot be prepared ahead of use', { where: '--alloc' });
   // The executor counts it on the process's measured resident bytes over what it held before:
   // --budget B, or what the plan puts on the cpu (weights within its quota, plus the reserve).

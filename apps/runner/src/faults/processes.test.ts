@@ -52,6 +52,29 @@ describe('a FIFO where a file belongs is refused at once, never read', () => {
   });
 });
 
+describe('a lock file ninodes did not write', () => {
+  it('a FIFO, a link to /dev/zero, a dangling link or garbage at --out\'s lock: LOCK_INVALID naming it, at once, never "pid 0"', async () => {
+    const lock = join(dir, '.G1.ninodes-lock');
+    const plant: Array<() => void> = [
+      () => expect(spawnSync('mkfifo', [lock]).status).toBe(0),
+      () => symlinkSync('/dev/zero', lock),
+      () => symlinkSync(join(dir, 'no-such-owner'), lock),
+      () => writeFileSync(lock, 'garbage\n'),
+    ];
+    for (const make of plant) {
+      make();
+      const r = await runCli(['run', '--model', ckpt, ...small, '--steps', '1', '--out', join(dir, 'G1')], { timeoutMs: 20_000 });
+      expect(r.timedOut, `hung on ${r.stderr}`).toBe(false);
+      expect(r.stderr).toContain('error LOCK_INVALID:');
+      expect(r.stderr).toContain(lock);
+      expect(r.stderr).not.toContain('pid 0');
+      expect(r.status).toBe(1);
+      rmSync(lock);
+    }
+    expect(existsSync(join(dir, 'G1'))).toBe(false);
+  });
+});
+
 describe('interrupted at random points, nothing is left behind', () => {
   it('SIGINT and SIGTERM during preset generation, quantize and run', async () => {
     const cases: Array<{ name: string; args: (i: number) => string[]; cache?: boolean }> = [

@@ -1,0 +1,57 @@
+#version 450
+// y[M,N] = x[M,K] · W[N,K]ᵀ (+ bias), f32 accumulation, 16×16 output tiles through shared memory.
+// The weight format is chosen at build time (variants.txt): f32, bf16, fp8 (per-tensor scale) or
+// GGUF Q8_0 (34-byte blocks of 32 along K, dequantized as the tile loads).
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 16, local_size_y = 16) in;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+#if defined(W_F32)
+layout(std430, binding = 1) readonly buffer W { float w[]; };
+#else
+layout(std430, binding = 1) readonly buffer W { uint w[]; };
+#endif
+layout(std430, binding = 2) readonly buffer B { float bias[]; };
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform Push { uint M; uint N; uint K; uint flags; float wscale; } p;
+
+shared float xs[16][17];
+shared float ws[16][17];
+
+float weight(uint n, uint k) {
+#if defined(W_F32)
+  return w[n * p.K + k];
+#elif defined(W_BF16)
+  uint i = n * p.K + k;
+  return bf16_to_f32((w[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu);
+#elif defined(W_E4M3)
+  uint i = n * p.K + k;
+  return e4m3_to_f32(byte_at(w[i >> 2], i)) * p.wscale;
+#elif defined(W_E5M2)
+  uint i = n * p.K + k;
+  return e5m2_to_f32(byte_at(w[i >> 2], i)) * p.wscale;
+#elif defined(W_Q8_0)
+  uint block = n * (p.K / 32u) + k / 32u;
+  uint at = block * 34u;
+  uint d = byte_at(w[at >> 2], at) | (byte_at(w[(at + 1u) >> 2], at + 1u) << 8);
+  uint qi = at + 2u + (k & 31u);
+  return f16_to_f32(d) * float(sbyte(byte_at(w[qi >> 2], qi)));
+#endif
+}
+
+void main() {
+  uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
+  uint row0 = gl_WorkGroupID.y * 16u, col0 = gl_WorkGroupID.x * 16u;
+  uint m = row0 + ly, n = col0 + lx;
+  float acc = 0.0;
+  for (uint k0 = 0u; k0 < p.K; k0 += 16u) {
+    uint k = k0 + lx;
+    xs[ly][lx] = (m < p.M && k < p.K) ? x[m * p.K + k] : 0.0;
+    ws[ly][lx] = (col0 + ly < p.N && k < p.K) ? weight(col0 + ly, k) : 0.0;
+    barrier();
+    [[unroll]] for (uint t = 0u; t < 16u; ++t) acc += xs[ly][t] * ws[lx][t];
+    barrier();
+  }
+  if (m < p.M && n < p.N) y[m * p.N + n] = acc + ((p.flags & 1u) != 0u ? bias[n] : 0.0);
+}
