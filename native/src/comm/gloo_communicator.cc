@@ -31,15 +31,27 @@ class CheckableFileStore : public gloo::rendezvous::FileStore {
   void remove(const std::string& key) { std::remove(objectPath(key).c_str()); }
 };
 
-// Gloo's RedisStore has no delete; its hiredis context is protected.
+// Gloo's RedisStore has no delete and no command timeout; its hiredis context is protected.
 class DeletableRedisStore : public gloo::rendezvous::RedisStore {
  public:
-  using gloo::rendezvous::RedisStore::RedisStore;
+  // Gloo connects with a 2 s limit but sends every command on a blocking socket without one: a
+  // server that accepts and never answers (paused, behind a black hole) would hold a rank forever.
+  // The socket's SO_RCVTIMEO / SO_SNDTIMEO bound each command by the communicator's timeout; a
+  // command that runs out leaves the context in error, so every later one fails at once.
+  DeletableRedisStore(const std::string& host, int port, std::chrono::milliseconds timeout) : RedisStore(host, port) {
+    const auto ms = std::max<int64_t>(1, timeout.count());
+    struct timeval tv;
+    tv.tv_sec = static_cast<time_t>(ms / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
+    if (redisSetTimeout(redis_, tv) != REDIS_OK) throw std::runtime_error(std::string("cannot set the socket timeout: ") + redis_->errstr);
+  }
   void remove(const std::string& key) {
     void* reply = redisCommand(redis_, "DEL %b", key.c_str(), key.size());
     if (reply == nullptr) throw std::runtime_error(std::string("redis DEL failed: ") + (redis_->errstr[0] ? redis_->errstr : "connection lost"));
     freeReplyObject(reply);
   }
+  // True once a command ran out of its socket timeout (hiredis 0.14 reports it as an I/O error, EAGAIN).
+  bool timed_out() const { return redis_->err == REDIS_ERR_IO && std::strstr(redis_->errstr, "temporarily unavailable") != nullptr; }
 };
 
 // A rendezvous key that did not appear before the deadline.
@@ -98,10 +110,11 @@ class TimedStore : public gloo::rendezvous::Store {
         inner_ = std::move(file);
         where_ = "file store " + spec.path;
       } else {
-        auto redis = std::make_unique<DeletableRedisStore>(spec.host, spec.port);
+        auto redis = std::make_unique<DeletableRedisStore>(spec.host, spec.port, timeout);
         auto* raw = redis.get();
         check_ = [raw](const std::vector<std::string>& keys) { return raw->check(keys); };
         remove_ = [raw](const std::string& key) { raw->remove(key); };
+        silent_ = [raw] { return raw->timed_out(); };
         inner_ = std::move(redis);
         where_ = "redis store " + spec.host + ":" + std::to_string(spec.port);
       }
@@ -115,6 +128,7 @@ class TimedStore : public gloo::rendezvous::Store {
       inner_->set(prefix_ + key, data);
       written_.push_back(prefix_ + key);
     } catch (const std::exception& e) {
+      if (silent_()) throw StoreFailure(silence());
       throw StoreFailure("cannot write key '" + prefix_ + key + "' to the " + where_ + ": " + e.what() +
                          " (a key that exists already means a previous run used the same prefix)");
     }
@@ -125,6 +139,7 @@ class TimedStore : public gloo::rendezvous::Store {
     try {
       return inner_->get(prefix_ + key);
     } catch (const std::exception& e) {
+      if (silent_()) throw StoreFailure(silence());
       throw StoreFailure("cannot read key '" + prefix_ + key + "' from the " + where_ + ": " + e.what());
     }
   }
@@ -146,6 +161,7 @@ class TimedStore : public gloo::rendezvous::Store {
       try {
         present = check_(full);
       } catch (const std::exception& e) {
+        if (silent_()) throw StoreFailure(silence());
         throw StoreFailure("cannot query the " + where_ + ": " + e.what());
       }
       if (present) return true;
@@ -155,6 +171,12 @@ class TimedStore : public gloo::rendezvous::Store {
   }
 
   const std::string& where() const { return where_; }
+
+  // The message for a store that took a command and never answered it.
+  std::string silence() const {
+    return "the " + where_ + " did not answer a command within " + std::to_string(timeout_.count()) +
+           " ms (a paused server or a network that drops its replies)";
+  }
 
   // True when `key` exists now (no waiting).
   bool has(const std::string& key) { return check_({prefix_ + key}); }
@@ -178,6 +200,8 @@ class TimedStore : public gloo::rendezvous::Store {
   std::unique_ptr<gloo::rendezvous::Store> inner_;
   std::function<bool(const std::vector<std::string>&)> check_;
   std::function<void(const std::string&)> remove_;
+  // True when the store's last command ran out of time (never for a file store).
+  std::function<bool()> silent_ = [] { return false; };
   std::vector<std::string> written_;
   std::string where_;
 };

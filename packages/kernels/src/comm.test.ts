@@ -340,6 +340,28 @@ describe('createCommunicator (Gloo over TCP, real processes)', () => {
     expect(isAlive(redis.pid!)).toBe(false);
   });
 
+  it('a redis-server that takes connections and never answers (SIGSTOPped): every rank fails COMM_STORE near its deadline', async () => {
+    const port = await freePort();
+    const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    spawned.push(redis);
+    try {
+      await waitForPort(port, 10_000);
+      // Stopped, the server's kernel still completes TCP handshakes: commands then go unanswered.
+      redis.kill('SIGSTOP');
+      const started = Date.now();
+      const exits = await runRanks({ mode: 'collectives', size: 2, n: 1, store: { kind: 'redis', host: '127.0.0.1', port }, prefix: 'paused', timeoutMs: 2000, graceMs: 500 }, [0, 1]);
+      for (const e of exits) {
+        expect(e.result, e.stderr).toMatchObject({ ok: false, error: { code: 'COMM_STORE' } });
+        expect(e.result!.error!.message).toMatch(new RegExp(`redis store 127\\.0\\.0\\.1:${port} did not answer a command within 2000 ms`));
+      }
+      // The deadline is the point here: each rank's first unanswered command ends it (the later ones
+      // fail at once), so a 2 s deadline ends well before the hang guard.
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      redis.kill('SIGKILL');
+    }
+  });
+
   it('a killed rank makes the others fail with COMM_PEER_LOST naming it; no process is left', async () => {
     const dir = tempDir();
     // Rank 1 meets the failure 400 ms after rank 2 (as a rank still computing would): rank 2 must
