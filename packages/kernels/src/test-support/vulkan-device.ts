@@ -2,7 +2,8 @@
 // except under CI=true, where a missing device fails the suite: CI installs lavapipe, so its absence
 // is a broken set-up, not a machine without a GPU.
 import { vulkanProbe } from '../vulkan/vulkan-probe.js';
-import { VulkanDevice } from '../vulkan/vulkan-device.js';
+import { openVulkanDevice } from '../vulkan/vulkan-backend.js';
+import type { VulkanDevice } from '../vulkan/vulkan-device.js';
 
 export function vulkanTestDevice(): VulkanDevice | undefined {
   const probe = vulkanProbe();
@@ -13,5 +14,5 @@ export function vulkanTestDevice(): VulkanDevice | undefined {
     }
     return undefined;
   }
-  return VulkanDevice.open(0);
+  return openVulkanDevice(0);
 }

@@ -1,146 +1,135 @@
-// A Vulkan device and the tensors that live on it. Device memory is reached only through explicit
-// uploads and downloads (ggml-backend's rule: host and device buffers are distinct); an op reads
-// and writes DeviceTensors, and `download` brings a result back as an ordinary host Tensor.
+// A Vulkan device on the compute-device seam (../backend): `openVulkanDevice(N)` opens vk:N and
+// registers it, so tensors reach it with `toDevice(t, 'vk:0')` / `toHost(t)` and ops run on it with
+// `runOp` (or the vk* functions in vulkan-ops.ts). Its tensors live in VulkanBuffers: device memory
+// with no `.data`, reached only by explicit, asynchronous copies.
 import type { VulkanDispatch } from '@ninodes/native';
+import type { Backend, ComputeDevice, DeviceMemory } from '../backend/backend.js';
+import type { BufferType, DeviceBuffer } from '../backend/device-buffer.js';
 import { byteSizeOf, type DType } from '../dtype.js';
 import { KernelsError } from '../error-codes.js';
 import { callNative, callNativeAsync } from '../native-addon.js';
 import { Tensor } from '../tensor.js';
+import { vulkanProbe } from './vulkan-probe.js';
 
-// A buffer whose JS owner was collected without free() is released here.
+// A buffer whose JS owner was collected without release() is freed here.
 const collected = new FinalizationRegistry<number>((id) => {
   try {
     callNative('vulkanBufferFree', (n) => n.vkBufferFree(id));
   } catch {
-    // The process is going away or the addon failed to load: nothing left to release.
+    // The process is going away or the addon failed to load: nothing left to free.
   }
 });
 
-/** Device memory of one Vulkan device. Freed by free(), or when it is garbage-collected. */
-export class VulkanBuffer {
+/** Device memory of one Vulkan device: a seam DeviceBuffer. Freed by release(), or when collected. */
+export class VulkanBuffer implements DeviceBuffer {
   readonly device: VulkanDevice;
   readonly id: number;
-  readonly bytes: number;
-  #freed = false;
+  readonly byteLength: number;
+  #released = false;
 
-  constructor(device: VulkanDevice, bytes: number) {
+  constructor(device: VulkanDevice, byteLength: number) {
     this.device = device;
-    this.bytes = bytes;
-    this.id = callNative('vulkanBuffer', (n) => n.vkBufferCreate(device.index, bytes));
+    this.byteLength = byteLength;
+    this.id = callNative('vulkanBuffer', (n) => n.vkBufferCreate(device.index, byteLength));
     collected.register(this, this.id, this);
   }
 
-  get freed(): boolean {
-    return this.#freed;
+  get bufferType(): BufferType {
+    return this.device.bufferType;
   }
 
-  free(): void {
-    if (this.#freed) return;
-    this.#freed = true;
+  get released(): boolean {
+    return this.#released;
+  }
+
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
     collected.unregister(this);
     callNative('vulkanBufferFree', (n) => n.vkBufferFree(this.id));
   }
-}
 
-/** A tensor whose bytes live in a Vulkan buffer: dtype and shape, no `.data` (download it). */
-export class DeviceTensor<D extends DType = DType> {
-  readonly dtype: D;
-  readonly shape: readonly number[];
-  readonly buffer: VulkanBuffer;
-
-  constructor(dtype: D, shape: readonly number[], buffer: VulkanBuffer) {
-    const bytes = byteSizeOf(dtype, shape);
-    if (bytes > buffer.bytes) {
-      throw new KernelsError('TENSOR_OUT_OF_BOUNDS', `a ${dtype} [${shape.join(', ')}] tensor needs ${bytes} bytes but its Vulkan buffer has ${buffer.bytes}`, {
-        value: { bytes, bufferBytes: buffer.bytes },
-        where: 'DeviceTensor',
-      });
-    }
-    this.dtype = dtype;
-    this.shape = Object.freeze([...shape]);
-    this.buffer = buffer;
+  async write(byteOffset: number, bytes: Uint8Array): Promise<void> {
+    await callNativeAsync('vulkanUpload', (n) => n.vkUpload(this.id, byteOffset, bytes));
   }
 
-  get device(): string {
-    return `vk:${this.buffer.device.index}`;
-  }
-
-  get numel(): number {
-    return this.shape.reduce((a, b) => a * b, 1);
-  }
-
-  get byteLength(): number {
-    return byteSizeOf(this.dtype, this.shape);
-  }
-
-  free(): void {
-    this.buffer.free();
+  async read(byteOffset: number, byteLength: number): Promise<Uint8Array> {
+    const out = new Uint8Array(byteLength);
+    await callNativeAsync('vulkanDownload', (n) => n.vkDownload(this.id, byteOffset, out));
+    return out;
   }
 }
 
-const opened = new Map<number, VulkanDevice>();
+/** The Vulkan buffer under a tensor on `device`, or a coded error naming the operand. */
+export function vulkanBufferOf(t: Tensor, device: VulkanDevice, op: string, name: string): VulkanBuffer {
+  if (!(t instanceof Tensor)) throw new KernelsError('INVALID_ARGUMENT', `${op}: '${name}' is not a Tensor`, { value: t, where: `${op}(${name})` });
+  const buffer = t.storage.kind === 'device' ? t.storage.buffer : undefined;
+  if (!(buffer instanceof VulkanBuffer) || buffer.device !== device) {
+    throw new KernelsError('DEVICE_MISMATCH', `${op}: '${name}' lives on ${t.device}, not ${device.name}`, {
+      value: t.device,
+      where: `${op}(${name})`,
+      hint: `copy it there first: await toDevice(t, '${device.name}')`,
+    });
+  }
+  if (buffer.released) throw new KernelsError('TENSOR_DISPOSED', `${op}: '${name}' was disposed`, { where: `${op}(${name})`, hint: 'do not use a tensor after dispose()' });
+  // The shaders bind whole buffers: a view at an offset (rows()) is copied out first.
+  if (t.byteOffset !== 0) {
+    throw new KernelsError('INVALID_ARGUMENT', `${op}: '${name}' is a view at byte ${t.byteOffset} of its Vulkan buffer; Vulkan ops take whole buffers`, {
+      value: t.byteOffset,
+      where: `${op}(${name})`,
+      hint: 'pass the whole tensor, or copy the rows to a tensor of their own',
+    });
+  }
+  return buffer;
+}
 
-/** Vulkan device vk:N: buffers, transfers and dispatch submission. */
-export class VulkanDevice {
+/** Vulkan device vk:N: a seam ComputeDevice (buffer type, backend) and the dispatch submission. */
+export class VulkanDevice implements ComputeDevice {
   readonly index: number;
+  readonly name: string;
+  readonly kind = 'gpu' as const;
+  readonly description: string;
   /** The largest buffer one op may bind (maxStorageBufferRange). */
   readonly maxBindingBytes: number;
   /** shaderFloat64: the int8 activation quantizer needs it. */
   readonly float64: boolean;
+  readonly bufferType: BufferType;
+  readonly #makeBackend: (device: VulkanDevice) => Backend;
+  #backend: Backend | undefined;
 
-  private constructor(index: number) {
-    this.index = index;
+  /** Use openVulkanDevice (vulkan-backend.ts), which opens each device once and registers it. */
+  constructor(index: number, makeBackend: (device: VulkanDevice) => Backend) {
+    this.#makeBackend = makeBackend;
     const info = callNative('vulkanOpen', (n) => n.vkOpen(index));
+    const probe = vulkanProbe();
+    const record = probe.available ? probe.devices[index] : undefined;
+    this.index = index;
+    this.name = `vk:${index}`;
+    this.description = record === undefined ? this.name : `${record.name} (${record.driverName}, Vulkan ${record.apiVersion})`;
     this.maxBindingBytes = info.maxBindingBytes;
     this.float64 = info.float64;
+    this.bufferType = {
+      name: `${this.name} device memory`,
+      device: this.name,
+      isHost: false,
+      alignment: 4,
+      allocSize: (dtype: DType, shape: readonly number[]) => byteSizeOf(dtype, shape),
+      allocate: (byteLength: number) => new VulkanBuffer(this, byteLength),
+    };
   }
 
-  /**
-   * Opens vk:`index` (once per process). VULKAN_UNAVAILABLE where no loader or driver is usable,
-   * VULKAN_DEVICE_NOT_FOUND for an index past the devices present.
-   */
-  static open(index = 0): VulkanDevice {
-    if (!Number.isSafeInteger(index) || index < 0) {
-      throw new KernelsError('INVALID_ARGUMENT', `a Vulkan device index must be a non-negative integer, not ${String(index)}`, { value: index, where: 'VulkanDevice.open' });
-    }
-    let device = opened.get(index);
-    if (device === undefined) {
-      device = new VulkanDevice(index);
-      opened.set(index, device);
-    }
-    return device;
+  memory(): DeviceMemory | undefined {
+    return undefined;
   }
 
-  get id(): string {
-    return `vk:${this.index}`;
+  backend(): Backend {
+    this.#backend ??= this.#makeBackend(this);
+    return this.#backend;
   }
 
-  /** An uninitialized device tensor. */
-  empty<D extends DType>(dtype: D, shape: readonly number[]): DeviceTensor<D> {
-    return new DeviceTensor(dtype, shape, new VulkanBuffer(this, byteSizeOf(dtype, shape)));
-  }
-
-  /** Copies a host tensor to the device. */
-  async upload<D extends DType>(tensor: Tensor<D>): Promise<DeviceTensor<D>> {
-    const out = this.empty(tensor.dtype, tensor.shape);
-    try {
-      const bytes = tensor.bytes();
-      await callNativeAsync('vulkanUpload', (n) => n.vkUpload(out.buffer.id, 0, bytes));
-    } catch (error) {
-      out.free();
-      throw error;
-    }
-    return out;
-  }
-
-  /** Copies a device tensor back into a new host tensor. */
-  async download<D extends DType>(tensor: DeviceTensor<D>): Promise<Tensor<D>> {
-    if (tensor.buffer.device !== this) {
-      throw new KernelsError('INVALID_ARGUMENT', `a tensor on ${tensor.device} was given to ${this.id}`, { value: tensor.device, where: 'VulkanDevice.download' });
-    }
-    const host = Tensor.zeros(tensor.dtype, tensor.shape);
-    await callNativeAsync('vulkanDownload', (n) => n.vkDownload(tensor.buffer.id, 0, host.bytes()));
-    return host;
+  /** An uninitialized tensor in this device's memory. */
+  empty<D extends DType>(dtype: D, shape: readonly number[]): Tensor<D> {
+    return new Tensor(dtype, shape, new VulkanBuffer(this, byteSizeOf(dtype, shape)));
   }
 
   /** Submits dispatches as one command buffer (in order, each seeing the previous ones' writes) and waits. */

@@ -4,7 +4,8 @@
 // records anything (native/src/vulkan/ops.cc).
 import { KernelsError } from '../error-codes.js';
 import { Tensor } from '../tensor.js';
-import type { DeviceTensor, VulkanDevice } from './vulkan-device.js';
+import { toDevice, toHost } from '../backend/transfer.js';
+import { VulkanBuffer, type VulkanDevice, vulkanBufferOf } from './vulkan-device.js';
 
 /** Weight formats the Vulkan linear reads directly (dequantized as each tile loads). */
 export const VULKAN_LINEAR_FORMATS = ['f32', 'bf16', 'f8_e4m3fn', 'f8_e5m2', 'q8_0'] as const;
@@ -29,30 +30,37 @@ function words(...values: Array<number | { f: number }>): Uint32Array {
   return out;
 }
 
-function deviceOf(op: string, ...tensors: Array<DeviceTensor | undefined | null>): VulkanDevice {
-  const first = tensors.find((t) => t !== undefined && t !== null);
-  if (first === undefined || first === null) throw new KernelsError('INVALID_ARGUMENT', `${op}: no device tensor given`, { where: op });
-  for (const t of tensors) {
-    if (t !== undefined && t !== null && t.buffer.device !== first.buffer.device) {
-      throw new KernelsError('INVALID_ARGUMENT', `${op}: tensors on ${first.device} and ${t.device}`, { value: [first.device, t.device], where: op, hint: 'upload every operand to the same device' });
-    }
+/** The Vulkan device of an op's first operand; every other operand must be on it (vulkanBufferOf checks). */
+function deviceOf(op: string, first: Tensor): VulkanDevice {
+  const buffer = first instanceof Tensor && first.storage.kind === 'device' ? first.storage.buffer : undefined;
+  if (!(buffer instanceof VulkanBuffer)) {
+    throw new KernelsError('DEVICE_MISMATCH', `${op}: the first operand lives on ${first instanceof Tensor ? first.device : 'no device'}, not a Vulkan device`, {
+      value: first instanceof Tensor ? first.device : first,
+      where: op,
+      hint: "copy it first: await toDevice(t, 'vk:0')",
+    });
   }
-  return first.buffer.device;
+  return buffer.device;
 }
 
-function requireDtype(t: DeviceTensor, dtypes: readonly string[], op: string, name: string): void {
+/** Buffer ids of the operands, in binding order, each checked to be on `device`. */
+function ids(device: VulkanDevice, op: string, operands: Record<string, Tensor>): number[] {
+  return Object.entries(operands).map(([name, t]) => vulkanBufferOf(t, device, op, name).id);
+}
+
+function requireDtype(t: Tensor, dtypes: readonly string[], op: string, name: string): void {
   if (!dtypes.includes(t.dtype)) {
     throw new KernelsError('DTYPE_MISMATCH', `${op}: '${name}' is ${t.dtype}, expected ${dtypes.join(' or ')}`, { value: t.dtype, where: `${op}(${name})` });
   }
 }
 
-function requireShape(t: DeviceTensor, shape: readonly number[], op: string, name: string): void {
+function requireShape(t: Tensor, shape: readonly number[], op: string, name: string): void {
   if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
     throw new KernelsError('SHAPE_MISMATCH', `${op}: '${name}' is [${t.shape.join(', ')}], expected [${shape.join(', ')}]`, { value: t.shape, where: `${op}(${name})` });
   }
 }
 
-function lastDim(t: DeviceTensor, op: string, name: string): number {
+function lastDim(t: Tensor, op: string, name: string): number {
   if (t.shape.length === 0) throw new KernelsError('SHAPE_MISMATCH', `${op}: '${name}' is a scalar, expected at least one dimension`, { value: t.shape, where: `${op}(${name})` });
   return t.shape[t.shape.length - 1] as number;
 }
@@ -63,9 +71,9 @@ export interface VulkanLinearOptions {
 }
 
 /** y = x·Wᵀ (+ bias): x f32 [..., K], W [N, K] in any VulkanLinearFormat, f32 accumulation. */
-export async function vkLinear(x: DeviceTensor, w: DeviceTensor, bias?: DeviceTensor | null, options: VulkanLinearOptions = {}): Promise<DeviceTensor<'f32'>> {
+export async function vkLinear(x: Tensor, w: Tensor, bias?: Tensor | null, options: VulkanLinearOptions = {}): Promise<Tensor<'f32'>> {
   const op = 'vkLinear';
-  const device = deviceOf(op, x, w, bias);
+  const device = deviceOf(op, x);
   requireDtype(x, ['f32'], op, 'x');
   requireDtype(w, VULKAN_LINEAR_FORMATS, op, 'w');
   if (w.shape.length !== 2) throw new KernelsError('SHAPE_MISMATCH', `${op}: the weight is [${w.shape.join(', ')}], expected [N, K]`, { value: w.shape, where: `${op}(w)` });
@@ -82,7 +90,7 @@ export async function vkLinear(x: DeviceTensor, w: DeviceTensor, bias?: DeviceTe
   const m = k === 0 ? 0 : x.numel / k;
   const y = device.empty('f32', [...x.shape.slice(0, -1), n]);
   await device.run([
-    { op: LINEAR_SHADERS[w.dtype as VulkanLinearFormat], buffers: [x.buffer.id, w.buffer.id, (bias ?? y).buffer.id, y.buffer.id], push: words(m, n, k, bias ? 1 : 0, { f: scale }) },
+    { op: LINEAR_SHADERS[w.dtype as VulkanLinearFormat], buffers: ids(device, op, { x, w, bias: bias ?? y, y }), push: words(m, n, k, bias ? 1 : 0, { f: scale }) },
   ]);
   return y;
 }
@@ -96,9 +104,9 @@ const CONVROT_GROUP = 256;
  * the rotated int8 weight [N, K] in int32, y = float(acc)·(x_scale·w_scale) + bias: the CPU
  * backend's bits. Needs shaderFloat64 (BACKEND_UNAVAILABLE otherwise).
  */
-export async function vkInt8Linear(x: DeviceTensor, qw: DeviceTensor, wScale: DeviceTensor, bias?: DeviceTensor | null): Promise<DeviceTensor<'f32'>> {
+export async function vkInt8Linear(x: Tensor, qw: Tensor, wScale: Tensor, bias?: Tensor | null): Promise<Tensor<'f32'>> {
   const op = 'vkInt8Linear';
-  const device = deviceOf(op, x, qw, wScale, bias);
+  const device = deviceOf(op, x);
   requireDtype(x, ['f32'], op, 'x');
   requireDtype(qw, ['i8'], op, 'qw');
   if (qw.shape.length !== 2) throw new KernelsError('SHAPE_MISMATCH', `${op}: the weight is [${qw.shape.join(', ')}], expected [N, K]`, { value: qw.shape, where: `${op}(qw)` });
@@ -111,7 +119,7 @@ export async function vkInt8Linear(x: DeviceTensor, qw: DeviceTensor, wScale: De
     requireShape(bias, [n], op, 'bias');
   }
   if (k % CONVROT_GROUP !== 0) throw new KernelsError('GROUP_MISMATCH', `${op}: K = ${k} is not a multiple of the convrot group ${CONVROT_GROUP}`, { value: k, where: `${op}(x)` });
-  if (!device.float64) throw new KernelsError('BACKEND_UNAVAILABLE', `${op}: ${device.id} lacks shaderFloat64, which the exact activation quantizer needs`, { value: device.id, where: op, hint: 'run the int8 layers on the CPU' });
+  if (!device.float64) throw new KernelsError('BACKEND_UNAVAILABLE', `${op}: ${device.name} lacks shaderFloat64, which the exact activation quantizer needs`, { value: device.name, where: op, hint: 'run the int8 layers on the CPU' });
   const m = k === 0 ? 0 : x.numel / k;
   const groups = k / CONVROT_GROUP;
   const y = device.empty('f32', [...x.shape.slice(0, -1), n]);
@@ -121,34 +129,60 @@ export async function vkInt8Linear(x: DeviceTensor, qw: DeviceTensor, wScale: De
   const xScale = device.empty('f32', [m]);
   try {
     await device.run([
-      { op: 'int8_rotate', buffers: [x.buffer.id, rotated.buffer.id, amax.buffer.id], push: words(m, k) },
-      { op: 'int8_quantize', buffers: [rotated.buffer.id, amax.buffer.id, qx.buffer.id, xScale.buffer.id], push: words(m, k, Math.max(groups, 1)) },
-      { op: 'int8_matmul', buffers: [qx.buffer.id, qw.buffer.id, xScale.buffer.id, wScale.buffer.id, (bias ?? y).buffer.id, y.buffer.id], push: words(m, n, k, bias ? 1 : 0) },
+      { op: 'int8_rotate', buffers: ids(device, op, { x, rotated, amax }), push: words(m, k) },
+      { op: 'int8_quantize', buffers: ids(device, op, { rotated, amax, qx, xScale }), push: words(m, k, Math.max(groups, 1)) },
+      { op: 'int8_matmul', buffers: ids(device, op, { qx, qw, xScale, wScale, bias: bias ?? y, y }), push: words(m, n, k, bias ? 1 : 0) },
     ]);
   } catch (error) {
-    y.free();
+    y.dispose();
     throw error;
   } finally {
-    rotated.free();
-    amax.free();
-    qx.free();
-    xScale.free();
+    rotated.dispose();
+    amax.dispose();
+    qx.dispose();
+    xScale.dispose();
   }
   return y;
 }
 
+/**
+ * int8LinearQuantized on the device: rows already quantized (qx [M, K] i8, xScale [M] or [M, 1]),
+ * y = float(qx·qwᵀ)·(x_scale·w_scale) + bias in int32, then f32 without fused multiply-add.
+ */
+export async function vkInt8LinearQuantized(qx: Tensor, xScale: Tensor, qw: Tensor, wScale: Tensor, bias?: Tensor | null): Promise<Tensor<'f32'>> {
+  const op = 'vkInt8LinearQuantized';
+  const device = deviceOf(op, qx);
+  requireDtype(qx, ['i8'], op, 'qx');
+  requireDtype(qw, ['i8'], op, 'qw');
+  if (qw.shape.length !== 2) throw new KernelsError('SHAPE_MISMATCH', `${op}: the weight is [${qw.shape.join(', ')}], expected [N, K]`, { value: qw.shape, where: `${op}(qw)` });
+  const [n, k] = qw.shape as [number, number];
+  if (lastDim(qx, op, 'qx') !== k) throw new KernelsError('SHAPE_MISMATCH', `${op}: qx's last dim ${lastDim(qx, op, 'qx')} is not the weight's K = ${k}`, { value: qx.shape, where: `${op}(qx)` });
+  const m = k === 0 ? 0 : qx.numel / k;
+  requireDtype(xScale, ['f32'], op, 'xScale');
+  requireDtype(wScale, ['f32'], op, 'wScale');
+  if (xScale.numel !== m) throw new KernelsError('SHAPE_MISMATCH', `${op}: xScale has ${xScale.numel} values for ${m} rows`, { value: xScale.shape, where: `${op}(xScale)` });
+  if (wScale.numel !== n) throw new KernelsError('SHAPE_MISMATCH', `${op}: wScale has ${wScale.numel} values for ${n} rows`, { value: wScale.shape, where: `${op}(wScale)` });
+  if (bias) {
+    requireDtype(bias, ['f32'], op, 'bias');
+    requireShape(bias, [n], op, 'bias');
+  }
+  const y = device.empty('f32', [...qx.shape.slice(0, -1), n]);
+  await device.run([{ op: 'int8_matmul', buffers: ids(device, op, { qx, qw, xScale, wScale, bias: bias ?? y, y }), push: words(m, n, k, bias ? 1 : 0) }]);
+  return y;
+}
+
 export interface VulkanRmsNormOptions {
-  weight?: DeviceTensor | null;
+  weight?: Tensor | null;
   eps?: number;
   /** Then x·(1 + scale) + shift, shift and scale [D]: rmsNormModulate. */
-  modulate?: { shift: DeviceTensor; scale: DeviceTensor };
+  modulate?: { shift: Tensor; scale: Tensor };
 }
 
 /** RMSNorm over the last dim (rmsNorm / rmsNormModulate). */
-export async function vkRmsNorm(x: DeviceTensor, options: VulkanRmsNormOptions = {}): Promise<DeviceTensor<'f32'>> {
+export async function vkRmsNorm(x: Tensor, options: VulkanRmsNormOptions = {}): Promise<Tensor<'f32'>> {
   const op = 'vkRmsNorm';
   const { weight, modulate } = options;
-  const device = deviceOf(op, x, weight, modulate?.shift, modulate?.scale);
+  const device = deviceOf(op, x);
   requireDtype(x, ['f32'], op, 'x');
   const dim = lastDim(x, op, 'x');
   for (const [name, t] of [['weight', weight], ['shift', modulate?.shift], ['scale', modulate?.scale]] as const) {
@@ -162,11 +196,10 @@ export async function vkRmsNorm(x: DeviceTensor, options: VulkanRmsNormOptions =
   const rows = dim === 0 ? 0 : x.numel / dim;
   const y = device.empty('f32', x.shape);
   const flags = (weight ? 1 : 0) | (modulate ? 2 : 0);
-  const any = y.buffer.id;
   await device.run([
     {
       op: 'rms_norm',
-      buffers: [x.buffer.id, weight?.buffer.id ?? any, modulate?.shift.buffer.id ?? any, modulate?.scale.buffer.id ?? any, y.buffer.id],
+      buffers: ids(device, op, { x, weight: weight ?? y, shift: modulate?.shift ?? y, scale: modulate?.scale ?? y, y }),
       push: words(rows, dim, flags, { f: eps }),
     },
   ]);
@@ -175,9 +208,9 @@ export async function vkRmsNorm(x: DeviceTensor, options: VulkanRmsNormOptions =
 
 const ELEMENTWISE = { silu: 0, gelu: 1, add: 2, mul: 3, gatedResidual: 4, modulate: 5 } as const;
 
-async function elementwise(op: keyof typeof ELEMENTWISE, a: DeviceTensor, b?: DeviceTensor, c?: DeviceTensor): Promise<DeviceTensor<'f32'>> {
+async function elementwise(op: keyof typeof ELEMENTWISE, a: Tensor, b?: Tensor, c?: Tensor): Promise<Tensor<'f32'>> {
   const where = `vk.${op}`;
-  const device = deviceOf(where, a, b, c);
+  const device = deviceOf(where, a);
   for (const [name, t] of [['a', a], ['b', b], ['c', c]] as const) if (t) requireDtype(t, ['f32'], where, name);
   // b and c broadcast over the leading dims of a: their shapes are a trailing part of a's.
   for (const [name, t] of [['b', b], ['c', c]] as const) {
@@ -188,31 +221,31 @@ async function elementwise(op: keyof typeof ELEMENTWISE, a: DeviceTensor, b?: De
     }
   }
   const y = device.empty('f32', a.shape);
-  await device.run([{ op: 'elementwise', buffers: [a.buffer.id, (b ?? y).buffer.id, (c ?? y).buffer.id, y.buffer.id], push: words(a.numel, ELEMENTWISE[op], b?.numel ?? 1, c?.numel ?? 1) }]);
+  await device.run([{ op: 'elementwise', buffers: ids(device, where, { a, b: b ?? y, c: c ?? y, y }), push: words(a.numel, ELEMENTWISE[op], b?.numel ?? 1, c?.numel ?? 1) }]);
   return y;
 }
 
-export const vkSilu = (x: DeviceTensor): Promise<DeviceTensor<'f32'>> => elementwise('silu', x);
+export const vkSilu = (x: Tensor): Promise<Tensor<'f32'>> => elementwise('silu', x);
 /** GELU, tanh approximation (the CPU's gelu). */
-export const vkGelu = (x: DeviceTensor): Promise<DeviceTensor<'f32'>> => elementwise('gelu', x);
-export const vkAdd = (a: DeviceTensor, b: DeviceTensor): Promise<DeviceTensor<'f32'>> => elementwise('add', a, b);
-export const vkMul = (a: DeviceTensor, b: DeviceTensor): Promise<DeviceTensor<'f32'>> => elementwise('mul', a, b);
+export const vkGelu = (x: Tensor): Promise<Tensor<'f32'>> => elementwise('gelu', x);
+export const vkAdd = (a: Tensor, b: Tensor): Promise<Tensor<'f32'>> => elementwise('add', a, b);
+export const vkMul = (a: Tensor, b: Tensor): Promise<Tensor<'f32'>> => elementwise('mul', a, b);
 /** x + branch·gate, gate broadcast over branch's leading dims. */
-export const vkGatedResidual = (x: DeviceTensor, branch: DeviceTensor, gate: DeviceTensor): Promise<DeviceTensor<'f32'>> => {
+export const vkGatedResidual = (x: Tensor, branch: Tensor, gate: Tensor): Promise<Tensor<'f32'>> => {
   if (branch.shape.length !== x.shape.length || branch.shape.some((d, i) => d !== x.shape[i])) {
     throw new KernelsError('SHAPE_MISMATCH', `vk.gatedResidual: branch [${branch.shape.join(', ')}] is not x's shape [${x.shape.join(', ')}]`, { value: branch.shape, where: 'vk.gatedResidual(branch)' });
   }
   return elementwise('gatedResidual', x, branch, gate);
 };
 /** x·(1 + scale) + shift, shift and scale broadcast over x's leading dims. */
-export const vkModulate = (x: DeviceTensor, shift: DeviceTensor, scale: DeviceTensor): Promise<DeviceTensor<'f32'>> => elementwise('modulate', x, shift, scale);
+export const vkModulate = (x: Tensor, shift: Tensor, scale: Tensor): Promise<Tensor<'f32'>> => elementwise('modulate', x, shift, scale);
 
 /**
- * Split-half RoPE of x [S, H, D] on its first rotDim dims, angles (a host tensor) [S, rotDim] or
- * [S, rotDim / 2]: the CPU's ropeSplitHalf. cos / sin are rounded from double on the host, as the
- * CPU does (a shader's cos of a large angle is far less exact).
+ * Split-half RoPE of x [S, H, D] on its first rotDim dims, angles [S, rotDim] or [S, rotDim / 2]
+ * (on the host or the device): the CPU's ropeSplitHalf. cos / sin are rounded from double on the
+ * host, as the CPU does (a shader's cos of a large angle is far less exact).
  */
-export async function vkRopeSplitHalf(x: DeviceTensor, angles: Tensor, rotDim: number): Promise<DeviceTensor<'f32'>> {
+export async function vkRopeSplitHalf(x: Tensor, angles: Tensor, rotDim: number): Promise<Tensor<'f32'>> {
   const op = 'vkRopeSplitHalf';
   const device = deviceOf(op, x);
   requireDtype(x, ['f32'], op, 'x');
@@ -226,7 +259,7 @@ export async function vkRopeSplitHalf(x: DeviceTensor, angles: Tensor, rotDim: n
     throw new KernelsError('SHAPE_MISMATCH', `${op}: angles must be f32 [${s}, ${rotDim}] or [${s}, ${half}]`, { value: angles instanceof Tensor ? angles.shape : angles, where: `${op}(angles)` });
   }
   const width = angles.shape[1] as number;
-  const a = angles.data as Float32Array;
+  const a = (await toHost(angles)).data as Float32Array;
   const cs = new Float32Array(s * half);
   const sn = new Float32Array(s * half);
   for (let i = 0; i < s; i++) {
@@ -236,14 +269,14 @@ export async function vkRopeSplitHalf(x: DeviceTensor, angles: Tensor, rotDim: n
       sn[i * half + j] = Math.sin(ang);
     }
   }
-  const dcs = await device.upload(Tensor.fromArray('f32', [s, half], cs));
-  const dsn = await device.upload(Tensor.fromArray('f32', [s, half], sn));
+  const dcs = await toDevice(Tensor.fromArray('f32', [s, half], cs), device.name);
+  const dsn = await toDevice(Tensor.fromArray('f32', [s, half], sn), device.name);
   const y = device.empty('f32', x.shape);
   try {
-    await device.run([{ op: 'rope', buffers: [x.buffer.id, dcs.buffer.id, dsn.buffer.id, y.buffer.id], push: words(s, h, d, rotDim) }]);
+    await device.run([{ op: 'rope', buffers: ids(device, op, { x, cos: dcs, sin: dsn, y }), push: words(s, h, d, rotDim) }]);
   } finally {
-    dcs.free();
-    dsn.free();
+    dcs.dispose();
+    dsn.dispose();
   }
   return y;
 }
@@ -255,9 +288,9 @@ export interface VulkanAttentionOptions {
 }
 
 /** softmax(q·kᵀ·scale)·v per head, q [H, S, D], k / v [H, T, D], D ≤ 256; flash-style, O(S·D) memory. */
-export async function vkAttention(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, options: VulkanAttentionOptions = {}): Promise<DeviceTensor<'f32'>> {
+export async function vkAttention(q: Tensor, k: Tensor, v: Tensor, options: VulkanAttentionOptions = {}): Promise<Tensor<'f32'>> {
   const op = 'vkAttention';
-  const device = deviceOf(op, q, k, v);
+  const device = deviceOf(op, q);
   for (const [name, t] of [['q', q], ['k', k], ['v', v]] as const) {
     requireDtype(t, ['f32'], op, name);
     if (t.shape.length !== 3) throw new KernelsError('SHAPE_MISMATCH', `${op}: '${name}' is [${t.shape.join(', ')}], expected rank 3`, { value: t.shape, where: `${op}(${name})` });
@@ -269,6 +302,6 @@ export async function vkAttention(q: DeviceTensor, k: DeviceTensor, v: DeviceTen
   const scale = options.scale ?? (d === 0 ? 1 : 1 / Math.sqrt(d));
   if (!(typeof scale === 'number' && Number.isFinite(scale))) throw new KernelsError('INVALID_ARGUMENT', `${op}: scale must be a finite number`, { value: scale, where: `${op}(options.scale)` });
   const y = device.empty('f32', options.mergeHeads === true ? [s, h * d] : [h, s, d]);
-  await device.run([{ op: 'attention', buffers: [q.buffer.id, k.buffer.id, v.buffer.id, y.buffer.id], push: words(h, s, t, d, { f: scale }, options.mergeHeads === true ? 1 : 0) }]);
+  await device.run([{ op: 'attention', buffers: ids(device, op, { q, k, v, y }), push: words(h, s, t, d, { f: scale }, options.mergeHeads === true ? 1 : 0) }]);
   return y;
 }
