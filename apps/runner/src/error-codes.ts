@@ -27,7 +27,7 @@ export const RUNNER_ERROR_CODES = {
   OUT_DIR_UNWRITABLE: "the output's parent directory exists but takes no new files",
   OUTPUT_IS_INPUT: 'quantize or merge was asked to write over one of its inputs (the checkpoint or a LoRA)',
   // Runs.
-  RUN_DEVICE_UNSUPPORTED: 'the allocation places compute on a device that ninodes run cannot compute on (CPU only today)',
+  RUN_DEVICE_UNSUPPORTED: 'the allocation or --device places compute on a device that ninodes run cannot compute on (the CPU, and a Vulkan device for --device)',
   RUN_TOO_LARGE: 'the asked size (frames, height, width) needs more activation memory than this machine has, or an array larger than Node allows',
   DEMO_RUN_FAILED: 'a run started by the demo exited with an error (printed above it)',
   TP_CLI_NOT_FOUND: 'the ninodes CLI to start tensor-parallel ranks with cannot be found',
