@@ -32,6 +32,7 @@ export {
   tempOwner,
 } from './temp-files.js';
 export { removeTempsOnSignals } from './temp-signals.js';
+export { writeFileAtomically, writeFileAtomicallySync, type WriteBytes } from './atomic-file.js';
 export { isFileLock, tryLock, waitLock, type FileLock, type LockOwner } from './file-lock.js';
 export { Tensor, tensorAllocations, type StorageOwner, type TensorOptions, type TensorStorage, type TypedArrayOf } from './tensor.js';
 export * from './backend/index.js';
