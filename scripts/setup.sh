@@ -72,9 +72,9 @@ npx --no-install turbo run build --output-logs=errors-only >&2
 
 # npm links a workspace's bin only if the file existed at install time, and dist/ did not: link the
 # two CLIs now, so `npx ninodes` (and node_modules/.bin on PATH) runs this clone's CLI and never asks
-# the registry for a package of that name.
+# the registry for a package of that name. Absolute links: setup runs again after a clone moves.
 mkdir -p node_modules/.bin
 for bin in ninodes:apps/runner/dist/cli.js ninodes-bench:apps/bench/dist/cli.js; do
   chmod +x "${bin#*:}"
-  ln -sfn "../../${bin#*:}" "node_modules/.bin/${bin%%:*}"
+  ln -sfn "$PWD/${bin#*:}" "node_modules/.bin/${bin%%:*}"
 done

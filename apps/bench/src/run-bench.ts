@@ -1,9 +1,8 @@
 /** A whole bench run: environment, every selected suite, the three outputs. */
-import { mkdir, rename } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { closeSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { createTempDir, createTempFile, releaseTemp, removeTemp } from '@ninodes/kernels';
+import { join } from 'node:path';
+import { createTempDir, removeTemp, writeFileAtomically } from '@ninodes/kernels';
 import { buildCharts, defaultCharts, renderCharts, type RenderedChart } from './charts.js';
 import { applyBaseline, loadBaseline } from './compare.js';
 import { captureEnv } from './env.js';
@@ -88,25 +87,9 @@ export async function runBench(options: BenchOptions): Promise<BenchOutcome> {
   for (const s of results.suites) charts.set(s.name, await renderCharts(buildCharts(s.name, s.charts, results.cases)));
   await mkdir(options.outDir, { recursive: true });
   const files = { results: join(options.outDir, 'results.json'), summary: join(options.outDir, 'summary.md'), report: join(options.outDir, 'report.html') };
-  // Written via a temporary name and renamed so an interrupted run never leaves a partial file.
-  await writeAtomic(files.results, JSON.stringify(results, null, 2) + '\n');
-  await writeAtomic(files.summary, renderSummary(results));
-  await writeAtomic(files.report, renderReport(results, charts));
+  // Atomic: an interrupted run never leaves a partial file.
+  await writeFileAtomically(files.results, (write) => write(JSON.stringify(results, null, 2) + '\n'));
+  await writeFileAtomically(files.summary, (write) => write(renderSummary(results)));
+  await writeFileAtomically(files.report, (write) => write(renderReport(results, charts)));
   return { results, files, failed: results.cases.filter((c) => c.error).length };
-}
-
-async function writeAtomic(file: string, text: string): Promise<void> {
-  // A random O_EXCL|O_NOFOLLOW temporary (kernels' createTempFile), removed if the write fails.
-  const tmp = createTempFile(dirname(file), basename(file));
-  let fd: number | undefined = tmp.fd;
-  try {
-    writeFileSync(fd, text);
-    closeSync(fd);
-    fd = undefined;
-    await rename(tmp.path, file);
-    releaseTemp(tmp.path);
-  } catch (error) {
-    removeTemp(tmp.path, fd);
-    throw error;
-  }
 }

@@ -29,6 +29,8 @@ export const RUNNER_ERROR_CODES = {
   // Runs.
   RUN_DEVICE_UNSUPPORTED: 'the allocation or --device places compute on a device that ninodes run cannot compute on (the CPU, and a Vulkan device for --device)',
   RUN_TOO_LARGE: 'the asked size (frames, height, width) needs more activation memory than this machine has, or an array larger than Node allows',
+  PARTS_MISMATCH: "generate's model parts do not fit together (the text encoder's width is not the DiT's text width)",
+  MUX_FAILED: 'ffmpeg could not write the mp4 of a generation',
   DEMO_RUN_FAILED: 'a run started by the demo exited with an error (printed above it)',
   TP_CLI_NOT_FOUND: 'the ninodes CLI to start tensor-parallel ranks with cannot be found',
   TP_PIN_UNAVAILABLE: '--tp-pin needs taskset, which is not installed',

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { closeSync, mkdirSync, renameSync, writeSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { createTempFile, releaseTemp, removeTemp } from '@ninodes/kernels';
+import { writeFileAtomicallySync } from '@ninodes/kernels';
 import { z } from 'zod';
 import { readText } from './fs-read.js';
 
@@ -125,21 +125,13 @@ export function hostBandwidth(options: HostBandwidthOptions): HostBandwidth {
   let written: string | null = null;
   let cacheError: string | null = null;
   if (file !== null && dir !== null) {
-    // Write to a temp file and rename so a crash never leaves a half-written cache.
-    // A random O_EXCL|O_NOFOLLOW temporary (kernels' createTempFile), removed on failure.
-    let tmp: { path: string; fd: number | undefined } | undefined;
+    // Atomic (a crash never leaves a half-written cache); a cache that cannot be written is reported, not fatal.
     try {
       mkdirSync(dir, { recursive: true });
-      tmp = createTempFile(dir, 'bandwidth.json');
-      writeSync(tmp.fd!, `${JSON.stringify(cache, null, 2)}\n`);
-      closeSync(tmp.fd!);
-      tmp.fd = undefined;
-      renameSync(tmp.path, file);
-      releaseTemp(tmp.path);
+      writeFileAtomicallySync(file, (write) => write(`${JSON.stringify(cache, null, 2)}\n`));
       written = file;
     } catch (error) {
       cacheError = `cannot write ${file}: ${(error as Error).message}`;
-      if (tmp !== undefined) removeTemp(tmp.path, tmp.fd);
     }
   }
   return { gbPerSecond: m.gbPerSecond, cached: false, measuredAt, key, cacheFile: written, cacheError };

@@ -1,5 +1,5 @@
 import { isBlockDType } from '@ninodes/kernels';
-import { type ComputeMode, type LayoutLinear, type LayoutTensor, type RunFormatOptions, preparingBytes, runFormatOf, tensorResidentBytes } from '@ninodes/quant';
+import { type ComputeMode, type LayoutLinear, type LayoutTensor, type RunFormatOptions, preparedKindOf, preparingBytes, runFormatOf, tensorResidentBytes } from '@ninodes/quant';
 
 /**
  * Bytes one tensor of a group occupies once prepared for compute. The planner sums it per device,
@@ -19,7 +19,7 @@ export function computeAccount(compute: ComputeMode, options: RunFormatOptions =
 /**
  * What a tensor holds while its group is being loaded for a run in `compute` mode, at most (the
  * planner's staging reserve; opGroupLoader's footprint counts the same): a weight that converts
- * (or is stored as GGUF blocks) is read into a buffer of its stored bytes and prepared beside it,
+ * (or is stored as GGUF blocks that decode to f32, see decodesBlocks) is read into a buffer of its stored bytes and prepared beside it,
  * holding quant's residentBytes + preparingBytes (the f32 intermediate); anything else holds what
  * computeAccount says.
  */
@@ -29,7 +29,15 @@ export function computeLoadAccount(compute: ComputeMode, options: RunFormatOptio
     if (owner === undefined || tensor.name.slice(owner.name.length + 1) !== 'weight') return prepared(tensor, owner);
     const mode = owner.fp32Island ? 'auto' : compute;
     const shape = [owner.outFeatures, owner.inFeatures];
-    const converts = runFormatOf(owner.storedFormat, mode, owner.inFeatures, options) !== owner.storedFormat || isBlockDType(tensor.dtype);
+    const converts = runFormatOf(owner.storedFormat, mode, owner.inFeatures, options) !== owner.storedFormat || decodesBlocks(tensor.dtype);
     return prepared(tensor, owner) + (converts ? tensor.byteLength + preparingBytes(owner.storedFormat, mode, shape, options) : 0);
   };
+}
+
+/**
+ * A GGUF block type that runs as f32 even as stored (no integer kernel: q4_1, q2_k, iq4_xs...);
+ * q8_0 / q4_0 / q4_k / q5_k / q6_k stay as stored and are multiplied where they are.
+ */
+export function decodesBlocks(dtype: string): boolean {
+  return isBlockDType(dtype) && preparedKindOf(dtype) === 'f32';
 }

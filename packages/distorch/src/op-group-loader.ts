@@ -5,6 +5,7 @@ import { countingReader, idleOf, readAll, tensorReader } from './file-group-load
 import type { StagedSource } from './staged-source.js';
 import type { GroupFootprint, GroupLoader, LoadedGroup, LoadOptions } from './streaming-executor.js';
 import { DistorchError } from './error-codes.js';
+import { decodesBlocks } from './memory-account.js';
 
 /**
  * What the loader needs of a linear op: the prepare / held bytes / release part of quant's declared
@@ -93,7 +94,7 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
   const pool = options.pool ?? new HostBufferPool({ capBytes: Number.MAX_SAFE_INTEGER });
   /**
    * The rows of `t` a read ahead needs: for a weight used where it is mapped (run as stored, not
-   * GGUF blocks), those its op's forwards read when known (undefined: all of them), and none
+   * GGUF blocks: those are populated whole), those its op's forwards read when known (undefined: all of them), and none
    * (`'none'`) while unknown for a linear fused of parts (a forward may compute some parts only:
    * H3's adaLN modalities; the compute then faults in what it reads, once). Any other tensor,
    * and a converted weight (the conversion reads every row): all.
@@ -109,8 +110,11 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
   const inner = staged === undefined ? undefined : tensorReader(staged.inner, pool);
   /** What each load in flight holds now (see inFlightBytes), by load. */
   const inFlight = new Set<{ bytes: number }>();
-  /** Whether a weight is read into a buffer (converted, or GGUF blocks) rather than used from the mapping. */
-  const readIntoBuffer = (op: PreparableOp, weight: string): boolean => staged !== undefined && (!asStored(op) || isBlockDType(staged.entry(weight).dtype));
+  /**
+   * Whether a weight is read into a buffer (converted, or GGUF blocks that decode to f32) rather
+   * than used from the mapping (GGUF blocks that ggufLinear multiplies are used where they are).
+   */
+  const readIntoBuffer = (op: PreparableOp, weight: string): boolean => staged !== undefined && (!asStored(op) || decodesBlocks(staged.entry(weight).dtype));
   const storedBytes = new Map<string, number>();
   for (const g of layout.groups) for (const t of g.tensors) storedBytes.set(t.name, t.byteLength);
   /** What an op's prepared weight holds: its account, else its weight as stored. */
@@ -143,7 +147,7 @@ export function opGroupLoader(layout: ModelLayout, ops: Iterable<PreparableOp>, 
       try {
         for (const { op, weight } of list) {
           if (weight === undefined) continue;
-          // GGUF blocks are dequantized even "as stored": read them off this thread.
+          // GGUF blocks without an integer kernel are decoded even "as stored": read them off this thread.
           if (readIntoBuffer(op, weight)) {
             toRead.push(weight);
             continue;

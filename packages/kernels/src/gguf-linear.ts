@@ -19,6 +19,15 @@ export interface GgufLinearOptions {
   kernel?: GgufLinearKernel | 'auto';
 }
 
+/**
+ * Bytes of a [N, K] weight in `blocks` as stored: whole blocks per row (a K off the blocks, which
+ * ggufLinear refuses, counts its last block whole). What a backend holds for a 'gguf' prepared weight.
+ */
+export function ggufWeightBytes(blocks: GgufLinearDType, n: number, k: number): number {
+  const { blockElements, blockBytes } = BLOCK_DTYPES[blocks];
+  return n * Math.ceil(k / blockElements) * blockBytes;
+}
+
 export function isGgufLinearDType(dtype: string): dtype is GgufLinearDType {
   return (GGUF_LINEAR_DTYPES as readonly string[]).includes(dtype);
 }

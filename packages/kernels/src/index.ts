@@ -32,6 +32,7 @@ export {
   tempOwner,
 } from './temp-files.js';
 export { removeTempsOnSignals } from './temp-signals.js';
+export { writeFileAtomically, writeFileAtomicallySync, type WriteBytes } from './atomic-file.js';
 export { isFileLock, tryLock, waitLock, type FileLock, type LockOwner } from './file-lock.js';
 export { Tensor, tensorAllocations, type StorageOwner, type TensorOptions, type TensorStorage, type TypedArrayOf } from './tensor.js';
 export * from './backend/index.js';
@@ -52,6 +53,7 @@ export { DEQUANTIZE_SOURCES, GGML_TYPE_DTYPES, type DequantizeSource } from './g
 export { gelu, silu, swiglu } from './ops/activations.js';
 export { attention, attentionNaive, type AttentionOptions } from './ops/attention.js';
 export { causalAttention, type CausalAttentionOptions } from './ops/causal-attention.js';
+export { type Conv1dOptions, conv1d, convTranspose1d } from './ops/conv1d.js';
 export { add, addcmul, modulate, mul, scale } from './ops/elementwise.js';
 export { layerNorm, rmsNorm, softmax } from './ops/norms.js';
 export { gatedResidual, qkNormRope, rmsNormModulate, type QkNormRopeOptions } from './ops/fused-elementwise.js';

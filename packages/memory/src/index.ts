@@ -6,7 +6,6 @@ export { MEMORY_ERROR_CODES, type MemoryErrorCode, type MemoryThrownCode } from 
 export { MAX_HEADER_BYTES, SAFETENSORS_ERRORS, parseHeader, readHeaderLength, type SafetensorsErrorCode, type SafetensorsHeader } from './safetensors-header.js';
 export { SafetensorsFile, type OpenSafetensorsOptions } from './safetensors-file.js';
 export { ShardedSafetensors, openSafetensors } from './sharded-safetensors.js';
-export { writeFileAtomically, type WriteBytes } from './atomic-file.js';
 export { buildHeader, tensorSources, writeSafetensors, type TensorSource, type WriteSafetensorsOptions, type WriteSafetensorsResult } from './safetensors-writer.js';
 export { TINY_WEIGHT_BYTES, WeightCache, type CacheStats, type Lease, type LeaseKind, type WeightCacheOptions, type WeightDescriptor } from './weight-cache.js';
 export { HostBufferPool, type HostBufferPoolStats, type PooledBuffer } from './host-buffer-pool.js';

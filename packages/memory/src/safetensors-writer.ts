@@ -1,8 +1,7 @@
 // Streams tensors into a safetensors file: the header is computed from names, dtypes and shapes
 // alone, then each tensor's bytes are requested and written one at a time, through
 // writeFileAtomically, so a failure never leaves a partial file under the real name.
-import { type DType, Tensor, byteSizeOf } from '@ninodes/kernels';
-import { writeFileAtomically } from './atomic-file.js';
+import { type DType, Tensor, byteSizeOf, writeFileAtomically } from '@ninodes/kernels';
 import { MemoryError, type MemoryThrownCode } from './error-codes.js';
 import { safetensorsDTypeOf } from './safetensors-dtype.js';
 

@@ -15,15 +15,15 @@ describe('capture', () => {
     expect(captureFromEnv({ NINODES_CAPTURE: join(dir, 'x') })?.dir).toBe(join(dir, 'x'));
   });
 
-  it('orders files embed, blocks, final per call and reports missing files and tolerance', () => {
+  it('orders files embed, blocks, final per call and reports missing files and tolerance', async () => {
     const a = createCaptureSink(join(dir, 'a'));
     const b = createCaptureSink(join(dir, 'b'));
     for (const [sink, bump] of [[a, 0], [b, 1e-3]] as const) {
       sink.beginCall();
-      sink.write('embed', { x: Tensor.f32([2], [1, 2]) });
-      sink.write('block-000', { 'out.x': Tensor.f32([2], [3, 4]) });
-      sink.write('block-001', { 'out.x': Tensor.f32([2], [5, 6 + bump]) });
-      sink.write('final', { head: Tensor.f32([1], [7 + bump]) });
+      await sink.write('embed', { x: Tensor.f32([2], [1, 2]) });
+      await sink.write('block-000', { 'out.x': Tensor.f32([2], [3, 4]) });
+      await sink.write('block-001', { 'out.x': Tensor.f32([2], [5, 6 + bump]) });
+      await sink.write('final', { head: Tensor.f32([1], [7 + bump]) });
     }
     expect(readdirSync(join(dir, 'a', 'call-0000')).sort()).toEqual(['block-000.safetensors', 'block-001.safetensors', 'embed.safetensors', 'final.safetensors']);
     expect(compareCaptures(join(dir, 'a'), join(dir, 'b')).first).toMatchObject({ file: 'call-0000/block-001', tensor: 'out.x' });

@@ -1,6 +1,7 @@
-import { closeSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { Tensor, createTempFile, releaseTemp, removeTemp, rethrowFs } from '@ninodes/kernels';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Tensor } from '@ninodes/kernels';
+import { SafetensorsFile, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { ModelsError } from './error-codes.js';
 
 /**
@@ -12,8 +13,8 @@ export interface CaptureSink {
   readonly dir: string;
   /** Starts the next forward call; returns its index. */
   beginCall(): number;
-  /** Writes one file of the current call: `name` like 'block-003', tensors f32. */
-  write(name: string, tensors: Readonly<Record<string, Tensor<'f32'>>>): void;
+  /** Writes one file of the current call (memory's safetensors writer, atomic): `name` like 'block-003', tensors f32. */
+  write(name: string, tensors: Readonly<Record<string, Tensor<'f32'>>>): Promise<void>;
 }
 
 export function captureFromEnv(env: NodeJS.ProcessEnv = process.env): CaptureSink | undefined {
@@ -31,55 +32,21 @@ export function createCaptureSink(dir: string): CaptureSink {
       mkdirSync(callDir(), { recursive: true });
       return call;
     },
-    write(name, tensors) {
+    async write(name, tensors) {
       if (call < 0) throw new ModelsError('CAPTURE_STATE', 'capture write before beginCall', { value: name });
-      writeF32Safetensors(join(callDir(), `${name}.safetensors`), tensors);
+      await writeSafetensors(join(callDir(), `${name}.safetensors`), tensorSources(tensors));
     },
   };
 }
 
-/** Minimal f32-only safetensors writer for captures (temp file, then rename: never a partial file). */
-function writeF32Safetensors(path: string, tensors: Readonly<Record<string, Tensor<'f32'>>>): void {
-  const header: Record<string, unknown> = {};
-  let offset = 0;
-  const names = Object.keys(tensors).sort();
-  for (const n of names) {
-    const t = tensors[n] as Tensor<'f32'>;
-    header[n] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.byteLength] };
-    offset += t.byteLength;
-  }
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const head = Buffer.alloc(8 + json.length);
-  head.writeBigUInt64LE(BigInt(json.length), 0);
-  head.write(json, 8, 'utf8');
-  // A random O_EXCL|O_NOFOLLOW temporary, never a predictable name a planted link could redirect.
-  const tmp = createTempFile(dirname(path), basename(path));
-  let fd: number | undefined = tmp.fd;
+// A capture file's tensors as f32 arrays (copied: the mapping is closed before returning).
+function readCapture(path: string): Map<string, Float32Array> {
+  const file = SafetensorsFile.open(path);
   try {
-    writeSync(fd, head);
-    for (const n of names) writeSync(fd, (tensors[n] as Tensor<'f32'>).bytes());
-    closeSync(fd);
-    fd = undefined;
-    renameSync(tmp.path, path);
-    releaseTemp(tmp.path);
-  } catch (error) {
-    removeTemp(tmp.path, fd);
-    rethrowFs(error, path, 'cannot write capture');
+    return new Map(file.entries().map((e) => [e.name, Float32Array.from(file.tensor(e.name).data as Float32Array)]));
+  } finally {
+    file.close();
   }
-}
-
-function readF32Safetensors(path: string): Map<string, Float32Array> {
-  const file = readFileSync(path);
-  const len = Number(file.readBigUInt64LE(0));
-  const header = JSON.parse(file.subarray(8, 8 + len).toString('utf8')) as Record<string, { dtype: string; data_offsets: [number, number] }>;
-  const out = new Map<string, Float32Array>();
-  for (const [name, v] of Object.entries(header)) {
-    if (name === '__metadata__') continue;
-    const bytes = file.subarray(8 + len + v.data_offsets[0], 8 + len + v.data_offsets[1]);
-    out.set(name, new Float32Array(Uint8Array.from(bytes).buffer));
-  }
-  return out;
 }
 
 export interface CaptureDifference {
@@ -122,10 +89,10 @@ export function compareCaptures(referenceDir: string, candidateDir: string, tole
   const files = listCapture(referenceDir);
   let compared = 0;
   for (const file of files) {
-    const ref = readF32Safetensors(join(referenceDir, `${file}.safetensors`));
+    const ref = readCapture(join(referenceDir, `${file}.safetensors`));
     const candPath = join(candidateDir, `${file}.safetensors`);
     if (!existsSync(candPath)) return { equal: false, filesCompared: compared, first: { file, tensor: '*', maxAbs: Number.POSITIVE_INFINITY, maxRel: Number.POSITIVE_INFINITY, reason: 'missing' } };
-    const cand = readF32Safetensors(candPath);
+    const cand = readCapture(candPath);
     compared++;
     for (const [tensor, want] of [...ref.entries()].sort((a, b) => a[0].localeCompare(b[0]))) {
       const got = cand.get(tensor);

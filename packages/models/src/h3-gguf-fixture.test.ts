@@ -15,8 +15,13 @@ import { openH3Model } from './open-h3-model.js';
 const root = join(process.env.NINODES_FIXTURES ?? '', 'h3av');
 const gguf = join(root, 'gguf', 'model.gguf');
 const curve = join(root, 'curve_pdd');
-// Measured 1.6e-3 (video) and 1.2e-3 (audio) relative: the bound is ~3x that.
-const BOUND = 5e-3;
+// Measured 2.9e-3 (video) and 2.1e-3 (audio) relative (1.6e-3 / 1.2e-3 from the weights alone, the
+// rest from the GGUF kernels' int8 inputs): the bound is ~3x that.
+const BOUND = 9e-3;
+// The Q8_0 / Q5_0 linears multiply their blocks with inputs quantized per 32 values (ggml's Q8_0),
+// while the f32 run multiplies the decoded weights: measured 2.0e-3 (video) and 1.6e-3 (audio)
+// apart; the bound is ~3x that.
+const INPUT_BOUND = 6e-3;
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-h3-gguf-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -73,7 +78,7 @@ describe('H3 t2va forward over GGUF weights (fixtures/h3av/gguf, gguf-py)', () =
     }
   });
 
-  it('equals the forward over the same weights dequantized to f32, and stays within the quantization error of the float64 fixture', async () => {
+  it('stays within the input-quantization error of the forward over the same weights dequantized to f32, and within the quantization error of the float64 fixture', async () => {
     // The dequantized-weights checkpoint: every GGUF tensor decoded to f32 under its own name.
     const source = openCheckpoint(gguf);
     const plain = join(dir, 'dequantized.safetensors');
@@ -98,8 +103,14 @@ describe('H3 t2va forward over GGUF weights (fixtures/h3av/gguf, gguf-py)', () =
     };
     const got = await run(gguf);
     const ref = await run(plain);
-    expect(Buffer.from(got.video.bytes()).equals(Buffer.from(ref.video.bytes()))).toBe(true);
-    expect(Buffer.from((got.audio as Tensor<'f32'>).bytes()).equals(Buffer.from((ref.audio as Tensor<'f32'>).bytes()))).toBe(true);
+    const dV = maxRelError(got.video.data, ref.video.data);
+    const dA = maxRelError((got.audio as Tensor<'f32'>).data, (ref.audio as Tensor<'f32'>).data);
+    if (process.env.NINODES_VERBOSE) console.log(`GGUF blocks vs dequantized f32 forward: video ${dV}, audio ${dA}`);
+    // Not the f32 path in disguise (that would be 0), and no more than the inputs' quantization.
+    expect(dV).toBeGreaterThan(1e-5);
+    expect(dV).toBeLessThan(INPUT_BOUND);
+    expect(dA).toBeGreaterThan(1e-5);
+    expect(dA).toBeLessThan(INPUT_BOUND);
     const expect_ = join(curve, 'expect.safetensors');
     const errV = maxRelError(got.video.data, f32(expect_, 'velocity_video').data);
     const errA = maxRelError((got.audio as Tensor<'f32'>).data, f32(expect_, 'velocity_audio').data);

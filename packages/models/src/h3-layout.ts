@@ -1,6 +1,6 @@
 import { ModelsError } from './error-codes.js';
 import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
-import { type FormatDetection, type FusedLayout, type LayoutGroup, type LayoutLinear, type LayoutTensor, type LinearSpec, type ModelLayout, type ParallelRole, type Shard, detectFormats } from '@ninodes/quant';
+import { type FormatDetection, type FusedLayout, type LayoutGroup, type LayoutLinear, type LayoutTensor, type LinearSpec, type ModelLayout, type ParallelRole, type Shard, checkShardRank, detectFormats } from '@ninodes/quant';
 import { resolveH3Config } from './detect-architecture.js';
 import type { H3Config } from './h3-config.js';
 import { tensorGroup } from './tensor-group.js';
@@ -75,9 +75,7 @@ export function h3LinearSpec(config: H3Config, layer: H3LinearLayer, prefix = ''
 /** Throws INVALID_SHARD unless `shard` is a rank of a world that splits H3's heads and MLP evenly. */
 export function checkH3Shard(config: H3Config, shard: Shard): Shard {
   const { rank, size } = shard;
-  if (!Number.isSafeInteger(size) || size < 1 || !Number.isSafeInteger(rank) || rank < 0 || rank >= size) {
-    throw new ModelsError('INVALID_SHARD', `shard rank ${rank} of ${size} is not a rank of the world`, { value: shard, where: 'shard', hint: 'rank must be an integer in [0, size)' });
-  }
+  checkShardRank(rank, size, 'shard');
   if (config.heads % size !== 0 || config.ffn % size !== 0) {
     throw new ModelsError('INVALID_SHARD', `${size} ranks do not split ${config.heads} heads and an MLP of ${config.ffn} evenly`, {
       value: { size, heads: config.heads, ffn: config.ffn },

@@ -383,12 +383,12 @@ export class H3VideoModel implements VelocityModel {
       if (audioFrames > 0) segments.push({ start: audioStart, stop: videoStart, row: rowOf(tA) * 3 + H3_MODALITY.audio });
       segments.push({ start: videoStart, stop: x.shape[0] as number, row: rowOf(tV) * 3 + H3_MODALITY.video });
     }
-    if (cap) cap.write('embed', { patches: rows, 'out.x': x, 't_emb': tEmb, rope_angles: angles, sigma: Tensor.f32([1], [sigma]) });
+    if (cap) await cap.write('embed', { patches: rows, 'out.x': x, 't_emb': tEmb, rope_angles: angles, sigma: Tensor.f32([1], [sigma]) });
     for (const block of this.blocks) {
       const input = x;
       x = await this.group(`blocks.${block.index}`, () => block.forward(input, tEmb, angles, undefined, segments, ws));
       // Under a sequence split a block's output holds this rank's rows only (so does the capture).
-      if (cap) cap.write(`block-${String(block.index).padStart(3, '0')}`, { 'in.x': input, 'out.x': x });
+      if (cap) await cap.write(`block-${String(block.index).padStart(3, '0')}`, { 'in.x': input, 'out.x': x });
     }
     // The final layer (a few columns per row) runs whole on every rank: the rows are gathered first.
     if (this.sequence !== undefined && this.blocks.length > 0) await this.sequence.gatherRows(x);
@@ -417,7 +417,7 @@ export class H3VideoModel implements VelocityModel {
     const nextV = sigmaNext === undefined ? undefined : Math.fround(sigmaNext);
     const head = n === 1 ? heads.v : combinePddHeads(heads.v, patchDim(this.config), pddHeadWeights(n, sv, nextV, H3_SIGMA_SHIFTS.video, H3_SIGMA_SHIFTS.video));
     const out = timed(prof, 'layout', () => unpatchify(head, dims, true, input.videoOut));
-    if (cap) cap.write('final', { 'in.x': x, head, velocity: out.reshape([out.numel]) });
+    if (cap) await cap.write('final', { 'in.x': x, head, velocity: out.reshape([out.numel]) });
     if (heads.a === undefined) return { video: out };
     const aHead = n === 1 ? heads.a : combinePddHeads(heads.a, audioChannels as number, pddHeadWeights(n, sv, nextV, H3_SIGMA_SHIFTS.video, H3_SIGMA_SHIFTS.audio));
     return { video: out, audio: unpackAudio(aHead, true) };

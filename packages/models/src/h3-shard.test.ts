@@ -91,7 +91,8 @@ describe('tensor-parallel H3 blocks (two ranks in one process)', () => {
       for (const g of got) {
         const err = maxRelError(g.data, want.data);
         expect(err).toBeLessThan(1e-6);
-        expect(err).toBeGreaterThanOrEqual(0);
+        // The blocks moved the state, so agreeing within 1e-6 is not agreeing on an untouched input.
+        expect(maxRelError(g.data, x.data)).toBeGreaterThan(1e-2);
       }
       // The two ranks end with the same hidden state (the reduced outputs are shared).
       expect([...(got[0] as Tensor<'f32'>).data]).toEqual([...(got[1] as Tensor<'f32'>).data]);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { type LockOwner, createTempFile, fsError, readSmallFile, releaseTemp, removeTemp, rethrowFs, sweepStaleTemps, waitLock } from '@ninodes/kernels';
+import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { type LockOwner, fsError, readSmallFile, sweepStaleTemps, waitLock, writeFileAtomicallySync } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
 import { type H3PresetName, h3Preset } from './presets.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
@@ -65,22 +65,6 @@ function readSidecar(sidecar: string): { sha256: string; bytes: number } | undef
   }
 }
 
-/** Writes `text` to `path` through a random O_EXCL|O_NOFOLLOW temporary and a rename. */
-function writeTextAtomic(path: string, text: string): void {
-  const tmp = createTempFile(dirname(path), basename(path));
-  let fd: number | undefined = tmp.fd;
-  try {
-    writeSync(fd, text);
-    closeSync(fd);
-    fd = undefined;
-    renameSync(tmp.path, path);
-    releaseTemp(tmp.path);
-  } catch (error) {
-    removeTemp(tmp.path, fd);
-    rethrowFs(error, path, 'cannot write');
-  }
-}
-
 /**
  * A synthetic preset checkpoint in `dir`, generated once and verified by hash on reuse
  * (`<preset>-seed<seed>.safetensors` plus a `.sha256` sidecar). A file that fails verification is
@@ -127,7 +111,7 @@ export async function ensureSyntheticCheckpoint(options: {
     if (again) return again;
     const written = await writeSyntheticH3Checkpoint(path, { preset: preset.name, seed, sparse, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
     const sha256 = await digest();
-    writeTextAtomic(sidecar, `${sha256} ${written.bytes}\n`);
+    writeFileAtomicallySync(sidecar, (write) => write(`${sha256} ${written.bytes}\n`));
     if (statSync(path).size !== written.bytes) throw new ModelsError('WRITE_FAILED', `${path} has the wrong size after writing`, { where: path });
     return { path, sha256, reused: false, bytes: written.bytes };
   } finally {

@@ -1,6 +1,6 @@
-import { closeSync, ftruncateSync, mkdirSync, renameSync, writeSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
-import { createTempFile, fsError, releaseTemp, removeTemp, rethrowFs } from '@ninodes/kernels';
+import { ftruncateSync, mkdirSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { fsError, rethrowFs, writeFileAtomicallySync } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
 import { type TensorSource, buildHeader, writeSafetensors } from '@ninodes/memory';
 import { type H3Config, validateH3Config } from './h3-config.js';
@@ -171,11 +171,7 @@ function writeSparse(path: string, sources: readonly TensorSource[], tensors: re
   const { json, sizes } = buildHeader(sources, metadata, path);
   const base = 8 + json.byteLength;
   const total = base + sizes.reduce((a, b) => a + b, 0);
-  // Random O_EXCL|O_NOFOLLOW temporary (kernels' createTempFile): a link planted at a predictable
-  // name cannot redirect the write; removed on error here and on SIGINT/SIGTERM by the CLI.
-  const tmp = createTempFile(dirname(path), basename(path));
-  let fd: number | undefined = tmp.fd;
-  try {
+  return writeFileAtomicallySync(path, (_write, fd) => {
     const len = Buffer.alloc(8);
     len.writeBigUInt64LE(BigInt(json.byteLength), 0);
     writeSync(fd, len, 0, 8, 0);
@@ -189,13 +185,6 @@ function writeSparse(path: string, sources: readonly TensorSource[], tensors: re
       offset += sizes[i] as number;
     }
     ftruncateSync(fd, total);
-    closeSync(fd);
-    fd = undefined;
-    renameSync(tmp.path, path);
-    releaseTemp(tmp.path);
     return total;
-  } catch (error) {
-    removeTemp(tmp.path, fd);
-    throw error;
-  }
+  }, 'could not write synthetic checkpoint');
 }

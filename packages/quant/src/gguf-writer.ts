@@ -1,9 +1,9 @@
 // Streams tensors into a GGUF v3 file (little-endian): header, metadata in the order given, tensor
 // infos, then each tensor's bytes at a multiple of the alignment, requested one at a time. The same
 // layout gguf-py's GGUFWriter and ggml's gguf_write produce (zero padding after the header and after
-// every tensor, the last one included), written through memory's writeFileAtomically.
-import { type DType, Tensor, byteSizeOf } from '@ninodes/kernels';
-import { type TensorSource, writeFileAtomically } from '@ninodes/memory';
+// every tensor, the last one included), written through kernels' writeFileAtomically.
+import { type DType, Tensor, byteSizeOf, writeFileAtomically } from '@ninodes/kernels';
+import type { TensorSource } from '@ninodes/memory';
 import { GGML_TYPE_TO_DTYPE, GGUF_VALUE_TYPE, type GgufValue, type GgufValueTypeName } from './gguf-types.js';
 import { QuantError, type QuantThrownCode } from './error-codes.js';
 

@@ -88,6 +88,7 @@ export {
 export { accuracyReport, normalStream, sampleActivations, type AccuracyFormat, type AccuracyOptions, type AccuracyRow } from './accuracy-report.js';
 export { randomBlockTensor } from './synthetic-blocks.js';
 export { openCheckpoint } from './open-checkpoint.js';
+export { checkShardRank } from './parallel-shard.js';
 export { ownerOf, type FusedLayout, type GroupHooks, type LayoutGroup, type LayoutLinear, type LayoutTensor, type ModelLayout, type ParallelRole, type Shard } from './model-layout.js';
 export type { WeightPatcher } from './weight-patcher.js';
 export { readLoraFile, type LoraFile, type LoraKeyStyle, type LoraModule, type ReadLoraOptions } from './lora-file.js';

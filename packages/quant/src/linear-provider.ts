@@ -1,11 +1,11 @@
-import { type LinearPrecision, Tensor, absMaxAsync, buildInfo, castAsync, decodeFp8, encodeFp8Async, int8Linear, linear, quantizeWeightInt8Async } from '@ninodes/kernels';
+import { type GgufLinearDType, type LinearPrecision, Tensor, absMaxAsync, buildInfo, castAsync, decodeFp8, dequantize, encodeFp8Async, ggufLinear, int8Linear, linear, quantizeWeightInt8Async } from '@ninodes/kernels';
 import { QuantError } from './error-codes.js';
 import { type CheckpointSource, WeightCache, type WeightDescriptor, copyColumnRange } from '@ninodes/memory';
 import { type DetectedLayer, type FormatDetection, detectFormats } from './detect-formats.js';
 import type { Int8Operands, LinearProvider, LinearSpec, PreparedLinearOp } from './linear-op.js';
 import { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';
 import { biasF32, dequantizeInt8, materializeF32, rowScales, toF32, toF32Async, weight2d } from './materialize.js';
-import { type ComputeMode, type PreparedData, type PreparedWeight, floatPrecision, preparedWeight, preparingBytes, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
+import { type ComputeMode, type PreparedData, type PreparedWeight, floatPrecision, preparedKindOf, preparedWeight, preparingBytes, residentBytes, runFormatOf, transientBytes } from './memory-account.js';
 import { Bf16Weight } from './bf16-weight.js';
 import { SharedScratch } from './shared-scratch.js';
 import { type WeightFormat, weightFormatInfo } from './weight-format.js';
@@ -230,6 +230,9 @@ class QuantLinear implements QuantLinearOp {
             this.decoded.release(into);
           }
         }
+        case 'gguf':
+          // On the stored blocks (row views of a mapped file): no f32 copy of the weight.
+          return ggufLinear(x, pick(p.w), bias, out ? { out } : {});
       }
     });
   }
@@ -262,6 +265,8 @@ class QuantLinear implements QuantLinearOp {
           return decodeFp8(p.w, { scale: p.scale });
         case 'int8':
           return dequantizeInt8(p.q, p.scale, p.convrot);
+        case 'gguf':
+          return (await dequantize(p.w, 'f32')) as Tensor<'f32'>;
       }
     });
   }
@@ -414,6 +419,8 @@ class QuantLinear implements QuantLinearOp {
           return preparedWeight({ kind: 'fp8', w: w as Tensor<'f8_e4m3fn' | 'f8_e5m2'>, scale });
         }
         case 'gguf':
+          // Block types ggufLinear multiplies stay as stored (a view of the file where it can be).
+          if (preparedKindOf(layer.format) === 'gguf') return preparedWeight({ kind: 'gguf', w: w as Tensor<GgufLinearDType> });
           return preparedWeight({ kind: 'f32', w: await materializeF32(this.source, layer, slice) });
       }
     }

@@ -1,6 +1,7 @@
 import { NinodesError } from '@ninodes/kernels';
 import { QuantError } from './error-codes.js';
 import type { LinearShard } from './linear-op.js';
+import { checkShardRank } from './parallel-shard.js';
 
 /**
  * What a rank reads of a [N, K] weight: output-row segments (column-parallel, in the order the local
@@ -26,9 +27,7 @@ function notDivisible(name: string, what: string, value: unknown, size: number):
 export function shardGeometry(name: string, n: number, k: number, shard: LinearShard | undefined): ShardGeometry {
   if (shard === undefined || shard.role === 'replicated') return { slice: undefined, n, k };
   const { rank, size } = shard;
-  if (!Number.isSafeInteger(size) || size < 1 || !Number.isSafeInteger(rank) || rank < 0 || rank >= size) {
-    throw new QuantError('INVALID_SHARD', `layer '${name}': shard rank ${rank} of ${size} is not a rank of the world`, { value: { rank, size }, where: name, hint: 'rank must be an integer in [0, size)' });
-  }
+  checkShardRank(rank, size, name);
   if (shard.role === 'row') {
     if (k % size !== 0) throw notDivisible(name, `K = ${k}`, k, size);
     const len = k / size;

@@ -77,14 +77,16 @@ describe('memory account', () => {
     src.close();
   });
 
-  it('GGUF layers run as stored hold f32 (4 B/param, not the block size); requantized Q8_0 holds int8', async () => {
+  it('GGUF layers run as stored hold their blocks (Q4_K 144 B per 256 values); requantized Q8_0 holds int8', async () => {
     const g = GgufCheckpoint.open(fixturePath('gguf', 'quants.gguf'));
     const src = memoryCheckpoint('m.gguf', { 't.q4_k.weight': g.tensor('t.q4_k'), 't.q8_0.weight': g.tensor('t.q8_0') });
     const x = Tensor.fromArray('f32', [2, 512], new Float32Array(1024).fill(0.5));
     const q4 = createLinearProvider(src).linear({ name: 't.q4_k', outFeatures: 3, inFeatures: 512, bias: false });
     await q4.forward(x);
-    expect(q4.heldBytes()).toBe(4 * 3 * 512);
-    expect(residentBytes('q4_k', 'auto', [3, 512])).toBe(4 * 3 * 512);
+    expect(q4.heldBytes()).toBe(3 * 2 * 144);
+    expect(residentBytes('q4_k', 'auto', [3, 512])).toBe(3 * 2 * 144);
+    // A block type without an integer kernel still decodes to f32.
+    expect(residentBytes('q3_k', 'auto', [3, 512])).toBe(4 * 3 * 512);
     const q8 = createLinearProvider(src, { requantizeGguf: true }).linear({ name: 't.q8_0', outFeatures: 3, inFeatures: 512, bias: false });
     await q8.forward(x);
     expect(q8.heldBytes()).toBe(3 * 512 + 4 * 3);

@@ -1,4 +1,4 @@
-import { type LinearPrecision, type Tensor, buildInfo, getDevice } from '@ninodes/kernels';
+import { type GgufLinearDType, type LinearPrecision, type Tensor, buildInfo, getDevice, isGgufLinearDType } from '@ninodes/kernels';
 import type { LayoutLinear, LayoutTensor } from './model-layout.js';
 import type { Bf16Weight } from './bf16-weight.js';
 import { QuantError } from './error-codes.js';
@@ -37,7 +37,7 @@ export function floatPrecision(compute: ComputeMode): LinearPrecision {
 }
 
 /** What a prepared layer keeps between calls, by kind (see PreparedWeight). */
-export type PreparedKind = 'f32' | 'bf16' | 'int8' | 'fp8';
+export type PreparedKind = 'f32' | 'bf16' | 'int8' | 'fp8' | 'gguf';
 
 /** The prepared kind a layer holds when it runs as `run`. */
 export function preparedKindOf(run: WeightFormat): PreparedKind {
@@ -48,7 +48,8 @@ export function preparedKindOf(run: WeightFormat): PreparedKind {
     case 'fp8':
       return 'fp8';
     case 'gguf':
-      return 'f32';
+      // The block types kernels' ggufLinear multiplies stay as stored; the others decode to f32.
+      return isGgufLinearDType(run) ? 'gguf' : 'f32';
     case 'float':
       // bf16 stays bf16 (the bf16 gemm runs it); f16 and f32 run as f32.
       return run === 'bf16' ? 'bf16' : 'f32';
@@ -66,14 +67,17 @@ function checkShape(shape: readonly number[], where: string): [number, number] {
 /**
  * Bytes a linear of `shape` [N, K] stored as `stored` holds while prepared for compute under
  * `compute`, as the backend of `options.device` keeps it (kernels' preparedWeightBytes; on the CPU:
- * f32 4 B/param — a GGUF layer run as stored is decoded to f32, so Q4_K costs 4 B, not 0.56 —, bf16
- * 2 B or oneDNN's padded blocks when it multiplies on bf16 units, int8 1 B + 4 B per row of scales,
- * fp8 1 B, its scale being a number). The ops report it as their cache size; the planner sums it.
+ * f32 4 B/param, bf16 2 B or oneDNN's padded blocks when it multiplies on bf16 units, int8 1 B + 4 B
+ * per row of scales, fp8 1 B, its scale being a number; a GGUF layer run as stored its blocks, Q4_K
+ * 0.5625 B/param, which ggufLinear multiplies in place — except the block types without an integer
+ * kernel, q4_1 … iq4_xs, decoded to f32). The ops report it as their cache size; the planner sums it.
  */
 export function residentBytes(stored: WeightFormat, compute: ComputeMode, shape: readonly number[], options: RunFormatOptions = {}): number {
   const [n, k] = checkShape(shape, 'residentBytes');
-  const kind = preparedKindOf(runFormatOf(stored, compute, k, options));
-  return getDevice(options.device ?? 'cpu').backend().preparedWeightBytes({ kind, shape: [n, k], ...(kind === 'bf16' ? { precision: floatPrecision(compute) } : {}) });
+  const run = runFormatOf(stored, compute, k, options);
+  const kind = preparedKindOf(run);
+  const extra = kind === 'bf16' ? { precision: floatPrecision(compute) } : kind === 'gguf' ? { blocks: run as GgufLinearDType } : {};
+  return getDevice(options.device ?? 'cpu').backend().preparedWeightBytes({ kind, shape: [n, k], ...extra });
 }
 
 const elements = (t: LayoutTensor): number => t.shape.reduce((a, b) => a * b, 1);
@@ -104,7 +108,8 @@ export function tensorResidentBytes(tensor: LayoutTensor, owner: LayoutLinear | 
 /**
  * Bytes a linear allocates for its weight on every call and frees after it: fp8 decodes the weight
  * to f32 (N·K·4) per forward, since the CPU has no fp8 gemm; the other kinds use the prepared weight
- * as it is. Activation-sized temporaries (M rows) are not included.
+ * as it is. Activation-sized temporaries (M rows) are not included, nor ggufLinear's bounded
+ * scratch (per worker thread 16 unpacked weight rows, about 16·K·1.4 bytes, kept between calls).
  */
 export function transientBytes(stored: WeightFormat, compute: ComputeMode, shape: readonly number[], options: RunFormatOptions = {}): number {
   const [n, k] = checkShape(shape, 'transientBytes');
@@ -131,7 +136,8 @@ export type PreparedData =
   | { readonly kind: 'f32'; readonly w: Tensor<'f32'> }
   | { readonly kind: 'bf16'; readonly w: Bf16Weight }
   | { readonly kind: 'int8'; readonly q: Tensor<'i8'>; readonly scale: Tensor<'f32'>; readonly convrot: number | false }
-  | { readonly kind: 'fp8'; readonly w: Tensor<'f8_e4m3fn' | 'f8_e5m2'>; readonly scale: number };
+  | { readonly kind: 'fp8'; readonly w: Tensor<'f8_e4m3fn' | 'f8_e5m2'>; readonly scale: number }
+  | { readonly kind: 'gguf'; readonly w: Tensor<GgufLinearDType> };
 
 /**
  * A linear's weight as its kernel uses it. It owns its tensors: `dispose()` frees those with native or

@@ -1,4 +1,5 @@
 // Tensor-parallel vocabulary shared by ModelLayout (model-layout.ts) and LinearSpec (linear-op.ts).
+import { QuantError } from './error-codes.js';
 
 /** How a linear splits across tensor-parallel ranks (Megatron's column/row parallelism). */
 export type ParallelRole =
@@ -26,6 +27,16 @@ export type FusedLayout =
 export interface Shard {
   readonly rank: number;
   readonly size: number;
+}
+
+/**
+ * The one check that `rank` is a rank of a world of `size` (an integer in [0, size), size >= 1):
+ * INVALID_SHARD naming `where` otherwise. Every shard, sequence split and plan asks it.
+ */
+export function checkShardRank(rank: number, size: number, where: string): void {
+  if (!Number.isSafeInteger(size) || size < 1 || !Number.isSafeInteger(rank) || rank < 0 || rank >= size) {
+    throw new QuantError('INVALID_SHARD', `${where}: rank ${rank} of ${size} is not a rank of the world`, { value: { rank, size }, where, hint: 'rank must be an integer in [0, size)' });
+  }
 }
 
 /**

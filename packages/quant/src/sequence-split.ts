@@ -4,6 +4,7 @@
 // models runs the block's row-wise work (norms, modulation, gated residuals) on the own rows only.
 import type { Tensor } from '@ninodes/kernels';
 import { QuantError } from './error-codes.js';
+import { checkShardRank } from './parallel-shard.js';
 
 /** Rows [start, stop) of a sequence. */
 export interface RowRange {
@@ -17,9 +18,7 @@ export interface RowRange {
  * 86); a rank may own none when S < n.
  */
 export function sequenceRows(tokens: number, rank: number, size: number): RowRange {
-  if (!Number.isSafeInteger(size) || size < 1 || !Number.isSafeInteger(rank) || rank < 0 || rank >= size) {
-    throw new QuantError('INVALID_SHARD', `sequence rows: rank ${rank} of ${size} is not a rank of the world`, { value: { rank, size }, where: 'sequenceRows', hint: 'rank must be an integer in [0, size)' });
-  }
+  checkShardRank(rank, size, 'sequenceRows');
   if (!Number.isSafeInteger(tokens) || tokens < 0) {
     throw new QuantError('INVALID_ARGUMENT', `sequence rows: ${tokens} is not a number of rows`, { value: tokens, where: 'sequenceRows', hint: 'pass the sequence length, an integer >= 0' });
   }

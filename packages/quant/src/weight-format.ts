@@ -1,4 +1,4 @@
-import { BLOCK_DTYPES, type BlockDType, type DType } from '@ninodes/kernels';
+import { BLOCK_DTYPES, type BlockDType, type DType, isGgufLinearDType } from '@ninodes/kernels';
 import { QuantError } from './error-codes.js';
 
 /** The GGUF block formats the kernels decode (one weight format each). */
@@ -25,10 +25,11 @@ export type Materialization =
   | 'cast-f32' // f16/bf16: kernels cast (bf16 may also run the bf16 gemm directly)
   | 'keep-int8' // int8: kept int8, the W8A8 kernel consumes it with its scale
   | 'decode-fp8' // fp8: decoded × weight_scale to f32 (no CPU fp8 gemm)
-  | 'dequantize-blocks'; // GGUF: kernels dequantize to f32 through the weight cache
+  | 'keep-blocks' // GGUF q8_0/q4_0/q4_k/q5_k/q6_k: kept as stored, ggufLinear multiplies the blocks
+  | 'dequantize-blocks'; // the other GGUF types: kernels dequantize to f32 through the weight cache
 
 /** Which kernel runs the linear. */
-export type LinearPath = 'f32-gemm' | 'bf16-gemm' | 'int8-w8a8' | 'int8-w8a8-convrot';
+export type LinearPath = 'f32-gemm' | 'bf16-gemm' | 'int8-w8a8' | 'int8-w8a8-convrot' | 'gguf-blocks';
 
 export interface WeightFormatInfo {
   readonly format: WeightFormat;
@@ -89,7 +90,17 @@ function info(format: WeightFormat): WeightFormatInfo {
       };
     default: {
       const b = BLOCK_DTYPES[format];
-      return { format, family: 'gguf', storage: format, storageBytesPerParameter: b.blockBytes / b.blockElements, scale: 'none', convrot: false, materialization: 'dequantize-blocks', linear: 'f32-gemm' };
+      const blocks = isGgufLinearDType(format);
+      return {
+        format,
+        family: 'gguf',
+        storage: format,
+        storageBytesPerParameter: b.blockBytes / b.blockElements,
+        scale: 'none',
+        convrot: false,
+        materialization: blocks ? 'keep-blocks' : 'dequantize-blocks',
+        linear: blocks ? 'gguf-blocks' : 'f32-gemm',
+      };
     }
   }
 }

@@ -67,7 +67,7 @@ describe('shardPlan', () => {
     expect(plan.shardOf('blocks.0.mlp.fc2', 1)).toEqual({ rank: 1, size: 2, role: 'row', fused: { kind: 'none' } });
     expect(plan.linears.map((l) => l.name).slice(0, 3)).toEqual(['time_embedder.linear', 'blocks.0.adaln_proj', 'blocks.0.attn.qkv_proj']);
     expect(() => plan.sliceOf('blocks.9.mlp.fc2', 0)).toThrow(expect.objectContaining({ code: 'LAYER_NOT_IN_PLAN' }));
-    expect(() => plan.shardOf('blocks.0.mlp.fc2', 2)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => plan.shardOf('blocks.0.mlp.fc2', 2)).toThrow(expect.objectContaining({ code: 'INVALID_SHARD', value: { rank: 2, size: 2 } }));
   });
 
   it("counts by quant's one memory account, as distorch's planner does: norms in f32 whatever their stored dtype, fp32 islands as stored", () => {

@@ -10,6 +10,7 @@ import {
   type LinearShard,
   type ModelLayout,
   type WeightFormat,
+  checkShardRank,
   linearResidentBytes,
   ownerOf,
   runFormatOf,
@@ -188,9 +189,7 @@ export function shardPlan(layout: ModelLayout, world: number, options: ShardPlan
   const unplanned = (name: string): NinodesError =>
     new TpError('LAYER_NOT_IN_PLAN', `layer '${name}' is not a linear of the ${layout.architecture} layout this plan was made from`, { value: name, where: name });
   const checkRank = (rank: number): void => {
-    if (!Number.isSafeInteger(rank) || rank < 0 || rank >= world) {
-      throw new TpError('INVALID_ARGUMENT', `rank ${rank} is not a rank of a world of ${world}`, { value: rank, where: 'rank' });
-    }
+    checkShardRank(rank, world, 'rank');
   };
   return {
     world,

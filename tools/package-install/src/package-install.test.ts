@@ -141,6 +141,8 @@ describe('the packed packages in a scratch project with no compiler', () => {
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('ADDON_MISSING');
     expect(r.stderr).toContain(`npm install ${PREBUILT}`);
+    // The source build is an install script npm may skip as unapproved: the hint approves it first.
+    expect(r.stderr).toContain('npm approve-scripts @ninodes/native && npm rebuild @ninodes/native');
   });
 });
 

@@ -163,6 +163,9 @@ describe('ninodes quantize', () => {
     expect(doc.byFormat).toContainEqual(expect.objectContaining({ format: 'q4_k', layers: 10 }));
     const r = await cli('run', '--model', out, '--frames', '1', '--height', '8', '--width', '8', '--steps', '1', '--out', join(dir, 'run-q4k'));
     expect(r.status).toBe(0);
+    // --quant auto (the default) multiplies the Q4_K blocks where they are, holding the blocks.
+    const stored = await cli('run', '--model', out, '--frames', '1', '--height', '8', '--width', '8', '--steps', '1', '--quant', 'auto', '--out', join(dir, 'run-q4k-stored'), '--json');
+    expect(stored.status, stored.stderr).toBe(0);
   });
 
   it('refuses to overwrite without --force', async () => {

@@ -28,7 +28,7 @@ const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 const DEMO_FORMATS = ['f32', 'bf16', 'int8_convrot', 'f8_e4m3fn', 'q8_0', 'q4_k'] as const;
 type DemoFormat = (typeof DEMO_FORMATS)[number];
 
-/** The GGUF rows: the converter's target, and the linears run as stored (dequantized to f32 once). */
+/** The GGUF rows: the converter's target, and the linears run as stored (multiplied on their blocks). */
 const GGUF_TARGET = { q8_0: 'q8_0', q4_k: 'q4_k' } as const;
 const isGguf = (f: DemoFormat): f is keyof typeof GGUF_TARGET => Object.hasOwn(GGUF_TARGET, f);
 const computeOf = (f: DemoFormat): ComputeMode => (isGguf(f) ? 'auto' : f);
@@ -267,7 +267,7 @@ export const demo = defineCommand({
       const perRank = Math.max(1, Math.floor(f32.threads / 2));
       const tpNote = `f32 TP2: seed 0 split over 2 rank processes of ${perRank} thread${perRank === 1 ? '' : 's'} (f32: h3-shapes' hidden 256 cannot give two ranks whole 256-column int8 convrot groups); PEAK ANON is the larger rank's; ranks' latent hashes ${tp.hashesEqual ? 'equal' : 'DIFFER'}; PSNR against f32 seed 0; ${(100 * tp.commShare).toFixed(0)} % of rank 0's step time in collectives (a model this small is too small to gain from splitting)`;
       const gguf =
-        'q8_0 / q4_k: the model converted by `ninodes quantize --format q8_0|q4_k` (block linears Q8_0 / Q4_K as ggml encodes them; f32 islands, norms and biases F32 or as stored), then run from the .gguf with its blocks dequantized to f32 once';
+        'q8_0 / q4_k: the model converted by `ninodes quantize --format q8_0|q4_k` (block linears Q8_0 / Q4_K as ggml encodes them; f32 islands, norms and biases F32 or as stored), then run from the .gguf, each linear multiplied on its stored blocks with its input quantized per block as ggml does (kernels ggufLinear)';
       const report = {
         schema: 'ninodes.demo-report/1',
         model: { name: SHAPES_MODEL_NAME, path: f32.model, latentShape: f32.latentShape, steps: f32.steps, shift: f32.shift },

@@ -3,6 +3,8 @@
 // backend says which ops it supports and how many bytes a prepared weight takes in its buffers.
 // A second backend (Vulkan) is a folder that implements these two interfaces plus one
 // registerDevice() call; nothing else in the tree changes.
+import { KernelsError } from '../error-codes.js';
+import type { GgufLinearDType } from '../gguf-linear.js';
 import type { LinearPrecision } from '../linear.js';
 import type { BufferType } from './device-buffer.js';
 import type { BackendOps, OpArgs, OpName } from './ops.js';
@@ -11,7 +13,7 @@ import type { BackendOps, OpArgs, OpName } from './ops.js';
 export type DeviceKind = 'cpu' | 'gpu' | 'reference';
 
 /** A linear's weight as a backend keeps it between calls (quant's prepared kinds). */
-export type PreparedWeightKind = 'f32' | 'bf16' | 'int8' | 'fp8';
+export type PreparedWeightKind = 'f32' | 'bf16' | 'int8' | 'fp8' | 'gguf';
 
 export interface PreparedWeightSpec {
   readonly kind: PreparedWeightKind;
@@ -19,6 +21,16 @@ export interface PreparedWeightSpec {
   readonly shape: readonly [number, number];
   /** How a bf16 weight multiplies (a CPU packs it for its bf16 units); default 'f32'. */
   readonly precision?: LinearPrecision;
+  /** The block type of a 'gguf' weight (kept as its stored blocks). */
+  readonly blocks?: GgufLinearDType;
+}
+
+/** The block type of a 'gguf' prepared weight (INVALID_ARGUMENT when the spec leaves it out). */
+export function blocksOf(weight: PreparedWeightSpec): GgufLinearDType {
+  if (weight.blocks === undefined) {
+    throw new KernelsError('INVALID_ARGUMENT', "preparedWeightBytes: a 'gguf' weight needs its block type", { value: weight, where: 'preparedWeightBytes', hint: "pass { kind: 'gguf', blocks: 'q4_k', shape }" });
+  }
+  return weight.blocks;
 }
 
 export interface DeviceMemory {

@@ -2,6 +2,7 @@
 // hand-written AVX-512/AVX2 kernels), so running through the seam gives the same bits as calling it.
 import { buildInfo } from '../build-info.js';
 import { cast } from '../cast.js';
+import { ggufWeightBytes } from '../gguf-linear.js';
 import { hadamard } from '../hadamard.js';
 import { int8LinearQuantized } from '../int8.js';
 import { linear, packedLinearBytes } from '../linear.js';
@@ -10,7 +11,7 @@ import { attention } from '../ops/attention.js';
 import { add, addcmul, modulate, mul, scale } from '../ops/elementwise.js';
 import { layerNorm, rmsNorm, softmax } from '../ops/norms.js';
 import { ropeSplitHalf } from '../ops/rope.js';
-import type { Backend, ComputeDevice, PreparedWeightSpec } from './backend.js';
+import { type Backend, type ComputeDevice, type PreparedWeightSpec, blocksOf } from './backend.js';
 import { hostBufferType } from './host-buffer-type.js';
 import { type BackendOps, asksBf16Units } from './ops.js';
 
@@ -51,6 +52,8 @@ export function cpuPreparedWeightBytes(weight: PreparedWeightSpec): number {
       return n * k + 4 * n;
     case 'fp8':
       return n * k;
+    case 'gguf':
+      return ggufWeightBytes(blocksOf(weight), n, k);
   }
 }
 

@@ -1,7 +1,8 @@
 // The TypeScript reference ops as a backend: host memory, float64 accumulation, no native code.
 // Tests run any op on it (runOp(name, args, { device: 'reference' })) and compare a backend to it.
 import * as reference from '../reference/index.js';
-import type { Backend, ComputeDevice, PreparedWeightSpec } from './backend.js';
+import { ggufWeightBytes } from '../gguf-linear.js';
+import { type Backend, type ComputeDevice, type PreparedWeightSpec, blocksOf } from './backend.js';
 import { hostBufferType } from './host-buffer-type.js';
 import { type BackendOps, asksBf16Units } from './ops.js';
 
@@ -29,6 +30,7 @@ const REFERENCE_OPS: BackendOps = {
 /** Unpadded host sizes: f32 4 B/param, bf16 2 B, int8 1 B + an f32 scale per row, fp8 1 B. */
 function referenceWeightBytes(weight: PreparedWeightSpec): number {
   const [n, k] = weight.shape;
+  if (weight.kind === 'gguf') return ggufWeightBytes(blocksOf(weight), n, k);
   const perParam = { f32: 4, bf16: 2, int8: 1, fp8: 1 }[weight.kind];
   return perParam * n * k + (weight.kind === 'int8' ? 4 * n : 0);
 }

@@ -1,5 +1,5 @@
 // Test-only CheckpointSource over tensors in memory (stand-in for safetensors files in unit tests).
-import { type Tensor } from '@ninodes/kernels';
+import { Tensor } from '@ninodes/kernels';
 import { QuantError } from '../error-codes.js';
 import { type CheckpointSource, type TensorEntry, copyColumnRange, viewRowRange } from '@ninodes/memory';
 import { readSafetensorsFixture } from './fixtures.js';
@@ -26,7 +26,9 @@ export function memoryCheckpoint(path: string, tensors: Record<string, Tensor>, 
     tensor(name) {
       const t = tensors[name];
       if (!t) throw new QuantError('TENSOR_NOT_FOUND', `${name} not in ${path}`, { value: name, where: path });
-      return t;
+      // A fresh view per call, as a mapped file gives: a weight cache disposing the view it was
+      // handed (on eviction) must not free the tensor this source holds.
+      return new Tensor(t.dtype, t.shape, t.buffer, { byteOffset: t.byteOffset });
     },
     tensorRows(name, start, end) {
       return viewRowRange(this.tensor(name), name, start, end);
