@@ -14,7 +14,7 @@ import { type CommandContext, defineCommand } from '../command.js';
 import { writeNewFile } from '../write-new-file.js';
 import { checkRunFits } from '../run-size.js';
 import { readLatentFile } from '../latent-file.js';
-import { readAudioFile, readContextFile } from '../stream-inputs.js';
+import { audioFileShape, contextFileShape, readAudioFile, readContextFile } from '../stream-inputs.js';
 import { stageOutput } from '../output-dir.js';
 import { samplePeakMemory } from '../peak-memory.js';
 import { latentPreviewPng } from '../preview.js';
@@ -284,7 +284,6 @@ export const run = defineCommand({
         pressure = new MemoryPressureMonitor({ onPressure: (bytes) => (executor.executor.shrink(bytes) > 0 ? mallocTrim() : undefined) });
         pressure.start();
       }
-      checkRunFits(model.config, latentIn?.shape ?? [1, model.latentChannels, sampler.frames, sampler.height, sampler.width]);
       // The schedule is checked before the first step (a collapsing --shift is refused up front).
       flowSigmas(sampler.steps, sampler.shift);
       if ((args['end-step'] ?? 0) > sampler.steps || (args['start-step'] ?? 0) >= (args['end-step'] ?? sampler.steps)) {
@@ -294,8 +293,14 @@ export const run = defineCommand({
       if ((args.audio !== undefined || args['audio-frames'] !== undefined) && audioChannels === undefined) {
         throw new RunnerError('INVALID_ARGUMENT', `${modelPath} has no audio stream (no audio_patch_proj / final_layer.audio_out)`, { value: args.audio ?? args['audio-frames'], where: '--audio', hint: 'run it without --audio / --audio-frames' });
       }
+      const textWidths = textDim === undefined ? [hidden] : [textDim, hidden];
+      // Sized from the headers before anything is read: a million text states fail here, not in the kernel's OOM killer.
+      checkRunFits(model.config, latentIn?.shape ?? [1, model.latentChannels, sampler.frames, sampler.height, sampler.width], {
+        ...(args.context === undefined ? {} : { context: contextFileShape(args.context, textWidths) }),
+        ...(args.audio !== undefined ? { audioFrames: audioFileShape(args.audio, audioChannels as number)[3] } : args['audio-frames'] !== undefined ? { audioFrames: args['audio-frames'] } : {}),
+      });
       const audioIn = args.audio === undefined ? undefined : readAudioFile(args.audio, audioChannels as number);
-      const contextIn = args.context === undefined ? undefined : readContextFile(args.context, textDim === undefined ? [hidden] : [textDim, hidden]);
+      const contextIn = args.context === undefined ? undefined : readContextFile(args.context, textWidths);
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
 
