@@ -59,6 +59,23 @@ describe('ninodes generate', () => {
     expect([alignSize(864), alignSize(480), alignFrames(56), alignFrames(5), alignFrames(1)]).toEqual([864, 480, 56, 5, 5]);
   });
 
+  it('--budget streams the layers of every stage from the file and gives the same frames', async () => {
+    const args = ['generate', '--preset', 'h3-tiny', '--prompt', 'a fox in the snow', '--frames', '5', '--width', '32', '--height', '32', '--steps', '1', '--threads', '1', '--frames-dir'];
+    const whole = await cli(...args, '--out', join(dir, 'whole'));
+    expect(whole.status, whole.stderr).toBe(0);
+    const budget = await cli(...args, '--budget', '24mb', '--out', join(dir, 'budget'));
+    expect(budget.status, budget.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(join(dir, 'budget', 'report.json'), 'utf8'));
+    expect(report.budget.stages.map((s: { stage: string }) => s.stage)).toEqual(['text-encoder', 'sampler', 'video-vae']);
+    for (const s of report.budget.stages) {
+      expect(s.allocation).toContain('disk');
+      expect(s.loads, s.stage).toBeGreaterThan(0);
+    }
+    const frames = readdirSync(join(dir, 'whole', 'frames')).sort();
+    for (const f of frames) expect(readFileSync(join(dir, 'budget', 'frames', f)).equals(readFileSync(join(dir, 'whole', 'frames', f))), f).toBe(true);
+    expect(readFileSync(join(dir, 'budget', 'audio.wav')).equals(readFileSync(join(dir, 'whole', 'audio.wav')))).toBe(true);
+  });
+
   it('refuses bad input with typed errors and leaves no output behind', async () => {
     const empty = await cli('generate', '--preset', 'h3-tiny', '--prompt', '   ', '--out', join(dir, 'empty'));
     expect(empty.status).not.toBe(0);
