@@ -45,7 +45,7 @@ describe('ninodes generate', () => {
 
   it('aligns sizes up to 32 and frames to 17k + 5, and writes PNG frames with --frames-dir', async () => {
     const out = join(dir, 'frames');
-    const r = await cli('generate', '--preset', 'h3-tiny', '--prompt', 'un renard roux « dans la neige », 2 fois 🦊', '--frames', '6', '--width', '40', '--height', '33', '--steps', '1', '--threads', '1', '--out', out, '--frames-dir');
+    const r = await cli('generate', '--preset', 'h3-tiny', '--prompt', 'un renard roux « dans la neige », 2 fois 🦊', '--frames', '6', '--width', '40', '--height', '33', '--steps', '1', '--threads', '1', '--vae-tile', '2', '--out', out, '--frames-dir');
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toContain('aligned to 64x64, 22 frames');
     const frames = readdirSync(join(out, 'frames')).sort();

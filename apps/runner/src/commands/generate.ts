@@ -53,6 +53,7 @@ export const generateSchema = z
     quant: z.enum(COMPUTE_MODES as [ComputeMode, ...ComputeMode[]]).default('auto'),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
     budget: z.string().min(1).optional(),
+    'vae-tile': z.coerce.number().int().nonnegative().max(4096).refine((n) => n !== 1, { message: 'must be 0 (off) or at least 2' }).default(16),
     out: z.string().min(1).default('ninodes-generate'),
     'frames-dir': z.boolean().default(false),
     force: z.boolean().default(false),
@@ -186,7 +187,7 @@ export const generate = defineCommand({
   name: 'generate',
   summary: 'make a video with sound from a prompt: tokenizer, text encoder, DiT sampler, video and audio VAE, mp4 (or PNG frames + WAV)',
   usage:
-    'ninodes generate (--prompt <text> | --prompt-file <file>) (--preset h3-tiny|h3-small | --model <dit> --text-encoder <te> --vae <vae> [--audio-vae <vae>]) [--width N] [--height N] [--frames N] [--steps N] [--shift S] [--seed N] [--quant <mode>] [--threads N] [--budget <bytes>] [--out <dir>] [--frames-dir] [--force] [--json]',
+    'ninodes generate (--prompt <text> | --prompt-file <file>) (--preset h3-tiny|h3-small | --model <dit> --text-encoder <te> --vae <vae> [--audio-vae <vae>]) [--width N] [--height N] [--frames N] [--steps N] [--shift S] [--seed N] [--quant <mode>] [--threads N] [--budget <bytes>] [--vae-tile N] [--out <dir>] [--frames-dir] [--force] [--json]',
   options: {
     prompt: { type: 'string', value: '<text>', description: 'what the video shows (the plain prompt: no chat template, as H3 text-to-video takes it)' },
     'prompt-file': { type: 'string', value: '<file>', description: 'read the prompt from a UTF-8 file' },
@@ -203,6 +204,7 @@ export const generate = defineCommand({
     seed: { type: 'string', value: 'N', description: 'seed of the starting noise, 0 to 2^32-1' },
     quant: { type: 'string', value: '<mode>', description: 'compute format of every linear: auto (as stored), f32, bf16, int8_convrot, f8_e4m3fn' },
     threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
+    'vae-tile': { type: 'string', value: 'N', description: 'decode frames in N×N latent-cell tiles overlapping by a quarter, blended (0: whole frames; stable-diffusion.cpp: 16)' },
     budget: { type: 'string', value: '<bytes>', description: 'RAM each stage may hold (measured): the text encoder, DiT and video VAE each keep what fits resident and stream the rest of their layers from the mapped file' },
     out: { type: 'string', value: '<dir>', description: 'directory for video.mp4 (or frames/) and report.json, written as a whole' },
     'frames-dir': { type: 'boolean', description: 'write PNG frames into <out>/frames instead of an mp4' },
@@ -300,9 +302,9 @@ async function runGenerate(args: GenerateArgs, context: CommandContext): Promise
         'video-vae',
         budget,
         args.quant,
-        // one chunk of 7 latent frames and the 5 extra tokens
-        7 * latentSize.height * latentSize.width + 5,
-        (wrap) => openH3VideoDecoder(parts.vae, { compute: args.quant, ...(wrap === undefined ? {} : { wrapSource: wrap }) }),
+        // one chunk of 7 latent frames of one tile, and the 5 extra tokens
+        7 * Math.min(latentSize.height, args['vae-tile'] || latentSize.height) * Math.min(latentSize.width, args['vae-tile'] || latentSize.width) + 5,
+        (wrap) => openH3VideoDecoder(parts.vae, { compute: args.quant, tile: args['vae-tile'], ...(wrap === undefined ? {} : { wrapSource: wrap }) }),
         (vae) => ({ model: { source: vae.source, allLinears: () => vae.decoder.allLinears(), setHooks: (h) => vae.decoder.setHooks(h) }, layout: (s) => h3VideoDecoderLayout(s) }),
         async (vae) => {
           const task = context.progress.task('video VAE', 1);
