@@ -27,7 +27,7 @@ export const RUNNER_ERROR_CODES = {
   OUT_DIR_UNWRITABLE: "the output's parent directory exists but takes no new files",
   OUTPUT_IS_INPUT: 'quantize or merge was asked to write over one of its inputs (the checkpoint or a LoRA)',
   // Runs.
-  RUN_DEVICE_UNSUPPORTED: 'the allocation places compute on a device that ninodes run cannot compute on (CPU only today)',
+  RUN_DEVICE_UNSUPPORTED: 'the allocation or --device places compute on a device that ninodes run cannot compute on (the CPU, and a Vulkan device for --device)',
   RUN_TOO_LARGE: 'the asked size (frames, height, width) needs more activation memory than this machine has, or an array larger than Node allows',
   PARTS_MISMATCH: "generate's model parts do not fit together (the text encoder's width is not the DiT's text width)",
   MUX_FAILED: 'ffmpeg could not write the mp4 of a generation',

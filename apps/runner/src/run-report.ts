@@ -9,6 +9,8 @@ export const runReportSchema = z.object({
     model: z.string(),
     architecture: z.string(),
     quant: z.enum(COMPUTE_MODES as [ComputeMode, ...ComputeMode[]]),
+    /** Where the linears computed (--device): 'cpu' or 'vk:N'. */
+    device: z.string(),
     frames: z.number().int().positive(),
     height: z.number().int().positive(),
     width: z.number().int().positive(),

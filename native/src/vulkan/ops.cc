@@ -19,6 +19,9 @@ struct Spec {
   std::function<OpCheck(const Device&, const Words&)> plan;
 };
 
+// Output rows and columns per workgroup of linear.comp and int8_matmul.comp.
+constexpr uint64_t kTile = 64;
+
 uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
 uint64_t product(uint64_t a, uint64_t b, const std::string& op) {
@@ -37,8 +40,8 @@ OpCheck linear(const Words& p, const std::string& op, size_t weight_bytes) {
   const uint64_t m = p[0], n = p[1], k = p[2];
   OpCheck c;
   c.bytes = {product(m, k, op) * 4, weight_bytes, (p[3] & 1u) != 0 ? n * 4 : 0, product(m, n, op) * 4};
-  if (ceil_div(m, 16) > 65535 || ceil_div(n, 16) > 65535) fail("INVALID_ARGUMENT", op + ": M or N over 1048560");
-  c.groups = {std::max<uint32_t>(1, ceil_div(n, 16)), std::max<uint32_t>(1, ceil_div(m, 16)), 1};
+  if (ceil_div(m, kTile) > 65535 || ceil_div(n, kTile) > 65535) fail("INVALID_ARGUMENT", op + ": M or N over 65535 tiles of 64");
+  c.groups = {std::max<uint32_t>(1, ceil_div(n, kTile)), std::max<uint32_t>(1, ceil_div(m, kTile)), 1};
   return c;
 }
 
@@ -58,8 +61,8 @@ const std::map<std::string, Spec>& specs() {
           const uint64_t m = p[0], n = p[1], k = p[2];
           OpCheck c;
           c.bytes = {product(m, k, "int8_matmul"), product(n, k, "int8_matmul"), m * 4, n * 4, (p[3] & 1u) != 0 ? n * 4 : 0, product(m, n, "int8_matmul") * 4};
-          if (ceil_div(m, 16) > 65535 || ceil_div(n, 16) > 65535) fail("INVALID_ARGUMENT", "int8_matmul: M or N over 1048560");
-          c.groups = {std::max<uint32_t>(1, ceil_div(n, 16)), std::max<uint32_t>(1, ceil_div(m, 16)), 1};
+          if (ceil_div(m, kTile) > 65535 || ceil_div(n, kTile) > 65535) fail("INVALID_ARGUMENT", "int8_matmul: M or N over 65535 tiles of 64");
+          c.groups = {std::max<uint32_t>(1, ceil_div(n, kTile)), std::max<uint32_t>(1, ceil_div(m, kTile)), 1};
           return c;
         }}},
       {"int8_rotate",

@@ -14,6 +14,17 @@ describe('h3ActivationBytes', () => {
     expect(r.peakBytes).toBeGreaterThan(r.largestTensorBytes);
   });
 
+  it('counts text and audio tokens as video tokens, linearly', () => {
+    const c = H3_PRESETS['h3-tiny'].config;
+    const video = h3ActivationBytes(c, 1, 8, 8);
+    const text = h3ActivationBytes(c, 1, 8, 8, { textTokens: 1000, audioFrames: 24 });
+    expect(text.tokens).toBe(16 + 1000 + 24);
+    expect(text.largestTensorBytes).toBe((16 + 1000 + 24) * 2 * c.ffn * 4);
+    const huge = h3ActivationBytes(c, 1, 8, 8, { textTokens: 1_000_000 });
+    // Linear: the bytes per extra token are the same at a thousand and at a million.
+    expect((huge.peakBytes - video.peakBytes) / 1_000_000).toBeCloseTo((text.peakBytes - video.peakBytes) / 1024, 6);
+  });
+
   it('refuses a non-positive size', () => {
     expect(() => h3ActivationBytes(H3_PRESETS['h3-tiny'].config, 0, 8, 8)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });

@@ -186,6 +186,33 @@ export function h3VaeRopeAngles(t: number, h: number, w: number): Tensor<'f32'> 
 
 export interface H3VideoDecoderOptions {
   readonly hooks?: GroupHooks;
+  /**
+   * Spatial tile side in latent cells (stable-diffusion.cpp decodes H3 in 16×16 tiles): a frame
+   * larger than a tile is decoded tile by tile, neighbours overlapping by a quarter of a tile and
+   * blended linearly across the overlap, so a chunk's activations are set by the tile, not the
+   * frame. 0: never tile. Default 16.
+   */
+  readonly tile?: number;
+}
+
+/** Tile starts along one axis of n cells: tiles of `size` every `size - overlap`, the last one ending at n. */
+function tileStarts(n: number, size: number, overlap: number): number[] {
+  if (n <= size) return [0];
+  const starts: number[] = [];
+  for (let s = 0; s + size < n; s += size - overlap) starts.push(s);
+  starts.push(n - size);
+  return starts;
+}
+
+/**
+ * Blend weight of pixel p (of len) along one axis of a tile: a ramp over `ramp` pixels on each side
+ * that has a neighbour, 1 elsewhere.
+ */
+function rampWeight(p: number, len: number, ramp: number, before: boolean, after: boolean): number {
+  let w = 1;
+  if (before) w = Math.min(w, (p + 0.5) / ramp);
+  if (after) w = Math.min(w, (len - p - 0.5) / ramp);
+  return Math.max(w, 0);
 }
 
 /** MiniMax-H3's video VAE decoder: a diffusion-space latent [1, 24, T, H, W] -> RGB frames in [0, 1]. */
@@ -196,6 +223,8 @@ export class H3VideoDecoder {
   private readonly ops: ReadonlyMap<string, LinearOp>;
   private readonly params = new Map<string, Tensor<'f32'>>();
   private hooks: GroupHooks | undefined;
+  /** H3VideoDecoderOptions.tile. */
+  tile = 16;
 
   private constructor(source: CheckpointSource, provider: LinearProvider, config: H3VideoDecoderConfig, prefix: string) {
     this.source = source;
@@ -220,6 +249,11 @@ export class H3VideoDecoder {
     for (const p of decoderParameters(config)) check(`${prefix}${p.name}`, p.shape);
     const decoder = new H3VideoDecoder(source, provider, config, prefix);
     decoder.hooks = options.hooks;
+    const tile = options.tile ?? 16;
+    if (!Number.isSafeInteger(tile) || tile < 0 || tile === 1) {
+      throw new ModelsError('INVALID_ARGUMENT', `the VAE tile must be 0 (off) or at least 2 latent cells, got ${String(tile)}`, { value: tile, where: 'tile', hint: 'stable-diffusion.cpp uses 16' });
+    }
+    decoder.tile = tile;
     return decoder;
   }
 
@@ -263,8 +297,50 @@ export class H3VideoDecoder {
     return r;
   }
 
-  /** One chunk: VAE-space latent tokens z [T·H·W, 24] (t, h, w order) -> pixels [3, 4T, 16H, 16W]. */
+  /** One chunk, tiled in space when its frame is larger than a tile (see H3VideoDecoderOptions.tile). */
   private async decodeChunk(z: Float32Array, t: number, h: number, w: number): Promise<Tensor<'f32'>> {
+    const size = this.tile;
+    if (size === 0 || (h <= size && w <= size)) return this.decodeTile(z, t, h, w);
+    const overlap = Math.max(1, Math.round(size / 4));
+    const c = H3_VAE_LATENT_CHANNELS;
+    const { t: pt, h: ph, w: pw } = H3_VAE_PATCH;
+    const [F, Hp, Wp] = [t * pt, h * ph, w * pw];
+    const sum = new Float64Array(3 * F * Hp * Wp);
+    const weight = new Float64Array(Hp * Wp);
+    const ys = tileStarts(h, size, overlap);
+    const xs = tileStarts(w, size, overlap);
+    for (const [iy, y0] of ys.entries()) {
+      for (const [ix, x0] of xs.entries()) {
+        const th = Math.min(size, h);
+        const tw = Math.min(size, w);
+        const sub = new Float32Array(t * th * tw * c);
+        for (let it = 0; it < t; it++) for (let yy = 0; yy < th; yy++) sub.set(z.subarray(((it * h + y0 + yy) * w + x0) * c, ((it * h + y0 + yy) * w + x0 + tw) * c), ((it * th + yy) * tw) * c);
+        const px = await this.decodeTile(sub, t, th, tw);
+        const [tHp, tWp] = [th * ph, tw * pw];
+        // Ramps as wide as the overlap with each neighbour (in pixels).
+        const rampY = (iy > 0 ? (ys[iy - 1] as number) + th - y0 : 0) * ph;
+        const rampYAfter = (iy < ys.length - 1 ? y0 + th - (ys[iy + 1] as number) : 0) * ph;
+        const rampX = (ix > 0 ? (xs[ix - 1] as number) + tw - x0 : 0) * pw;
+        const rampXAfter = (ix < xs.length - 1 ? x0 + tw - (xs[ix + 1] as number) : 0) * pw;
+        for (let yy = 0; yy < tHp; yy++) {
+          const wy = Math.min(rampWeight(yy, tHp, rampY, rampY > 0, false), rampWeight(yy, tHp, rampYAfter, false, rampYAfter > 0));
+          for (let xx = 0; xx < tWp; xx++) {
+            const wx = Math.min(rampWeight(xx, tWp, rampX, rampX > 0, false), rampWeight(xx, tWp, rampXAfter, false, rampXAfter > 0));
+            const wgt = wy * wx;
+            const at = (y0 * ph + yy) * Wp + x0 * pw + xx;
+            weight[at] = (weight[at] as number) + wgt;
+            for (let ch = 0; ch < 3; ch++) for (let f = 0; f < F; f++) sum[(ch * F + f) * Hp * Wp + at] = (sum[(ch * F + f) * Hp * Wp + at] as number) + wgt * (px.data[((ch * F + f) * tHp + yy) * tWp + xx] as number);
+          }
+        }
+      }
+    }
+    const out = new Float32Array(sum.length);
+    for (let i = 0; i < out.length; i++) out[i] = (sum[i] as number) / (weight[i % (Hp * Wp)] as number);
+    return Tensor.fromArray('f32', [3, F, Hp, Wp], out);
+  }
+
+  /** One tile: VAE-space latent tokens z [T·H·W, 24] (t, h, w order) -> pixels [3, 4T, 16H, 16W]. */
+  private async decodeTile(z: Float32Array, t: number, h: number, w: number): Promise<Tensor<'f32'>> {
     const { dim, heads, layers } = this.config;
     const n = t * h * w;
     const s = n + REGISTERS + 1;

@@ -1,6 +1,6 @@
 export { MODELS_ERROR_CODES, type ModelsErrorCode, type ModelsThrownCode } from './error-codes.js';
 export { H3_AUDIO_STEREO, H3_DEFAULTS, H3_PATCH, H3_SIGMA_SHIFTS, type H3Config, patchDim, pddHeads, rotDim, validateH3Config } from './h3-config.js';
-export { type H3ActivationBytes, h3ActivationBytes } from './activation-bytes.js';
+export { type H3ActivationBytes, type H3StreamSizes, h3ActivationBytes } from './activation-bytes.js';
 export { H3_PRESETS, type H3Preset, type H3PresetName, h3Preset } from './presets.js';
 export { H3_LINEAR_SIDECARS, type H3LinearLayer, type H3Parameter, type H3TensorSpec, h3BlockLinears, h3Linears, h3Parameters, h3RefinerLinears, h3TensorSpecs, h3UnusedKeys } from './h3-tensors.js';
 export {
@@ -74,3 +74,4 @@ export {
 } from './h3-video-vae.js';
 export { type SyntheticPartSizes, type SyntheticParts, ensureSyntheticParts, syntheticPartSizes, writeSyntheticAudioDecoder, writeSyntheticQwen3, writeSyntheticVideoDecoder } from './synthetic-parts.js';
 export { H3_AUDIO_HOP, H3_AUDIO_LATENT_CHANNELS, H3_AUDIO_SAMPLE_RATE, H3AudioDecoder, type OpenedH3AudioDecoder, h3AudioDecoderTensors, h3AudioLatentFrames, openH3AudioDecoder } from './h3-audio-vae.js';
+export { withGuidance } from './guidance.js';

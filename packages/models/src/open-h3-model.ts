@@ -27,6 +27,8 @@ export interface OpenH3ModelOptions extends H3ModelOptions {
    * weights from host buffers). Closing closes the wrapper.
    */
   readonly wrapSource?: (source: CheckpointSource) => CheckpointSource;
+  /** Wraps the linear provider the model gets (e.g. quant's deviceLinearProvider: the linears on a GPU). */
+  readonly wrapProvider?: (provider: LinearProvider) => LinearProvider;
 }
 
 export interface OpenedH3Model {
@@ -75,6 +77,7 @@ export function openH3Model(path: string, options: OpenH3ModelOptions = {}): Ope
         provider = islandAwareProvider(main, asStored, islands);
       }
     }
+    if (options.wrapProvider !== undefined) provider = options.wrapProvider(provider);
     // bf16 and int8 convrot compute run attention in bf16 where the CPU has bf16 units, as PyTorch's
     // bf16 mode runs SDPA on bf16 q, k, v (attentionPrecisionFor says why int8 does too).
     const attentionPrecision = options.attentionPrecision ?? attentionPrecisionFor(options.compute ?? 'auto');

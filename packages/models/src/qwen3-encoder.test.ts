@@ -27,6 +27,22 @@ describe('Qwen3 text encoder against transformers in float64', () => {
     });
   }
 
+  it('GGUF with llama.cpp names (Q8_0 embedding and linears): RoPE base and eps from the metadata, within 1e-5 of the float64 reference', async () => {
+    const gguf = readSafetensorsFile(fixturePath('qwen3', 'expect-gguf.safetensors')).tensors;
+    const ggufIds = Array.from(new Int32Array(gguf.get('ids')!.bytes.slice().buffer));
+    // compute f32: the Q8_0 weights dequantized (in 'auto' they multiply on their blocks with
+    // quantized activations, as llama.cpp does, ~1e-2 from this reference).
+    const { encoder, close } = openQwen3Encoder(fixturePath('qwen3', 'tiny-q8_0.gguf'), { compute: 'f32' });
+    try {
+      expect(encoder.naming).toBe('gguf');
+      expect(encoder.config).toMatchObject({ vocab: 128, hidden: 64, layers: 2, heads: 4, kvHeads: 2, headDim: 16, ffn: 96, ropeTheta: 1_000_000, eps: Math.fround(1e-6) }); // GGUF stores eps as f32
+      const got = await encoder.encode(ggufIds);
+      expect(maxRelError(got.data, new Float64Array(gguf.get('hidden')!.bytes.slice().buffer))).toBeLessThan(1e-5);
+    } finally {
+      close();
+    }
+  });
+
   it('a prefix of the prompt gives the same rows (causal: later tokens do not reach earlier ones)', async () => {
     const { encoder, close } = openQwen3Encoder(fixturePath('qwen3', 'tiny-f32.safetensors'));
     try {

@@ -55,6 +55,7 @@ export {
 } from './detect-formats.js';
 export { Bf16Weight, type Bf16WeightOptions } from './bf16-weight.js';
 export { isPreparedLinearOp, type Int8Operands, type LinearOp, type LinearProvider, type LinearShard, type LinearSpec, type PreparedLinearOp } from './linear-op.js';
+export { deviceLinearProvider } from './device-linear-provider.js';
 export { sequenceCounts, sequenceRows, type RowRange, type SequenceSplit } from './sequence-split.js';
 export { SharedScratch } from './shared-scratch.js';
 export { type LayerSlice, type ShardGeometry, shardGeometry } from './linear-shard.js';

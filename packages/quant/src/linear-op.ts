@@ -94,6 +94,8 @@ export interface PreparedLinearOp extends LinearOp {
   int8Operands(): Promise<Int8Operands | undefined>;
   /** A row-parallel shard's bias, which its forward leaves out (see LinearOp.deferredBias). */
   deferredBias(): Tensor<'f32'> | undefined;
+  /** The bias [N] forward adds (undefined: none, or a row-parallel shard's, which it defers). */
+  addedBias(): Tensor<'f32'> | undefined;
   /**
    * The output rows [start, stop) the forwards so far computed (their hull), in the file's rows;
    * undefined before the first forward and for a shard. A loader reads ahead only those rows.

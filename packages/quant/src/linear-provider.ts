@@ -249,6 +249,10 @@ class QuantLinear implements QuantLinearOp {
     return this.rowParallel ? this.biasTensor() : undefined;
   }
 
+  addedBias(): Tensor<'f32'> | undefined {
+    return this.rowParallel ? undefined : this.biasTensor();
+  }
+
   async materializedWeight(): Promise<Tensor<'f32'>> {
     return this.withPrepared(async (p) => {
       switch (p.kind) {

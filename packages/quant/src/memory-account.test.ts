@@ -1,9 +1,9 @@
-import { PackedLinearWeight, Tensor, allocateNative, buildInfo, encodeFp8, isNinodesError, linear, packedLinearBytes } from '@ninodes/kernels';
+import { type ComputeDevice, PackedLinearWeight, Tensor, allocateNative, buildInfo, encodeFp8, getDevice, isNinodesError, linear, packedLinearBytes, registerDevice } from '@ninodes/kernels';
 import { SafetensorsFile } from '@ninodes/memory';
 import { describe, expect, it, vi } from 'vitest';
 import { GgufCheckpoint } from './gguf-checkpoint.js';
 import type { ComputeMode } from './memory-account.js';
-import { preparedWeight, preparingBytes, residentBytes, transientBytes } from './memory-account.js';
+import { linearResidentBytes, preparedWeight, preparingBytes, residentBytes, tensorResidentBytes, transientBytes } from './memory-account.js';
 import { createLinearProvider, createPreparedWeightCache } from './linear-provider.js';
 import { fixturePath, readSafetensorsFixture } from './testing/fixtures.js';
 import { memoryCheckpoint } from './testing/memory-checkpoint.js';
@@ -202,5 +202,31 @@ describe('typed weight cache', () => {
     const y2 = await op.forward(x);
     expect([...(y2.data as Float32Array)]).toEqual([...(y1.data as Float32Array)]);
     expect(weights.stats('cpu').peakResidentBytes).toBeLessThanOrEqual(N * K + 4 * N);
+  });
+});
+
+describe('the memory account asks the compute device', () => {
+  it("sizes a prepared weight and an f32 tensor by the device's backend and buffer type, not host layouts", () => {
+    // A device whose buffers pad every tensor to 256 bytes and whose int8 weights keep no scales.
+    const cpu = getDevice('cpu');
+    const padded: ComputeDevice = {
+      ...cpu,
+      name: 'padded:0',
+      bufferType: { ...cpu.bufferType, name: 'padded', device: 'padded:0', allocSize: (_dtype, shape) => Math.ceil((4 * shape.reduce((a, b) => a * b, 1)) / 256) * 256 },
+      backend: () => ({ ...cpu.backend(), name: 'padded:0', preparedWeightBytes: ({ kind, shape: [n, k] }) => (kind === 'int8' ? n * k : 4 * n * k) }),
+    };
+    const unregister = registerDevice(padded);
+    try {
+      expect(residentBytes('int8_convrot', 'auto', [3, 256])).toBe(3 * 256 + 4 * 3);
+      expect(residentBytes('int8_convrot', 'auto', [3, 256], { device: 'padded:0' })).toBe(3 * 256);
+      const l = { name: 'l', inFeatures: 256, outFeatures: 3, bias: true, storedFormat: 'int8_convrot', role: 'replicated', fused: { kind: 'none' }, fp32Island: false } as const;
+      expect(linearResidentBytes(l, 'auto')).toBe(3 * 256 + 4 * 3 + 4 * 3);
+      expect(linearResidentBytes(l, 'auto', { device: 'padded:0' })).toBe(3 * 256 + 256);
+      const norm = { name: 'norm.weight', dtype: 'bf16', shape: [10], byteLength: 20 } as const;
+      expect(tensorResidentBytes(norm, undefined, 'auto')).toBe(40);
+      expect(tensorResidentBytes(norm, undefined, 'auto', { device: 'padded:0' })).toBe(256);
+    } finally {
+      unregister();
+    }
   });
 });

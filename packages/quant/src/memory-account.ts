@@ -80,28 +80,32 @@ export function residentBytes(stored: WeightFormat, compute: ComputeMode, shape:
   return getDevice(options.device ?? 'cpu').backend().preparedWeightBytes({ kind, shape: [n, k], ...extra });
 }
 
-const elements = (t: LayoutTensor): number => t.shape.reduce((a, b) => a * b, 1);
+/** Bytes an f32 tensor of `shape` takes in the buffers of `options.device` (default 'cpu'). */
+function f32Bytes(shape: readonly number[], options: RunFormatOptions): number {
+  return getDevice(options.device ?? 'cpu').bufferType.allocSize('f32', shape);
+}
 
 /**
  * Bytes a linear holds prepared for a run in `compute` mode: its weight (residentBytes; an fp32
- * island runs as stored) and its f32 bias, at `shape` [N, K] (a shard's local widths) or whole.
+ * island runs as stored) and its f32 bias, at `shape` [N, K] (a shard's local widths) or whole, in
+ * the buffers of `options.device`.
  */
 export function linearResidentBytes(linear: LayoutLinear, compute: ComputeMode, options: RunFormatOptions = {}, shape: readonly [number, number] = [linear.outFeatures, linear.inFeatures]): number {
-  return residentBytes(linear.storedFormat, linear.fp32Island ? 'auto' : compute, shape, options) + (linear.bias ? 4 * shape[0] : 0);
+  return residentBytes(linear.storedFormat, linear.fp32Island ? 'auto' : compute, shape, options) + (linear.bias ? f32Bytes([shape[0]], options) : 0);
 }
 
 /**
  * The memory account of one layout tensor for a run in `compute` mode: the one that distorch's
  * planner and tp's shard plan both sum, so their totals agree with each other and with the ops. A
  * linear's weight costs its residentBytes (scale sidecars included, so they cost nothing more), its
- * bias 4 B per output; every other tensor (norms, buffers) is held in f32 by the model: 4 B/element
- * whatever its stored dtype. `owner` is the linear the tensor belongs to (ownerOf), if any.
+ * bias an f32 tensor of its outputs; every other tensor (norms, buffers) is held in f32 by the
+ * model, whatever its stored dtype (on the CPU 4 B/element: the device's buffer type says). `owner` is the linear the tensor belongs to (ownerOf), if any.
  */
 export function tensorResidentBytes(tensor: LayoutTensor, owner: LayoutLinear | undefined, compute: ComputeMode, options: RunFormatOptions = {}): number {
-  if (owner === undefined) return 4 * elements(tensor);
+  if (owner === undefined) return f32Bytes(tensor.shape, options);
   const part = tensor.name.slice(owner.name.length + 1);
   if (part === 'weight') return residentBytes(owner.storedFormat, owner.fp32Island ? 'auto' : compute, [owner.outFeatures, owner.inFeatures], options);
-  if (part === 'bias') return 4 * owner.outFeatures;
+  if (part === 'bias') return f32Bytes([owner.outFeatures], options);
   return 0;
 }
 

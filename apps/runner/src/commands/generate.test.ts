@@ -45,7 +45,7 @@ describe('ninodes generate', () => {
 
   it('aligns sizes up to 32 and frames to 17k + 5, and writes PNG frames with --frames-dir', async () => {
     const out = join(dir, 'frames');
-    const r = await cli('generate', '--preset', 'h3-tiny', '--prompt', 'un renard roux « dans la neige », 2 fois 🦊', '--frames', '6', '--width', '40', '--height', '33', '--steps', '1', '--threads', '1', '--out', out, '--frames-dir');
+    const r = await cli('generate', '--preset', 'h3-tiny', '--prompt', 'un renard roux « dans la neige », 2 fois 🦊', '--frames', '6', '--width', '40', '--height', '33', '--steps', '1', '--threads', '1', '--vae-tile', '2', '--out', out, '--frames-dir');
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toContain('aligned to 64x64, 22 frames');
     const frames = readdirSync(join(out, 'frames')).sort();
@@ -57,6 +57,37 @@ describe('ninodes generate', () => {
     const png = decodePng(readFileSync(join(out, 'frames', frames[0]!)));
     expect([png.width, png.height]).toEqual([64, 64]);
     expect([alignSize(864), alignSize(480), alignFrames(56), alignFrames(5), alignFrames(1)]).toEqual([864, 480, 56, 5, 5]);
+  });
+
+  it('--budget streams the layers of every stage from the file and gives the same frames', async () => {
+    const args = ['generate', '--preset', 'h3-tiny', '--prompt', 'a fox in the snow', '--frames', '5', '--width', '32', '--height', '32', '--steps', '1', '--threads', '1', '--frames-dir'];
+    const whole = await cli(...args, '--out', join(dir, 'whole'));
+    expect(whole.status, whole.stderr).toBe(0);
+    const budget = await cli(...args, '--budget', '24mb', '--out', join(dir, 'budget'));
+    expect(budget.status, budget.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(join(dir, 'budget', 'report.json'), 'utf8'));
+    expect(report.budget.stages.map((s: { stage: string }) => s.stage)).toEqual(['text-encoder', 'sampler', 'video-vae']);
+    for (const s of report.budget.stages) {
+      expect(s.allocation).toContain('disk');
+      expect(s.loads, s.stage).toBeGreaterThan(0);
+    }
+    const frames = readdirSync(join(dir, 'whole', 'frames')).sort();
+    for (const f of frames) expect(readFileSync(join(dir, 'budget', 'frames', f)).equals(readFileSync(join(dir, 'whole', 'frames', f))), f).toBe(true);
+    expect(readFileSync(join(dir, 'budget', 'audio.wav')).equals(readFileSync(join(dir, 'whole', 'audio.wav')))).toBe(true);
+  });
+
+  it('--negative with --cfg guides every step away from the negative prompt (other frames than --cfg 1)', async () => {
+    const args = ['generate', '--preset', 'h3-tiny', '--prompt', 'a fox in the snow', '--frames', '5', '--width', '32', '--height', '32', '--steps', '1', '--threads', '1', '--frames-dir'];
+    const r = await cli(...args, '--negative', 'blurry, dark', '--cfg', '3', '--out', join(dir, 'cfg'));
+    expect(r.status, r.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(join(dir, 'cfg', 'report.json'), 'utf8'));
+    expect(report.sampler.cfg).toBe(3);
+    expect(report.prompt.negativeTokens).toBeGreaterThan(0);
+    const frame = 'frame-00000.png';
+    expect(readFileSync(join(dir, 'cfg', 'frames', frame)).equals(readFileSync(join(dir, 'whole', 'frames', frame)))).toBe(false);
+    const missing = await cli(...args, '--cfg', '3', '--out', join(dir, 'cfg-missing'));
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain('--negative');
   });
 
   it('refuses bad input with typed errors and leaves no output behind', async () => {

@@ -141,6 +141,10 @@ describe('ninodes plan', () => {
     expect(t.status).toBe(0);
     expect(t.stdout).toMatch(/hip:0 \(compute\)/);
     expect(t.stdout).toMatch(/\nhip:1 .* blocks\.0-2$/m);
+    // ComfyUI-MultiGPU's documented ratio form: '*' is the rest of 100%.
+    const ratio = await cli('plan', ckpt, '--alloc', 'hip:0,50%;hip:1,*', '--machine', machine);
+    expect(ratio.status, ratio.stderr).toBe(0);
+    expect(ratio.stdout).toMatch(/^allocation hip:0,50%;hip:1,50% \(ratio/m);
   });
 
   it('plans the real-shape h3-full (a sparse file, read with layoutOf) for the W7900 pair', async () => {

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { defaultCacheDir, enumerateDevices } from '@ninodes/device';
+import { defaultCacheDir, deviceIds, enumerateDevices, formatDeviceId, parseDeviceId } from '@ninodes/device';
 import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, computeLoadAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, planPlacement } from '@ninodes/distorch';
-import { NinodesError, buildInfo, int8Backend, setThreads } from '@ninodes/kernels';
-import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
+import { NinodesError, buildInfo, int8Backend, openVulkanDevice, setThreads } from '@ninodes/kernels';
+import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, verifyCheckpoint, writeSafetensors } from '@ninodes/memory';
 import { formatBytes } from '@ninodes/device';
 import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
-import { COMPUTE_MODES, type ComputeMode, detectFormats, floatPrecision, isPreparedLinearOp, openCheckpoint } from '@ninodes/quant';
+import { COMPUTE_MODES, type ComputeMode, detectFormats, deviceLinearProvider, floatPrecision, isPreparedLinearOp, openCheckpoint } from '@ninodes/quant';
 import { shardPlan } from '@ninodes/tp';
 import { cpus } from 'node:os';
 import { z } from 'zod';
@@ -14,7 +14,7 @@ import { type CommandContext, defineCommand } from '../command.js';
 import { writeNewFile } from '../write-new-file.js';
 import { checkRunFits } from '../run-size.js';
 import { readLatentFile } from '../latent-file.js';
-import { readAudioFile, readContextFile } from '../stream-inputs.js';
+import { audioFileShape, contextFileShape, readAudioFile, readContextFile } from '../stream-inputs.js';
 import { stageOutput } from '../output-dir.js';
 import { samplePeakMemory } from '../peak-memory.js';
 import { latentPreviewPng } from '../preview.js';
@@ -50,6 +50,7 @@ export const runSchema = z
     attention: z.enum(['f32', 'bf16']).optional(),
     threads: z.coerce.number().int().nonnegative().max(1024).default(0),
     out: z.string().min(1).default('ninodes-run'),
+    device: z.string().min(1).default('cpu'),
     alloc: z.string().min(1).optional(),
     budget: z.string().min(1).optional(),
     prefetch: z.coerce.number().int().nonnegative().max(64).default(1),
@@ -71,6 +72,11 @@ export const runSchema = z
   // H3 patches the latent 2x2: an odd side would lose its last row or column.
   .refine((a) => (a.height ?? 0) % 2 === 0, { message: 'must be even (H3 patches the latent 2x2), got an odd number', path: ['height'] })
   .refine((a) => (a.width ?? 0) % 2 === 0, { message: 'must be even (H3 patches the latent 2x2), got an odd number', path: ['width'] })
+  // A device run keeps every weight on the device: streaming into device slots and TP ranks on devices are not built yet.
+  .refine((a) => a.device.trim().toLowerCase() === 'cpu' || (a.tp === 1 && a.alloc === undefined && a.budget === undefined), {
+    message: '--device other than cpu cannot be combined with --tp, --alloc or --budget yet',
+    path: ['device'],
+  })
   .refine((a) => !(a.alloc && a.budget), { message: '--alloc and --budget are exclusive (--budget B is --alloc "cpu,B;disk,*")', path: ['alloc'] })
   // Streaming placement and tensor parallelism do not compose yet: each rank would need its own plan.
   .refine((a) => a.tp === 1 || (a.alloc === undefined && a.budget === undefined), { message: '--tp cannot be combined with --alloc or --budget yet', path: ['tp'] })
@@ -81,6 +87,24 @@ export const runSchema = z
   .refine((a) => (a['start-step'] ?? 0) < (a['end-step'] ?? a.steps ?? Number.POSITIVE_INFINITY) && (a['end-step'] ?? 0) <= (a.steps ?? Number.POSITIVE_INFINITY), { message: 'need 0 ≤ --start-step < --end-step ≤ --steps', path: ['start-step'] });
 
 export type RunArgs = z.infer<typeof runSchema>;
+
+/**
+ * --device: 'cpu', or the Vulkan device it names opened and registered on the kernels seam (its
+ * name, 'vk:N'). An id this machine lacks is DEVICE_NOT_FOUND listing the ones it has; a Vulkan
+ * device that cannot open is VULKAN_UNAVAILABLE.
+ */
+function computeDevice(text: string): string {
+  const id = parseDeviceId(text, { available: deviceIds(enumerateDevices({ includeDisk: false })), where: '--device' });
+  if (id.kind === 'cpu') return 'cpu';
+  if (id.kind !== 'vk') {
+    throw new RunnerError('RUN_DEVICE_UNSUPPORTED', `--device ${formatDeviceId(id)}: ninodes run computes on the CPU or a Vulkan device (vk:N)`, {
+      value: text,
+      where: '--device',
+      hint: "use --device vk:N for this GPU's Vulkan device (ninodes devices lists it), or cpu",
+    });
+  }
+  return openVulkanDevice(id.index).name;
+}
 
 /**
  * --alloc / --budget: plan the checkpoint's groups on cpu and the mapped file, and stream the groups
@@ -167,7 +191,7 @@ export const run = defineCommand({
   name: 'run',
   summary: 'run the denoising loop on a DiT checkpoint and write latent, preview and report',
   usage:
-    'ninodes run [--model <ckpt> | --preset h3-tiny|h3-small] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant auto|f32|bf16|int8_convrot|f8_e4m3fn] [--threads N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N] [--lora <file[:strength]>]...',
+    'ninodes run [--model <ckpt> | --preset h3-tiny|h3-small] [--latent <file>] [--frames N --height N --width N] [--steps N] [--shift S] [--seed N] [--quant auto|f32|bf16|int8_convrot|f8_e4m3fn] [--threads N] [--device cpu|vk:N] [--alloc "cpu,2gb;disk,*" | --budget 2gb] [--prefetch N] [--tp N [--tp-timeout ms] [--tp-pin]] [--out <dir>] [--force] [--json] [--context <file>] [--audio <file> | --audio-frames T] [--start-step N] [--end-step N] [--lora <file[:strength]>]...',
   options: {
     model: { type: 'string', value: '<ckpt>', description: 'checkpoint: .safetensors, .safetensors.index.json or .gguf (exclusive with --preset)' },
     preset: { type: 'string', value: '<name>', description: 'generate (once, cached in $NINODES_CACHE) a synthetic model: h3-tiny or h3-small (random weights, for speed and memory work); with neither --model nor --preset the trained h3-shapes model runs' },
@@ -181,6 +205,7 @@ export const run = defineCommand({
     quant: { type: 'string', value: '<mode>', description: 'compute format of the linears: auto (each layer as stored in the file: int8, fp8 and GGUF layers stay quantized, float layers compute in f32), or f32, bf16, int8_convrot, f8_e4m3fn to convert every layer' },
     attention: { type: 'string', value: '<precision>', description: 'attention precision: f32 or bf16 (q, k, v rounded to bf16; needs AVX512_BF16) [default: bf16 with --quant bf16 or int8_convrot where the CPU has bf16 units, else f32]' },
     threads: { type: 'string', value: 'N', description: 'native threads (0: one per core)' },
+    device: { type: 'string', value: '<id>', description: 'where the linears compute: cpu, or a Vulkan device vk:N (ninodes devices lists them; weights stay resident there, the other ops run on the CPU) [default: cpu]' },
     alloc: { type: 'string', value: '<alloc>', description: 'DisTorch-style placement, e.g. "cpu,2gb;disk,*": groups past the budget stream from the mapped file' },
     budget: { type: 'string', value: '<bytes>', description: 'everything the run may hold in RAM (measured): the weights kept resident get it less the reserve for activations and streaming, the rest streams from disk (exclusive with --alloc)' },
     prefetch: { type: 'string', value: 'N', description: 'streamed groups read ahead of the one computing' },
@@ -201,6 +226,7 @@ export const run = defineCommand({
     'ninodes run --preset h3-tiny --steps 8 --out runs/tiny',
     'ninodes run --model model.safetensors --quant int8_convrot --frames 3 --height 32 --width 32 --out runs/int8 --force',
     'ninodes run --model model.gguf --latent noise.safetensors --json',
+    'ninodes run --preset h3-tiny --device vk:0 --out runs/vulkan',
     'ninodes run --model model.safetensors --lora style.safetensors:0.8 --lora detail.safetensors --budget 2gb',
   ],
   positionals: [0, 0],
@@ -238,6 +264,7 @@ export const run = defineCommand({
     let streamed: ReturnType<typeof streamingExecutor> | undefined;
     let tp: TpRankModel | undefined;
     let loras: LoadedLoras | undefined;
+    let linearDevice = 'cpu';
     try {
       // No model and no preset: the trained h3-shapes model shipped with @ninodes/models.
       const modelPath = args.model ?? (args.preset === undefined ? shapesModelPath() : await syntheticModel(args.preset, context));
@@ -245,8 +272,11 @@ export const run = defineCommand({
       const streaming = args.alloc !== undefined || args.budget !== undefined;
       let staged: StagedSource | undefined;
       if (rank === undefined) {
+        linearDevice = computeDevice(args.device);
+        const device = linearDevice;
         opened = openH3Model(modelPath, {
           compute: args.quant,
+          ...(device === 'cpu' ? {} : { wrapProvider: (p) => deviceLinearProvider(p, device) }),
           ...(args.attention === undefined ? {} : { attentionPrecision: args.attention }),
           ...(streaming ? { wrapSource: (s) => (staged = new StagedSource(s)) } : {}),
           ...(loraOptions.length === 0
@@ -284,7 +314,6 @@ export const run = defineCommand({
         pressure = new MemoryPressureMonitor({ onPressure: (bytes) => (executor.executor.shrink(bytes) > 0 ? mallocTrim() : undefined) });
         pressure.start();
       }
-      checkRunFits(model.config, latentIn?.shape ?? [1, model.latentChannels, sampler.frames, sampler.height, sampler.width]);
       // The schedule is checked before the first step (a collapsing --shift is refused up front).
       flowSigmas(sampler.steps, sampler.shift);
       if ((args['end-step'] ?? 0) > sampler.steps || (args['start-step'] ?? 0) >= (args['end-step'] ?? sampler.steps)) {
@@ -294,8 +323,14 @@ export const run = defineCommand({
       if ((args.audio !== undefined || args['audio-frames'] !== undefined) && audioChannels === undefined) {
         throw new RunnerError('INVALID_ARGUMENT', `${modelPath} has no audio stream (no audio_patch_proj / final_layer.audio_out)`, { value: args.audio ?? args['audio-frames'], where: '--audio', hint: 'run it without --audio / --audio-frames' });
       }
+      const textWidths = textDim === undefined ? [hidden] : [textDim, hidden];
+      // Sized from the headers before anything is read: a million text states fail here, not in the kernel's OOM killer.
+      checkRunFits(model.config, latentIn?.shape ?? [1, model.latentChannels, sampler.frames, sampler.height, sampler.width], {
+        ...(args.context === undefined ? {} : { context: contextFileShape(args.context, textWidths) }),
+        ...(args.audio !== undefined ? { audioFrames: audioFileShape(args.audio, audioChannels as number)[3] } : args['audio-frames'] !== undefined ? { audioFrames: args['audio-frames'] } : {}),
+      });
       const audioIn = args.audio === undefined ? undefined : readAudioFile(args.audio, audioChannels as number);
-      const contextIn = args.context === undefined ? undefined : readContextFile(args.context, textDim === undefined ? [hidden] : [textDim, hidden]);
+      const contextIn = args.context === undefined ? undefined : readContextFile(args.context, textWidths);
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
 
@@ -317,6 +352,9 @@ export const run = defineCommand({
         },
       });
       steps.done();
+      // Resident weights are views of the mapped file: one rewritten in place during the run (even
+      // with its size and mtime put back) fails it here rather than passing off mixed weights.
+      verifyCheckpoint(opened.source);
       const latentSha256 = createHash('sha256').update(result.latent.bytes()).digest('hex');
       const tpReport = tp === undefined ? undefined : await gatherRanks(tp, latentSha256, memory.stop());
       if (stage === undefined) {
@@ -342,6 +380,7 @@ export const run = defineCommand({
           model: modelPath,
           architecture: 'h3',
           quant: args.quant,
+          device: linearDevice,
           frames: result.latent.shape[2],
           height: result.latent.shape[3],
           width: result.latent.shape[4],

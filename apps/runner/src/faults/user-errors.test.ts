@@ -1,11 +1,11 @@
 // Every file-system mistake and every input that cannot give a meaningful result is a coded error
 // with a hint, refused before work where it can be: never INTERNAL, never a raw RangeError.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Tensor } from '@ninodes/kernels';
-import { buildHeader, tensorSources, writeSafetensors } from '@ninodes/memory';
+import { buildHeader, openSafetensors, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../main.js';
 import { canChattr, checkRunOutput, dirDigest, leftovers, microCheckpoint, mountTmpfs, unmount } from './harness.js';
@@ -73,6 +73,30 @@ describe('inputs that cannot give a meaningful result are refused up front', () 
     const r = await cli('run', '--model', ckpt, '--frames', '1', '--height', '100000', '--width', '100000', '--out', out);
     expectCoded(r, 'RUN_TOO_LARGE');
     expect(readdirSync(dir)).not.toContain('huge');
+    expect(leftovers(dir)).toEqual([]);
+  });
+
+  it('a --context of 10^8 text states (a sparse file of tens of GB) or 10^8 audio frames: RUN_TOO_LARGE naming the stream, before anything is read', async () => {
+    const model = join(process.env.NINODES_FIXTURES ?? '', 'h3av', 'full', 'model.safetensors');
+    const inputs = openSafetensors(join(process.env.NINODES_FIXTURES ?? '', 'h3av', 'full', 'inputs.safetensors'));
+    const width = inputs.entry('context').shape[2]!;
+    inputs.close();
+    // Hundreds of GB of activations even for the fixture's small widths: more than any test machine holds.
+    const states = 100_000_000;
+    const shape = [1, states, width];
+    const { json } = buildHeader([{ name: 'context', dtype: 'f32', shape, data: () => new Uint8Array(0) }], undefined);
+    const file = join(dir, 'huge-context.safetensors');
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(json.byteLength));
+    writeFileSync(file, Buffer.concat([len, json]));
+    truncateSync(file, 8 + json.byteLength + 4 * states * width);
+    const r = await cli('run', '--model', model, ...tiny, '--context', file, '--out', join(dir, 'huge-context'));
+    expectCoded(r, 'RUN_TOO_LARGE');
+    expect(r.stderr).toContain(`${states} text states (--context)`);
+    expect(r.stderr).toContain('(at --context)');
+    const audio = await cli('run', '--model', model, ...tiny, '--audio-frames', '100000000', '--out', join(dir, 'huge-audio'));
+    expectCoded(audio, 'RUN_TOO_LARGE');
+    expect(audio.stderr).toContain('(at --audio)');
     expect(leftovers(dir)).toEqual([]);
   });
 

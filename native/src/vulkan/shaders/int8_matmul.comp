@@ -14,28 +14,46 @@ layout(std430, binding = 4) readonly buffer B { float bias[]; };
 layout(std430, binding = 5) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Push { uint M; uint N; uint K; uint flags; } p;
 
-shared int xs[16][17];
-shared int ws[16][17];
+const uint TILE = 64u;
+const uint TK = 16u;
+shared int xs[TK][TILE + 1u];
+shared int ws[TK][TILE + 1u];
 
 int load(uint i, bool weight) { return sbyte(byte_at(weight ? qw[i >> 2] : qx[i >> 2], i)); }
 
 void main() {
   uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
-  uint row0 = gl_WorkGroupID.y * 16u, col0 = gl_WorkGroupID.x * 16u;
-  uint m = row0 + ly, n = col0 + lx;
-  int acc = 0;
-  for (uint k0 = 0u; k0 < p.K; k0 += 16u) {
-    uint k = k0 + lx;
-    xs[ly][lx] = (m < p.M && k < p.K) ? load(m * p.K + k, false) : 0;
-    ws[ly][lx] = (col0 + ly < p.N && k < p.K) ? load((col0 + ly) * p.K + k, true) : 0;
+  uint tid = ly * 16u + lx;
+  uint row0 = gl_WorkGroupID.y * TILE, col0 = gl_WorkGroupID.x * TILE;
+  int acc[4][4];
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] = 0;
+  for (uint k0 = 0u; k0 < p.K; k0 += TK) {
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+      uint idx = tid + i * 256u;
+      uint r = idx / TK, kk = idx % TK;
+      uint k = k0 + kk;
+      xs[kk][r] = (row0 + r < p.M && k < p.K) ? load((row0 + r) * p.K + k, false) : 0;
+      ws[kk][r] = (col0 + r < p.N && k < p.K) ? load((col0 + r) * p.K + k, true) : 0;
+    }
     barrier();
-    [[unroll]] for (uint t = 0u; t < 16u; ++t) acc += xs[ly][t] * ws[lx][t];
+    for (uint kk = 0u; kk < TK; ++kk) {
+      int a[4], b[4];
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) a[i] = xs[kk][ly * 4u + i];
+      [[unroll]] for (uint j = 0u; j < 4u; ++j) b[j] = ws[kk][lx * 4u + j];
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] += a[i] * b[j];
+    }
     barrier();
   }
-  if (m < p.M && n < p.N) {
-    precise float s = xscale[m] * wscale[n];
-    precise float v = float(acc) * s;
-    if ((p.flags & 1u) != 0u) v = v + bias[n];
-    y[m * p.N + n] = v;
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+    uint m = row0 + ly * 4u + i;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+      uint n = col0 + lx * 4u + j;
+      if (m < p.M && n < p.N) {
+        precise float s = xscale[m] * wscale[n];
+        precise float v = float(acc[i][j]) * s;
+        if ((p.flags & 1u) != 0u) v = v + bias[n];
+        y[m * p.N + n] = v;
+      }
+    }
   }
 }

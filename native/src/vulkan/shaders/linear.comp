@@ -1,5 +1,5 @@
 #version 450
-// y[M,N] = x[M,K] · W[N,K]ᵀ (+ bias), f32 accumulation, 16×16 output tiles through shared memory.
+// y[M,N] = x[M,K] · W[N,K]ᵀ (+ bias), f32 accumulation, 64×64 output tiles through shared memory.
 // The weight format is chosen at build time (variants.txt): f32, bf16, fp8 (per-tensor scale) or
 // GGUF Q8_0 (34-byte blocks of 32 along K, dequantized as the tile loads).
 #extension GL_GOOGLE_include_directive : require
@@ -16,8 +16,12 @@ layout(std430, binding = 2) readonly buffer B { float bias[]; };
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Push { uint M; uint N; uint K; uint flags; float wscale; } p;
 
-shared float xs[16][17];
-shared float ws[16][17];
+// 64×64 output tiles, 4×4 outputs per invocation: a barrier per 16 values of K amortized over
+// 64·64·16 multiply-adds (barriers are what a CPU implementation such as lavapipe pays most for).
+const uint TILE = 64u;
+const uint TK = 16u;
+shared float xs[TK][TILE + 1u];
+shared float ws[TK][TILE + 1u];
 
 float weight(uint n, uint k) {
 #if defined(W_F32)
@@ -42,16 +46,32 @@ float weight(uint n, uint k) {
 
 void main() {
   uint lx = gl_LocalInvocationID.x, ly = gl_LocalInvocationID.y;
-  uint row0 = gl_WorkGroupID.y * 16u, col0 = gl_WorkGroupID.x * 16u;
-  uint m = row0 + ly, n = col0 + lx;
-  float acc = 0.0;
-  for (uint k0 = 0u; k0 < p.K; k0 += 16u) {
-    uint k = k0 + lx;
-    xs[ly][lx] = (m < p.M && k < p.K) ? x[m * p.K + k] : 0.0;
-    ws[ly][lx] = (col0 + ly < p.N && k < p.K) ? weight(col0 + ly, k) : 0.0;
+  uint tid = ly * 16u + lx;
+  uint row0 = gl_WorkGroupID.y * TILE, col0 = gl_WorkGroupID.x * TILE;
+  float acc[4][4];
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] = 0.0;
+  for (uint k0 = 0u; k0 < p.K; k0 += TK) {
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+      uint idx = tid + i * 256u;
+      uint r = idx / TK, kk = idx % TK;
+      uint k = k0 + kk;
+      xs[kk][r] = (row0 + r < p.M && k < p.K) ? x[(row0 + r) * p.K + k] : 0.0;
+      ws[kk][r] = (col0 + r < p.N && k < p.K) ? weight(col0 + r, k) : 0.0;
+    }
     barrier();
-    [[unroll]] for (uint t = 0u; t < 16u; ++t) acc += xs[ly][t] * ws[lx][t];
+    for (uint kk = 0u; kk < TK; ++kk) {
+      float a[4], b[4];
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) a[i] = xs[kk][ly * 4u + i];
+      [[unroll]] for (uint j = 0u; j < 4u; ++j) b[j] = ws[kk][lx * 4u + j];
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] += a[i] * b[j];
+    }
     barrier();
   }
-  if (m < p.M && n < p.N) y[m * p.N + n] = acc + ((p.flags & 1u) != 0u ? bias[n] : 0.0);
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+    uint m = row0 + ly * 4u + i;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+      uint n = col0 + lx * 4u + j;
+      if (m < p.M && n < p.N) y[m * p.N + n] = acc[i][j] + ((p.flags & 1u) != 0u ? bias[n] : 0.0);
+    }
+  }
 }
