@@ -1,12 +1,6 @@
 import { type Stats, lstatSync, statSync } from 'node:fs';
 import { fsError } from '@ninodes/kernels';
-import type { CheckpointSource } from '@ninodes/memory';
 import { RunnerError } from './error-codes.js';
-
-/** Every file `source` reads: the path opened (the index of a sharded checkpoint) and each shard. */
-export function filesOf(source: CheckpointSource): string[] {
-  return [...new Set([source.path, ...source.entries().map((e) => e.file)])];
-}
 
 /** The file a path reaches through every link (device + inode), or undefined when nothing is there. */
 function identity(path: string, where: string): Stats | undefined {
@@ -21,7 +15,7 @@ function identity(path: string, where: string): Stats | undefined {
 
 /**
  * Checks `<out>` of a command that writes one new file from `inputs` (quantize, merge: every file
- * the inputs read, shards included — see filesOf): not one of the inputs, not a directory, and not an
+ * the inputs read, shards included: memory's checkpointFiles): not one of the inputs, not a directory, and not an
  * existing file unless `force` (the file itself is written through a temporary and renamed only on
  * success, by memory's writeSafetensors). Files are compared by device and inode, not by path, so a
  * symlinked folder, an input that is a link to the output, or a shard named through its index are

@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -66,6 +67,23 @@ describe('MappedFile', () => {
     // Once a read hit a missing page the whole mapping is suspect: even ranges the file still
     // backs fail, so a run cannot go on mixing the file's bytes with zeros.
     expect(() => f.sumBytes(0, 100)).toThrow(truncated);
+    f.close();
+  });
+
+  it('a file rewritten in place with its size and mtime put back (dd conv=notrunc, then touch -r) is FILE_MODIFIED', () => {
+    const victim = join(dir, 'inplace.bin');
+    const stamp = join(dir, 'inplace.stamp');
+    writeFileSync(victim, new Uint8Array(4 * 4096).fill(1));
+    expect(spawnSync('touch', ['-r', victim, stamp]).status).toBe(0);
+    const f = MappedFile.open(victim);
+    f.verify();
+    // File times tick with the kernel's coarse clock (a few ms): let one pass, so the rewrite's ctime differs.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    expect(spawnSync('dd', ['if=/dev/zero', `of=${victim}`, 'bs=4096', 'count=1', 'conv=notrunc', 'status=none']).status).toBe(0);
+    expect(spawnSync('touch', ['-r', stamp, victim]).status).toBe(0);
+    expect(statSync(victim).size).toBe(4 * 4096);
+    expect(statSync(victim).mtimeMs).toBe(statSync(stamp).mtimeMs);
+    expect(() => f.verify()).toThrow(expect.objectContaining({ code: 'FILE_MODIFIED', where: victim }));
     f.close();
   });
 

@@ -20,6 +20,11 @@ export interface FileIdentity {
   readonly ino: bigint;
   readonly size: bigint;
   readonly mtimeNs: bigint;
+  /**
+   * The inode's change time: every write moves it, and unlike mtime it cannot be set back (touch -r,
+   * rsync --inplace -t keep size and mtime of a file rewritten in place; ctime still moves).
+   */
+  readonly ctimeNs: bigint;
 }
 
 export interface MapFileOptions {
@@ -30,10 +35,10 @@ export interface MapFileOptions {
   mode?: 'shared' | 'private';
 }
 
-/** The identity of an open file descriptor (fstat, nanosecond mtime). */
+/** The identity of an open file descriptor (fstat, nanosecond mtime and ctime). */
 export function fileIdentity(fd: number): FileIdentity {
   const st = fstatSync(fd, { bigint: true });
-  return { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs };
+  return { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs };
 }
 
 /** A whole file mapped into memory. Implements StorageOwner so tensors can be views of it. */
@@ -128,10 +133,10 @@ export class MappedFile implements StorageOwner {
         hint: 'reading the missing pages would raise SIGBUS; reopen the file',
       });
     }
-    if (now.mtimeNs !== this.identity.mtimeNs || now.size !== this.identity.size) {
-      throw new KernelsError('FILE_MODIFIED', `${this.path} was written to after it was mapped`, {
+    if (now.mtimeNs !== this.identity.mtimeNs || now.ctimeNs !== this.identity.ctimeNs || now.size !== this.identity.size) {
+      throw new KernelsError('FILE_MODIFIED', `${this.path} was written to (or its inode changed: chmod, a new link) after it was mapped`, {
         where: this.path,
-        value: { mtimeNs: String(now.mtimeNs), size: String(now.size) },
+        value: { mtimeNs: String(now.mtimeNs), ctimeNs: String(now.ctimeNs), size: String(now.size) },
         hint: 'tensors would mix old and new bytes; reopen the file',
       });
     }

@@ -1,4 +1,5 @@
 export type { CheckpointSource, TensorEntry } from './checkpoint-source.js';
+export { checkpointFiles, verifyCheckpoint } from './checkpoint-files.js';
 export { copyColumnRange, readColumnRange, rowRangeSpan, viewRowRange } from './tensor-ranges.js';
 export { parseByteSize } from './byte-size.js';
 export { SAFETENSORS_DTYPES, isSafetensorsDType, safetensorsDTypeOf, type SafetensorsDType } from './safetensors-dtype.js';

@@ -3,7 +3,8 @@ import { MERGE_FORMATS, type MergeFormat, mergeLora, openCheckpoint } from '@nin
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
 import { describeLoras, loadLoras, loraReport, parseLoraOption } from '../lora-option.js';
-import { checkNewOutputFile, filesOf } from '../new-output-file.js';
+import { checkNewOutputFile } from '../new-output-file.js';
+import { checkpointFiles } from '@ninodes/memory';
 
 export const merge = defineCommand({
   name: 'merge',
@@ -39,7 +40,7 @@ export const merge = defineCommand({
     const loraOptions = args.lora.map(parseLoraOption);
     const source = openCheckpoint(input);
     try {
-      checkNewOutputFile(args.out, [...filesOf(source), ...loraOptions.map((l) => l.path)], { force: args.force });
+      checkNewOutputFile(args.out, [...checkpointFiles(source), ...loraOptions.map((l) => l.path)], { force: args.force });
       const { patcher, applied } = loadLoras(source, loraOptions);
       context.stderr.write(`${describeLoras(applied).join('\n')}\n`);
       const task = context.progress.task('merging', source.entries().length);

@@ -3,7 +3,8 @@ import { detectArchitecture } from '@ninodes/models';
 import { QUANTIZE_TARGETS, type QuantizeTarget, openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
-import { checkNewOutputFile, filesOf } from '../new-output-file.js';
+import { checkNewOutputFile } from '../new-output-file.js';
+import { checkpointFiles } from '@ninodes/memory';
 import { RunnerError } from '../error-codes.js';
 
 /** The container each target is written in: GGUF block formats into .gguf, the rest into safetensors. */
@@ -40,7 +41,7 @@ export const quantize = defineCommand({
     const [input, output] = args.positionals;
     const source = openCheckpoint(input);
     try {
-      checkNewOutputFile(output, filesOf(source), { force: args.force });
+      checkNewOutputFile(output, checkpointFiles(source), { force: args.force });
       // The extension names the container: a .gguf holding safetensors would be refused by every reader.
       const container = containerOf(args.format);
       if (!output.toLowerCase().endsWith(container)) {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { defaultCacheDir, deviceIds, enumerateDevices, formatDeviceId, parseDeviceId } from '@ninodes/device';
 import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, computeLoadAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, planPlacement } from '@ninodes/distorch';
 import { NinodesError, buildInfo, int8Backend, openVulkanDevice, setThreads } from '@ninodes/kernels';
-import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, writeSafetensors } from '@ninodes/memory';
+import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, verifyCheckpoint, writeSafetensors } from '@ninodes/memory';
 import { formatBytes } from '@ninodes/device';
 import { type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
 import { COMPUTE_MODES, type ComputeMode, detectFormats, deviceLinearProvider, floatPrecision, isPreparedLinearOp, openCheckpoint } from '@ninodes/quant';
@@ -352,6 +352,9 @@ export const run = defineCommand({
         },
       });
       steps.done();
+      // Resident weights are views of the mapped file: one rewritten in place during the run (even
+      // with its size and mtime put back) fails it here rather than passing off mixed weights.
+      verifyCheckpoint(opened.source);
       const latentSha256 = createHash('sha256').update(result.latent.bytes()).digest('hex');
       const tpReport = tp === undefined ? undefined : await gatherRanks(tp, latentSha256, memory.stop());
       if (stage === undefined) {

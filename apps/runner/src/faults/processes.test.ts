@@ -2,7 +2,7 @@
 // a FIFO where a file should be, a link planted at a temporary name. Every child has a time limit;
 // a child that reaches it counts as a hang and fails the test.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HOST_TAG } from '@ninodes/kernels';
@@ -72,6 +72,26 @@ describe('a lock file ninodes did not write', () => {
       rmSync(lock);
     }
     expect(existsSync(join(dir, 'G1'))).toBe(false);
+  });
+});
+
+describe('a checkpoint rewritten in place during a resident run', () => {
+  it('with its size and mtime put back (dd conv=notrunc, touch -r): FILE_MODIFIED and no output, never a latent of mixed weights', async () => {
+    const victim = join(dir, 'inplace.safetensors');
+    const stamp = join(dir, 'inplace.stamp');
+    copyFileSync(ckpt, victim);
+    expect(spawnSync('touch', ['-r', victim, stamp]).status).toBe(0);
+    const out = join(dir, 'inplace-out');
+    const child = startCli(['run', '--model', victim, ...small, '--steps', '300', '--out', out], { timeoutMs: 120_000 });
+    await child.waitFor(/steps: 2\//);
+    // Past the header, into the weights; then the old times back on the file.
+    expect(spawnSync('dd', ['if=/dev/urandom', `of=${victim}`, 'bs=4096', 'seek=8', 'count=4', 'conv=notrunc', 'status=none']).status).toBe(0);
+    expect(spawnSync('touch', ['-r', stamp, victim]).status).toBe(0);
+    const end = await child.done;
+    expect(end.timedOut).toBe(false);
+    expect(child.stderr).toContain('error FILE_MODIFIED:');
+    expect(end.status).toBe(1);
+    expect(existsSync(out)).toBe(false);
   });
 });
 
