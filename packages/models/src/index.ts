@@ -74,3 +74,4 @@ export {
 } from './h3-video-vae.js';
 export { type SyntheticPartSizes, type SyntheticParts, ensureSyntheticParts, syntheticPartSizes, writeSyntheticAudioDecoder, writeSyntheticQwen3, writeSyntheticVideoDecoder } from './synthetic-parts.js';
 export { H3_AUDIO_HOP, H3_AUDIO_LATENT_CHANNELS, H3_AUDIO_SAMPLE_RATE, H3AudioDecoder, type OpenedH3AudioDecoder, h3AudioDecoderTensors, h3AudioLatentFrames, openH3AudioDecoder } from './h3-audio-vae.js';
+export { withGuidance } from './guidance.js';

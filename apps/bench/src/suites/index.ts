@@ -3,6 +3,7 @@
  * `Suite` (see ../suite.ts), and one line here.
  */
 import type { Suite } from '../suite.js';
+import { gpuSuite } from './gpu.js';
 import { ioSuite } from './io.js';
 import { kernelsSuite } from './kernels.js';
 import { modelSuite } from './model.js';
@@ -10,4 +11,4 @@ import { offloadSuite } from './offload.js';
 import { quantSuite } from './quant.js';
 import { tpSuite } from './tp.js';
 
-export const SUITES: readonly Suite[] = [kernelsSuite, ioSuite, quantSuite, modelSuite, offloadSuite, tpSuite];
+export const SUITES: readonly Suite[] = [kernelsSuite, ioSuite, quantSuite, modelSuite, offloadSuite, tpSuite, gpuSuite];

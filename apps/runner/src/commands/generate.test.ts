@@ -76,6 +76,20 @@ describe('ninodes generate', () => {
     expect(readFileSync(join(dir, 'budget', 'audio.wav')).equals(readFileSync(join(dir, 'whole', 'audio.wav')))).toBe(true);
   });
 
+  it('--negative with --cfg guides every step away from the negative prompt (other frames than --cfg 1)', async () => {
+    const args = ['generate', '--preset', 'h3-tiny', '--prompt', 'a fox in the snow', '--frames', '5', '--width', '32', '--height', '32', '--steps', '1', '--threads', '1', '--frames-dir'];
+    const r = await cli(...args, '--negative', 'blurry, dark', '--cfg', '3', '--out', join(dir, 'cfg'));
+    expect(r.status, r.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(join(dir, 'cfg', 'report.json'), 'utf8'));
+    expect(report.sampler.cfg).toBe(3);
+    expect(report.prompt.negativeTokens).toBeGreaterThan(0);
+    const frame = 'frame-00000.png';
+    expect(readFileSync(join(dir, 'cfg', 'frames', frame)).equals(readFileSync(join(dir, 'whole', 'frames', frame)))).toBe(false);
+    const missing = await cli(...args, '--cfg', '3', '--out', join(dir, 'cfg-missing'));
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain('--negative');
+  });
+
   it('refuses bad input with typed errors and leaves no output behind', async () => {
     const empty = await cli('generate', '--preset', 'h3-tiny', '--prompt', '   ', '--out', join(dir, 'empty'));
     expect(empty.status).not.toBe(0);

@@ -6,7 +6,7 @@ import { defaultCacheDir } from '@ninodes/device';
 import { StagedSource, type StepStats, latentTokens } from '@ninodes/distorch';
 import { type CheckpointSource, parseByteSize } from '@ninodes/memory';
 import { type Tensor, setThreads } from '@ninodes/kernels';
-import { H3_AUDIO_SAMPLE_RATE, type LinearOp, ensureSyntheticCheckpoint, ensureSyntheticParts, flowSigmas, h3AudioLatentFrames, h3LatentFrames, h3PixelFrames, h3VideoDecoderLayout, layoutOf, loadQwen3Tokenizer, openH3AudioDecoder, openH3Model, openH3VideoDecoder, openQwen3Encoder, qwen3Layout, runSampler } from '@ninodes/models';
+import { H3_AUDIO_SAMPLE_RATE, type LinearOp, withGuidance, ensureSyntheticCheckpoint, ensureSyntheticParts, flowSigmas, h3AudioLatentFrames, h3LatentFrames, h3PixelFrames, h3VideoDecoderLayout, layoutOf, loadQwen3Tokenizer, openH3AudioDecoder, openH3Model, openH3VideoDecoder, openQwen3Encoder, qwen3Layout, runSampler } from '@ninodes/models';
 import { COMPUTE_MODES, type ComputeMode, type GroupHooks, type ModelLayout } from '@ninodes/quant';
 import { z } from 'zod';
 import { type CommandContext, defineCommand } from '../command.js';
@@ -39,6 +39,8 @@ export const generateSchema = z
   .object({
     prompt: z.string().optional(),
     'prompt-file': z.string().min(1).optional(),
+    negative: z.string().optional(),
+    cfg: z.coerce.number().positive().max(100).default(1),
     preset: z.enum(['h3-tiny', 'h3-small']).optional(),
     model: z.string().min(1).optional(),
     'text-encoder': z.string().min(1).optional(),
@@ -61,6 +63,7 @@ export const generateSchema = z
     positionals: z.array(z.string()).length(0),
   })
   .refine((a) => (a.prompt === undefined) !== (a['prompt-file'] === undefined), { message: 'give the prompt with exactly one of --prompt and --prompt-file', path: ['prompt'] })
+  .refine((a) => a.cfg === 1 || (a.negative !== undefined && a.negative.trim().length > 0), { message: 'guidance (--cfg other than 1) needs a --negative prompt', path: ['cfg'] })
   .refine((a) => (a.preset === undefined) !== (a.model === undefined), { message: 'give the model with exactly one of --preset and --model', path: ['model'] })
   .refine((a) => a.preset !== undefined || (a['text-encoder'] !== undefined && a.vae !== undefined), { message: '--model needs --text-encoder and --vae', path: ['text-encoder'] });
 
@@ -187,10 +190,12 @@ export const generate = defineCommand({
   name: 'generate',
   summary: 'make a video with sound from a prompt: tokenizer, text encoder, DiT sampler, video and audio VAE, mp4 (or PNG frames + WAV)',
   usage:
-    'ninodes generate (--prompt <text> | --prompt-file <file>) (--preset h3-tiny|h3-small | --model <dit> --text-encoder <te> --vae <vae> [--audio-vae <vae>]) [--width N] [--height N] [--frames N] [--steps N] [--shift S] [--seed N] [--quant <mode>] [--threads N] [--budget <bytes>] [--vae-tile N] [--out <dir>] [--frames-dir] [--force] [--json]',
+    'ninodes generate (--prompt <text> | --prompt-file <file>) [--negative <text> --cfg S] (--preset h3-tiny|h3-small | --model <dit> --text-encoder <te> --vae <vae> [--audio-vae <vae>]) [--width N] [--height N] [--frames N] [--steps N] [--shift S] [--seed N] [--quant <mode>] [--threads N] [--budget <bytes>] [--vae-tile N] [--out <dir>] [--frames-dir] [--force] [--json]',
   options: {
     prompt: { type: 'string', value: '<text>', description: 'what the video shows (the plain prompt: no chat template, as H3 text-to-video takes it)' },
     'prompt-file': { type: 'string', value: '<file>', description: 'read the prompt from a UTF-8 file' },
+    negative: { type: 'string', value: '<text>', description: 'what the video should not show: the negative prompt of classifier-free guidance (with --cfg)' },
+    cfg: { type: 'string', value: 'S', description: 'classifier-free guidance scale: each step runs the DiT on the prompt and on --negative and takes v_neg + S·(v_prompt − v_neg); 1 is off (H3 samples with 1)' },
     preset: { type: 'string', value: '<name>', description: 'synthetic DiT, text encoder and video VAE of matching widths (random weights, cached in $NINODES_CACHE): h3-tiny or h3-small' },
     model: { type: 'string', value: '<dit>', description: 'the H3 DiT checkpoint (.safetensors or .gguf)' },
     'text-encoder': { type: 'string', value: '<te>', description: "the Qwen3-VL text encoder (H3's 50-layer export; .safetensors or .gguf)" },
@@ -244,7 +249,11 @@ async function runGenerate(args: GenerateArgs, context: CommandContext): Promise
       const synthetic = await ensureSyntheticParts(dir, args.preset);
       return { model: dit.path, textEncoder: synthetic.textEncoder, vae: synthetic.videoDecoder, audioVae: args['audio-vae'] ?? synthetic.audioDecoder };
     });
-    const ids = await stage('tokenize', stages, async () => (await loadQwen3Tokenizer()).encode(prompt));
+    const tokenized = await stage('tokenize', stages, async () => {
+      const tok = await loadQwen3Tokenizer();
+      return { prompt: tok.encode(prompt), negative: args.cfg === 1 ? undefined : tok.encode(args.negative as string) };
+    });
+    const ids = tokenized.prompt;
     const text = await stage('text-encoder', stages, () =>
       streamed(
         'text-encoder',
@@ -254,10 +263,12 @@ async function runGenerate(args: GenerateArgs, context: CommandContext): Promise
         (wrap) => openQwen3Encoder(parts.textEncoder, { compute: args.quant, ...(wrap === undefined ? {} : { wrapSource: wrap }) }),
         (te) => ({ model: { source: te.source, allLinears: () => te.encoder.allLinears(), setHooks: (h) => te.encoder.setHooks(h) }, layout: (s) => qwen3Layout(s) }),
         async (te) => {
-          const task = context.progress.task('text encoder', 1);
+          const task = context.progress.task('text encoder', tokenized.negative === undefined ? 1 : 2);
           const states = await te.encoder.encode(ids);
-          task.done(`${ids.length} tokens`);
-          return states;
+          task.tick(`${ids.length} tokens`);
+          const negative = tokenized.negative === undefined ? undefined : await te.encoder.encode(tokenized.negative);
+          task.done(negative === undefined ? `${ids.length} tokens` : `and ${tokenized.negative?.length} negative tokens`);
+          return { states, negative };
         },
         streaming,
       ),
@@ -273,17 +284,18 @@ async function runGenerate(args: GenerateArgs, context: CommandContext): Promise
         (dit) => ({ model: { source: dit.source, allLinears: () => dit.model.allLinears(), setHooks: (h) => dit.model.setHooks(h) }, layout: (s) => layoutOf(s) }),
         async (dit) => {
         const textDim = dit.model.config.textDim ?? dit.model.config.hidden;
-        if (text.shape[1] !== textDim) {
-          throw new RunnerError('PARTS_MISMATCH', `the text encoder's width ${text.shape[1]} is not the DiT's text width ${textDim}`, { value: { textEncoder: text.shape[1], dit: textDim }, where: '--text-encoder', hint: 'pass the text encoder made for this DiT' });
+        if (text.states.shape[1] !== textDim) {
+          throw new RunnerError('PARTS_MISMATCH', `the text encoder's width ${text.states.shape[1]} is not the DiT's text width ${textDim}`, { value: { textEncoder: text.states.shape[1], dit: textDim }, where: '--text-encoder', hint: 'pass the text encoder made for this DiT' });
         }
+        const velocity = text.negative === undefined ? dit.model : withGuidance(dit.model, text.negative.reshape([1, ...text.negative.shape]), args.cfg);
         const audioChannels = dit.model.config.audioChannels;
         if (parts.audioVae !== undefined && audioChannels === undefined) {
           throw new RunnerError('PARTS_MISMATCH', `${parts.model} has no audio stream, so --audio-vae has nothing to decode`, { value: parts.audioVae, where: '--audio-vae', hint: 'drop --audio-vae, or pass an audio-video DiT' });
         }
         const steps = context.progress.task('steps', args.steps);
-        const result = await runSampler(dit.model, {
+        const result = await runSampler(velocity, {
           ...(parts.audioVae === undefined ? {} : { audioFrames: h3AudioLatentFrames(frames, H3_FPS) }),
-          context: text.reshape([1, ...text.shape]),
+          context: text.states.reshape([1, ...text.states.shape]),
           ...latentSize,
           steps: args.steps,
           shift: args.shift,
@@ -352,11 +364,11 @@ async function runGenerate(args: GenerateArgs, context: CommandContext): Promise
     });
     const report = {
       schema: 'ninodes.generate-report/1',
-      prompt: { tokens: ids.length },
+      prompt: { tokens: ids.length, ...(tokenized.negative === undefined ? {} : { negativeTokens: tokenized.negative.length }) },
       parts,
       video: { width, height, frames: h3PixelFrames(h3LatentFrames(frames)), fps: H3_FPS, latentShape: [...latent.shape] },
       ...(waveform === undefined ? {} : { audio: { sampleRate: H3_AUDIO_SAMPLE_RATE, channels: 2, samples: waveform.shape[1], seconds: (waveform.shape[1] as number) / H3_AUDIO_SAMPLE_RATE } }),
-      sampler: { steps: args.steps, shift: args.shift, seed: args.seed, quant: args.quant },
+      sampler: { steps: args.steps, shift: args.shift, seed: args.seed, quant: args.quant, cfg: args.cfg },
       stages,
       peakBytes: Math.max(...stages.map((s) => s.peakBytes)),
       ...(budget === undefined ? {} : { budget: { bytes: budget, stages: streaming } }),

@@ -5,7 +5,7 @@ import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, co
 import { NinodesError, buildInfo, int8Backend, openVulkanDevice, setThreads, terminalSafe } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, verifyCheckpoint, writeSafetensors } from '@ninodes/memory';
 import { formatBytes } from '@ninodes/device';
-import { type LinearOp, type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
+import { type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
 import { COMPUTE_MODES, type ComputeMode, detectFormats, deviceLinearProvider, floatPrecision, isPreparedLinearOp, openCheckpoint } from '@ninodes/quant';
 import { shardPlan } from '@ninodes/tp';
 import { cpus } from 'node:os';
