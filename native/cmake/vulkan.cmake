@@ -17,6 +17,8 @@ set(SHADER_DIR ${CMAKE_SOURCE_DIR}/src/vulkan/shaders)
 # One line per embedded shader: "<name> <source> [-DDEFINE ...]"; a source compiled with different
 # defines (the weight format of a linear) gives one variant per line.
 file(STRINGS ${SHADER_DIR}/variants.txt SHADER_LINES REGEX "^[a-z]")
+# A new line in variants.txt changes the generated table: re-configure when it changes.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${SHADER_DIR}/variants.txt)
 
 set(SPIRV_INCLUDES)
 set(SPIRV_TABLE)

@@ -33,21 +33,20 @@ inline int32_t word_at(const int8_t* p) {
   return v;
 }
 
-// Rows [m0, m0 + mv) (mv <= 32) against unpacked rows [c0, c0 + 4). With mv <= 16 the second
-// 16-row block repeats the first (the packed buffer ends there) and is not stored. The 8 int32
+// Rows [m0, m0 + mv) (mv <= 32; kTwo: mv > 16, two 16-row blocks) against unpacked rows
+// [c0, c0 + 4). The 8 int32
 // sums, 8 float sums and 8 outputs are named variables: as arrays GCC 12 kept copying them
 // between registers and the stack on every step.
-template <size_t G, size_t A, bool kMins>
+template <size_t G, size_t A, bool kMins, bool kTwo>
 NINODES_TARGET_VNNI void tile(const int8_t* packed, const GgufActivations& act, size_t m0, size_t mv, size_t k, const GgufRows& rows, size_t c0,
                               size_t n0, size_t nv, const GgufOutput& out) {
   const size_t kg = k / G, rb0 = m0 / kGgufRowBlock;
-  const bool two = mv > kGgufRowBlock;
   const int8_t* x0p = packed + m0 * k;
-  const int8_t* x1p = two ? x0p + kGgufRowBlock * k : x0p;
+  const int8_t* x1p = kTwo ? x0p + kGgufRowBlock * k : x0p;
   const float* d0p = act.scale + rb0 * (k / A) * kGgufRowBlock;
-  const float* d1p = two ? d0p + (k / A) * kGgufRowBlock : d0p;
+  const float* d1p = kTwo ? d0p + (k / A) * kGgufRowBlock : d0p;
   const float* s0p = kMins ? act.sum + rb0 * (k / 32) * kGgufRowBlock : nullptr;
-  const float* s1p = kMins ? (two ? s0p + (k / 32) * kGgufRowBlock : s0p) : nullptr;
+  const float* s1p = kMins ? (kTwo ? s0p + (k / 32) * kGgufRowBlock : s0p) : nullptr;
   const int8_t* w0 = rows.q + (c0 + 0) * k;
   const int8_t* w1 = rows.q + (c0 + 1) * k;
   const int8_t* w2 = rows.q + (c0 + 2) * k;
@@ -68,12 +67,12 @@ NINODES_TARGET_VNNI void tile(const int8_t* packed, const GgufActivations& act, 
       for (size_t t = 0; t < G; t += 4) {
         const size_t q = g * G + t;
         const __m512i x0 = _mm512_loadu_si512(x0p + q * kGgufRowBlock);
-        const __m512i x1 = _mm512_loadu_si512(x1p + q * kGgufRowBlock);
+        const __m512i x1 = kTwo ? _mm512_loadu_si512(x1p + q * kGgufRowBlock) : x0;
 #define NINODES_GGUF_STEP(i)                                   \
   {                                                            \
     const __m512i b = _mm512_set1_epi32(word_at(w##i + q));    \
     a##i##0 = _mm512_dpbusd_epi32(a##i##0, x0, b);             \
-    a##i##1 = _mm512_dpbusd_epi32(a##i##1, x1, b);             \
+    if (kTwo) a##i##1 = _mm512_dpbusd_epi32(a##i##1, x1, b);   \
   }
         NINODES_GGUF_STEP(0) NINODES_GGUF_STEP(1) NINODES_GGUF_STEP(2) NINODES_GGUF_STEP(3)
 #undef NINODES_GGUF_STEP
@@ -83,25 +82,25 @@ NINODES_TARGET_VNNI void tile(const int8_t* packed, const GgufActivations& act, 
   {                                                                                                   \
     const __m512 s = _mm512_set1_ps(sc[(i) * kg + g]);                                                 \
     f##i##0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a##i##0), s, f##i##0);                                \
-    f##i##1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a##i##1), s, f##i##1);                                \
+    if (kTwo) f##i##1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a##i##1), s, f##i##1);                      \
   }
       NINODES_GGUF_SCALE(0) NINODES_GGUF_SCALE(1) NINODES_GGUF_SCALE(2) NINODES_GGUF_SCALE(3)
 #undef NINODES_GGUF_SCALE
       if (kMins) {
         const __m512 s0 = _mm512_loadu_ps(s0p + g * kGgufRowBlock);
-        const __m512 s1 = _mm512_loadu_ps(s1p + g * kGgufRowBlock);
+        const __m512 s1 = kTwo ? _mm512_loadu_ps(s1p + g * kGgufRowBlock) : s0;
 #define NINODES_GGUF_MIN(i)                                  \
   {                                                          \
     const __m512 mi = _mm512_set1_ps(mn[(i) * kg + g]);      \
     y##i##0 = _mm512_fnmadd_ps(mi, s0, y##i##0);             \
-    y##i##1 = _mm512_fnmadd_ps(mi, s1, y##i##1);             \
+    if (kTwo) y##i##1 = _mm512_fnmadd_ps(mi, s1, y##i##1);   \
   }
         NINODES_GGUF_MIN(0) NINODES_GGUF_MIN(1) NINODES_GGUF_MIN(2) NINODES_GGUF_MIN(3)
 #undef NINODES_GGUF_MIN
       }
     }
     const __m512 d0 = _mm512_loadu_ps(d0p + ab * kGgufRowBlock);
-    const __m512 d1 = _mm512_loadu_ps(d1p + ab * kGgufRowBlock);
+    const __m512 d1 = kTwo ? _mm512_loadu_ps(d1p + ab * kGgufRowBlock) : d0;
     y00 = _mm512_fmadd_ps(f00, d0, y00);
     y01 = _mm512_fmadd_ps(f01, d1, y01);
     y10 = _mm512_fmadd_ps(f10, d0, y10);
@@ -135,7 +134,11 @@ void group(const int8_t* packed, const GgufActivations& act, size_t m, size_t k,
   for (size_t m0 = 0; m0 < m; m0 += 32) {
     const size_t mv = std::min<size_t>(32, m - m0);
     for (size_t c0 = 0; c0 < nv; c0 += kCols) {
-      tile<G, A, kMins>(packed, act, m0, mv, k, rows, c0, n0, nv, out);
+      if (mv > kGgufRowBlock) {
+        tile<G, A, kMins, true>(packed, act, m0, mv, k, rows, c0, n0, nv, out);
+      } else {
+        tile<G, A, kMins, false>(packed, act, m0, mv, k, rows, c0, n0, nv, out);
+      }
     }
   }
 }

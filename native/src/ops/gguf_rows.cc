@@ -97,10 +97,11 @@ template <void (*Unpack)(const uint8_t*, int8_t*, float*, float*)>
     const uint8_t* src = w + (row0 + r) * blocks * t.block_bytes;
     for (size_t b = 0; b < blocks; ++b) {
       const size_t s0 = r * per_row + b * subs;
-      int8_t* q = out.q + r * k + b * t.block_elems;
-      Unpack(src + b * t.block_bytes, q, out.scale + s0, t.mins ? out.min + s0 : unused);
-      for (size_t s = 0; s < subs; ++s) out.comp[s0 + s] = comp_of(q + s * t.g, t.g);
+      Unpack(src + b * t.block_bytes, out.q + r * k + b * t.block_elems, out.scale + s0, t.mins ? out.min + s0 : unused);
     }
+    // The offsets in a second pass over the row: reading codes just stored, block by block, stalled
+    // on store forwarding (half the time of a q8_0 unpack).
+    for (size_t s = 0; s < per_row; ++s) out.comp[r * per_row + s] = comp_of(out.q + r * k + s * t.g, t.g);
   }
 }
 

@@ -56,6 +56,11 @@ const std::map<std::string, Spec>& specs() {
           if (p[2] % 32 != 0) fail("BLOCK_MISALIGNED", "linear_q8_0: K = " + std::to_string(p[2]) + " is not a multiple of 32");
           return linear(p, "linear_q8_0", product(p[1], p[2] / 32, "linear_q8_0") * 34);
         }}},
+      {"linear_q4_k",
+       {4, 5, [](const Device&, const Words& p) {
+          if (p[2] % 256 != 0) fail("BLOCK_MISALIGNED", "linear_q4_k: K = " + std::to_string(p[2]) + " is not a multiple of 256");
+          return linear(p, "linear_q4_k", product(p[1], p[2] / 256, "linear_q4_k") * 144);
+        }}},
       {"int8_matmul",
        {6, 4, [](const Device&, const Words& p) {
           const uint64_t m = p[0], n = p[1], k = p[2];

@@ -1,4 +1,4 @@
-import { NinodesError, isBlockDType } from '@ninodes/kernels';
+import { isBlockDType } from '@ninodes/kernels';
 import { type CheckpointSource, HostBufferPool, type PooledBuffer } from '@ninodes/memory';
 import type { LayoutGroup, LayoutTensor, ModelLayout, PreparedLinearOp } from '@ninodes/quant';
 import { countingReader, idleOf, readAll, tensorReader } from './file-group-loader.js';

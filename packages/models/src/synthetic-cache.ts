@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { type LockOwner, fsError, readSmallFile, sweepStaleTemps, waitLock, writeFileAtomicallySync } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
 import { type H3PresetName, h3Preset } from './presets.js';

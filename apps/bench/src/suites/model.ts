@@ -4,7 +4,9 @@
  * convrot, the step-time ratio against fp32 timed in the same rounds, and the share of the step per
  * op family from the model's profiler. Case `shapes` (issue 19): the trained h3-shapes model per
  * format (GGUF Q8_0 / Q4_K converted by the project's converter), its step time and the shape score
- * of its samples, so a kernel change that degrades pictures shows up as a number.
+ * of its samples, so a kernel change that degrades pictures shows up as a number. Case `stored`
+ * (issue 33): the preset converted to GGUF Q8_0 / Q4_K and fp8, run as stored, against int8 convrot
+ * and bf16 of the same checkpoint in the same rounds, and the peak memory of such a run.
  *
  * Issue 16: every instance is also timed, interleaved, against PyTorch eager running the same
  * checkpoint and latent (tools/torch-h3) in fp32 and in bf16 (bf16 weights under
@@ -15,7 +17,7 @@
  * norm, rope — the fused q/k norm + RoPE pass —, elementwise, layout), share_gc (V8 collection, which
  * overlaps the families) and tensor_allocations_per_step.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { type LinearPrecision, type Tensor, buildInfo, tensorAllocations } from '@ninodes/kernels';
@@ -343,14 +345,100 @@ const shapes: BenchCase = {
   },
 };
 
+type StoredFormat = 'q8_0' | 'q4_k' | 'f8_e4m3fn';
+const STORED_FORMATS: readonly StoredFormat[] = ['q8_0', 'q4_k', 'f8_e4m3fn'];
+
+/**
+ * The preset converted by `ninodes quantize`'s converter into the bench cache (rewritten each time:
+ * the conversion is the code under test too): GGUF Q8_0 / Q4_K files, an fp8 e4m3fn safetensors.
+ */
+async function storedCheckpoint(preset: H3PresetName, format: StoredFormat): Promise<string> {
+  const path = join(benchCacheDir(), 'models', `${preset}-${format}.${format === 'f8_e4m3fn' ? 'safetensors' : 'gguf'}`);
+  mkdirSync(dirname(path), { recursive: true });
+  const source = openCheckpoint(await checkpointPath(preset));
+  try {
+    await quantize(source, path, { format, architecture: 'h3' });
+  } finally {
+    source.close();
+  }
+  return path;
+}
+
+/** Issue 33's "done when": the quantized files run beside int8 convrot (GGUF) and bf16 (fp8). */
+const STORED_TARGETS: readonly Target[] = [
+  { source: 'issue 33', description: 'GGUF Q8_0 step ≤ 1.15× int8 convrot', on: { ratio: 'int8_convrot' }, op: '<=', value: 1.15, when: { model: 'h3-small', format: 'q8_0' } },
+  { source: 'issue 33', description: 'GGUF Q4_K step ≤ 1.15× int8 convrot', on: { ratio: 'int8_convrot' }, op: '<=', value: 1.15, when: { model: 'h3-small', format: 'q4_k' } },
+  { source: 'issue 33', description: 'fp8 step ≤ 1.2× bf16', on: { ratio: 'bf16' }, op: '<=', value: 1.2, when: { model: 'h3-small', format: 'f8_e4m3fn' } },
+];
+
+const stored: BenchCase = {
+  name: 'stored',
+  description:
+    'one H3 forward over a file quantized by `ninodes quantize` (GGUF Q8_0 / Q4_K, fp8 e4m3fn), each layer computed as stored (GGUF on its blocks); int8 convrot and bf16 of the same checkpoint timed in the same rounds',
+  params: {
+    full: STORED_FORMATS.map((format) => ({ model: 'h3-small', format, ...h3Preset('h3-tiny').defaultLatent })),
+    quick: STORED_FORMATS.map((format) => ({ model: 'h3-tiny', format, frames: 1, height: 16, width: 16 })),
+  },
+  work: (p): Work => ({ flops: stepFlops({ ...stepParams(p), format: 'f32' }) }),
+  targets: STORED_TARGETS,
+  budget: { warmup: 1, minRuns: 3, maxRuns: 10 },
+  setup: async (p, ctx) => {
+    const preset = p.model as H3PresetName;
+    const path = await storedCheckpoint(preset, p.format as StoredFormat);
+    const plain = await checkpointPath(preset);
+    const closers: Array<() => void> = [];
+    const open = (file: string, compute: ComputeMode) => {
+      const opened = openH3Model(file, { compute, capture: false });
+      closers.push(opened.close);
+      return opened.model;
+    };
+    try {
+      const model = open(path, 'auto');
+      const latent = gaussianNoise([1, model.config.latentChannels, p.frames as number, p.height as number, p.width as number], SEED);
+      const against: Record<string, { kind: 'baseline'; contender: Contender }> = {};
+      for (const compute of ['int8_convrot', 'bf16'] as const) {
+        const other = open(plain, compute);
+        against[compute] = { kind: 'baseline', contender: { run: () => forwardOnce(other, latent) } };
+      }
+      return {
+        run: () => forwardOnce(model, latent),
+        against,
+        metrics: async () => {
+          // A fresh process holding the file's model for two steps: its peak against the file's bytes.
+          const script = [
+            `import { gaussianNoise, openH3Model } from '@ninodes/models';`,
+            `const { model, close } = openH3Model(${JSON.stringify(path)}, { compute: 'auto', capture: false });`,
+            `const latent = gaussianNoise([1, model.config.latentChannels, ${p.frames}, ${p.height}, ${p.width}], ${SEED});`,
+            `for (let i = 0; i < 2; i++) (await model.forward(latent, ${SIGMA})).dispose();`,
+            `close();`,
+          ].join('\n');
+          const child = await ctx.peakMemoryOfScript(script);
+          return {
+            peak_rss: { value: child.peakBytes, unit: 'bytes', better: 'lower' },
+            file_bytes: { value: statSync(path).size, unit: 'bytes' },
+          };
+        },
+        dispose: () => {
+          latent.dispose();
+          for (const c of closers) c();
+        },
+      };
+    } catch (e) {
+      for (const c of closers) c();
+      throw e;
+    }
+  },
+};
+
 export const modelSuite: Suite = {
   name: 'model',
   description:
     'Synthetic H3 DiT presets: step time and peak memory per format, int8 convrot / bf16 against fp32, against PyTorch eager fp32 and bf16 on the same checkpoint, step share per op family; the trained h3-shapes model: shape score per format.',
-  cases: [step, shapes],
+  cases: [step, shapes, stored],
   charts: [
     { kind: 'time', title: 'step time per model and format', cases: ['step'], x: 'model', color: 'format' },
     { kind: 'ratio', title: 'step time against fp32 (same rounds)', cases: ['step'] },
+    { kind: 'ratio', title: 'quantized files run as stored: step time against int8 convrot and bf16 (same rounds)', cases: ['stored'] },
     { kind: 'metric', title: 'h3-shapes: shape score of the samples per format', metric: 'shape_score', cases: ['shapes'], x: 'format' },
     { kind: 'metric', title: 'peak RSS of a process doing two steps', metric: 'peak_rss', cases: ['step'], x: 'model', color: 'format' },
     { kind: 'metric', title: 'share of step time in linears', metric: 'share_linear', cases: ['step'], x: 'model', color: 'format' },

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { StagedSource, StreamingExecutor, type StepStats, computeAccount, computeDeviceBytes, estimateActivationBytes, formatAllocationBytes, latentTokens, machineDevices, opGroupLoader, planPlacement } from '@ninodes/distorch';
 import { readFileSync } from 'node:fs';
 import { type Tensor, adviseFile } from '@ninodes/kernels';
-import { type H3PresetName, type H3VideoModel, type LinearOp, ensureSyntheticCheckpoint, flowSigmas, gaussianNoise, layoutOf, openH3Model, writeSyntheticH3Checkpoint } from '@ninodes/models';
+import { type H3PresetName, type H3VideoModel, ensureSyntheticCheckpoint, flowSigmas, gaussianNoise, layoutOf, openH3Model, writeSyntheticH3Checkpoint } from '@ninodes/models';
 import { isPreparedLinearOp, openCheckpoint } from '@ninodes/quant';
 import type { BenchCase, Metric, Suite } from '../suite.js';
 import { benchRoot } from '../package-root.js';

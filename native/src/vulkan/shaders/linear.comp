@@ -1,7 +1,8 @@
 #version 450
 // y[M,N] = x[M,K] · W[N,K]ᵀ (+ bias), f32 accumulation, 64×64 output tiles through shared memory.
-// The weight format is chosen at build time (variants.txt): f32, bf16, fp8 (per-tensor scale) or
-// GGUF Q8_0 (34-byte blocks of 32 along K, dequantized as the tile loads).
+// The weight format is chosen at build time (variants.txt): f32, bf16, fp8 (per-tensor scale),
+// GGUF Q8_0 (34-byte blocks of 32 along K) or Q4_K (144-byte super-blocks of 256), dequantized as
+// the tile loads.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -41,6 +42,33 @@ float weight(uint n, uint k) {
   uint d = byte_at(w[at >> 2], at) | (byte_at(w[(at + 1u) >> 2], at + 1u) << 8);
   uint qi = at + 2u + (k & 31u);
   return f16_to_f32(d) * float(sbyte(byte_at(w[qi >> 2], qi)));
+#elif defined(W_Q4_K)
+  // block_q4_K (144 bytes per 256 values): f16 d, f16 dmin, 12 bytes of 6-bit scales and mins for
+  // 8 sub-blocks of 32, then 128 bytes of nibbles (each 32-byte run: low nibbles sub-block 2c,
+  // high nibbles 2c + 1). value = (d·scale)·q - dmin·min, ggml's order.
+  uint at = (n * (p.K / 256u) + k / 256u) * 144u;
+  uint e = k & 255u;
+  float d = f16_to_f32(byte_at(w[at >> 2], at) | (byte_at(w[(at + 1u) >> 2], at + 1u) << 8));
+  float dmin = f16_to_f32(byte_at(w[(at + 2u) >> 2], at + 2u) | (byte_at(w[(at + 3u) >> 2], at + 3u) << 8));
+  uint c = e / 64u, within = e % 64u;
+  uint sb = 2u * c + (within >= 32u ? 1u : 0u);
+  uint sc_at = at + 4u;
+  uint sc, mn;
+  if (sb < 4u) {
+    sc = byte_at(w[(sc_at + sb) >> 2], sc_at + sb) & 63u;
+    mn = byte_at(w[(sc_at + sb + 4u) >> 2], sc_at + sb + 4u) & 63u;
+  } else {
+    uint hi = byte_at(w[(sc_at + sb + 4u) >> 2], sc_at + sb + 4u);
+    sc = (hi & 15u) | ((byte_at(w[(sc_at + sb - 4u) >> 2], sc_at + sb - 4u) >> 6) << 4);
+    mn = (hi >> 4) | ((byte_at(w[(sc_at + sb) >> 2], sc_at + sb) >> 6) << 4);
+  }
+  uint qi = at + 16u + 32u * c + (within % 32u);
+  uint byte_ = byte_at(w[qi >> 2], qi);
+  float q = float(within < 32u ? (byte_ & 15u) : (byte_ >> 4));
+  precise float d1 = d * float(sc);
+  precise float m1 = dmin * float(mn);
+  precise float v = d1 * q - m1;
+  return v;
 #endif
 }
 

@@ -81,6 +81,13 @@ describe.skipIf(device === undefined)('Vulkan ops against the CPU backend', () =
     expect(relErr(await toHost(await vkLinear(await up(x), await up(q))), cpu)).toBeLessThan(1e-6);
   });
 
+  it('linear with a GGUF Q4_K weight (super-blocks of 256, 6-bit scales and mins)', async () => {
+    const x = randomF32([3, 512], 36);
+    const q = await quantizeGguf(randomF32([9, 512], 37, 0.3), 'q4_k');
+    const cpu = await linear(x, await dequantize(q, 'f32'));
+    expect(relErr(await toHost(await vkLinear(await up(x), await up(q))), cpu)).toBeLessThan(1e-6);
+  });
+
   it('int8 convrot linear equals the CPU backend bit for bit', async () => {
     const x = randomF32([6, 512], 11);
     const { q, scale } = quantizeWeightInt8(randomF32([24, 512], 12, 0.2), { convrot: 256 });

@@ -8,7 +8,7 @@ import { toDevice, toHost } from '../backend/transfer.js';
 import { VulkanBuffer, type VulkanDevice, vulkanBufferOf } from './vulkan-device.js';
 
 /** Weight formats the Vulkan linear reads directly (dequantized as each tile loads). */
-export const VULKAN_LINEAR_FORMATS = ['f32', 'bf16', 'f8_e4m3fn', 'f8_e5m2', 'q8_0'] as const;
+export const VULKAN_LINEAR_FORMATS = ['f32', 'bf16', 'f8_e4m3fn', 'f8_e5m2', 'q8_0', 'q4_k'] as const;
 export type VulkanLinearFormat = (typeof VULKAN_LINEAR_FORMATS)[number];
 
 const LINEAR_SHADERS: Record<VulkanLinearFormat, string> = {
@@ -17,6 +17,7 @@ const LINEAR_SHADERS: Record<VulkanLinearFormat, string> = {
   f8_e4m3fn: 'linear_e4m3',
   f8_e5m2: 'linear_e5m2',
   q8_0: 'linear_q8_0',
+  q4_k: 'linear_q4_k',
 };
 
 /** Push constants: integers as they are, `{ f }` as float32 bits. */
