@@ -1,6 +1,6 @@
 // --lora file[:strength], shared by `run` and `merge`: parsed at the edge, each file read and mapped
 // onto the checkpoint's linears (quant's LoraPatcher), and what did not map shown to the user.
-import {} from '@ninodes/kernels';
+import { terminalSafe } from '@ninodes/kernels';
 import type { CheckpointSource } from '@ninodes/memory';
 import { layoutOf } from '@ninodes/models';
 import { type LoraApplied, LoraPatcher, readLoraFile } from '@ninodes/quant';
@@ -45,9 +45,9 @@ export function loadLoras(source: CheckpointSource, options: readonly LoraOption
 export function describeLoras(applied: readonly LoraApplied[]): string[] {
   const lines: string[] = [];
   for (const a of applied) {
-    lines.push(`lora       ${a.path} (strength ${a.strength}): ${a.layers.length} layers patched, ${a.unmapped.length} modules not mapped${a.unsupported.length > 0 ? `, ${a.unsupported.length} tensors of unsupported kinds skipped` : ''}`);
-    for (const key of a.unmapped) lines.push(`  not mapped: ${key}`);
-    for (const key of a.unsupported) lines.push(`  unsupported: ${key}`);
+    lines.push(`lora       ${terminalSafe(a.path)} (strength ${a.strength}): ${a.layers.length} layers patched, ${a.unmapped.length} modules not mapped${a.unsupported.length > 0 ? `, ${a.unsupported.length} tensors of unsupported kinds skipped` : ''}`);
+    for (const key of a.unmapped) lines.push(`  not mapped: ${terminalSafe(key)}`);
+    for (const key of a.unsupported) lines.push(`  unsupported: ${terminalSafe(key)}`);
   }
   return lines;
 }

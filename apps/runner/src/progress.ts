@@ -2,6 +2,7 @@
 // when stderr is a pipe or a log, JSON lines for machines (--json). Always on stderr, so stdout
 // carries only the command's result.
 import type { Writable } from 'node:stream';
+import { terminalSafe } from '@ninodes/kernels';
 
 export type ProgressMode = 'tty' | 'plain' | 'json' | 'silent';
 
@@ -32,7 +33,8 @@ export function createProgress(mode: ProgressMode, stream: Writable, now: () => 
       const started = now();
       const elapsed = () => ((now() - started) / 1000).toFixed(1);
       const emit = (final: boolean, detail?: string) => {
-        const suffix = detail ? ` ${detail}` : '';
+        // A detail is often a tensor name from the file: terminal-safe (the JSON line escapes it itself).
+        const suffix = detail ? ` ${terminalSafe(detail)}` : '';
         if (mode === 'silent') return;
         // A plain log gets no second line for a task whose last tick already said it was complete.
         if (mode === 'plain' && final && lastEmitted === total && detail === undefined) return;

@@ -1,5 +1,11 @@
-/** Left-aligned text columns separated by two spaces; the last column is not padded. */
-export function formatRows(rows: readonly (readonly string[])[]): string {
+import { terminalSafe } from '@ninodes/kernels';
+
+/**
+ * Left-aligned text columns separated by two spaces; the last column is not padded. Cells often
+ * hold names from a file (tensors, groups): each is made terminal-safe.
+ */
+export function formatRows(rawRows: readonly (readonly string[])[]): string {
+  const rows = rawRows.map((r) => r.map(terminalSafe));
   // A loop, not Math.max(...column): spreading 120k rows into one call overflows the stack.
   const widths: number[] = [];
   for (const r of rows) for (let i = 0; i < r.length; i++) widths[i] = Math.max(widths[i] ?? 0, (r[i] ?? '').length);

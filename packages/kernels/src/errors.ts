@@ -1,4 +1,5 @@
 import { brandInstances } from './brand.js';
+import { terminalSafe, terminalSafeLines } from './terminal-safe.js';
 
 /**
  * The one error type of ninodes. Every failure that reaches a user carries a stable `code` to branch
@@ -36,10 +37,14 @@ export class NinodesError extends Error {
   }
 
   /** One line for terminals: `CODE: message (at where) — hint`. */
+  /**
+   * The message as a terminal shows it: names and paths inside it are file content, so control
+   * characters are escaped and no line of it can pass for a line of its own (see terminal-safe).
+   */
   format(): string {
-    const at = this.where === undefined ? '' : ` (at ${this.where})`;
-    const hint = this.hint === undefined ? '' : `\n  hint: ${this.hint}`;
-    return `${this.code}: ${this.message}${at}${hint}`;
+    const at = this.where === undefined ? '' : ` (at ${terminalSafe(this.where)})`;
+    const hint = this.hint === undefined ? '' : `\n  hint: ${terminalSafe(this.hint)}`;
+    return `${this.code}: ${terminalSafeLines(this.message)}${at}${hint}`;
   }
 }
 

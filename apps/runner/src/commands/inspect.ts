@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import { formatBytes } from '@ninodes/device';
+import { terminalSafe } from '@ninodes/kernels';
 import { type H3Config, bytesByGroup, detectArchitecture, h3UnusedKeys } from '@ninodes/models';
 import { detectFormats, openCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
@@ -72,13 +73,15 @@ function h3Form(c: H3Config): string {
 
 function render(r: InspectResult): string {
   const size = (b: number) => formatBytes(b);
+  // Names and the path come from the file system and the file: never written raw to a terminal.
+  const t = terminalSafe;
   const a = r.architecture;
   const arch =
     a.family === 'unknown'
-      ? `unknown (${a.evidence.join('; ')})`
-      : `${a.family}: ${a.layers} layers, hidden ${a.hidden}, ${a.heads} heads x ${a.headDim}, ffn ${a.ffn}${a.prefix ? `, prefix '${a.prefix}'` : ''}`;
+      ? `unknown (${t(a.evidence.join('; '))})`
+      : `${a.family}: ${a.layers} layers, hidden ${a.hidden}, ${a.heads} heads x ${a.headDim}, ffn ${a.ffn}${a.prefix ? `, prefix '${t(a.prefix)}'` : ''}`;
   const lines = [
-    `file          ${r.path} (${r.format}, ${size(r.fileBytes)})`,
+    `file          ${t(r.path)} (${r.format}, ${size(r.fileBytes)})`,
     `tensors       ${r.tensors} (${size(r.tensorBytes)})`,
     `architecture  ${arch}`,
     ...(a.family === 'h3' && a.h3 ? [`h3 form       ${h3Form(a.h3)}`] : []),
@@ -91,8 +94,8 @@ function render(r: InspectResult): string {
     '',
     formatTable(['GROUP', 'BYTES'], r.byGroup.map((g) => [g.group, size(g.bytes)])),
   ];
-  if (r.formatConflicts.length > 0) lines.push('', ...r.formatConflicts.map((c) => `format conflict (header wins): ${c.detail}`));
-  if (r.unusedKeys.length > 0) lines.push('', `unused by the model: ${r.unusedKeys.length} tensors (${r.unusedKeys.slice(0, 5).join(', ')}${r.unusedKeys.length > 5 ? ', ...' : ''})`);
+  if (r.formatConflicts.length > 0) lines.push('', ...r.formatConflicts.map((c) => `format conflict (header wins): ${t(c.detail)}`));
+  if (r.unusedKeys.length > 0) lines.push('', `unused by the model: ${r.unusedKeys.length} tensors (${t(r.unusedKeys.slice(0, 5).join(', '))}${r.unusedKeys.length > 5 ? ', ...' : ''})`);
   return `${lines.join('\n')}\n`;
 }
 

@@ -1,4 +1,5 @@
 import { formatBytes } from '@ninodes/device';
+import { terminalSafe } from '@ninodes/kernels';
 import { MERGE_FORMATS, type MergeFormat, mergeLora, openCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
 import { defineCommand } from '../command.js';
@@ -56,7 +57,7 @@ export const merge = defineCommand({
       } else {
         context.stdout.write(
           [
-            `wrote      ${report.path} (${args.format})`,
+            `wrote      ${terminalSafe(report.path)} (${args.format})`,
             `patched    ${report.patched.length} layers`,
             `bytes      ${formatBytes(report.sourceBytes)} -> ${formatBytes(report.bytesWritten)}`,
             `held       at most ${formatBytes(report.peakHeldBytes)} of computed tensors at once (${report.seconds.toFixed(2)} s)`,

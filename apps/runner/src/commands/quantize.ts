@@ -1,4 +1,5 @@
 import { formatBytes } from '@ninodes/device';
+import { terminalSafe } from '@ninodes/kernels';
 import { detectArchitecture } from '@ninodes/models';
 import { QUANTIZE_TARGETS, type QuantizeTarget, openCheckpoint, quantize as quantizeCheckpoint } from '@ninodes/quant';
 import { z } from 'zod';
@@ -69,7 +70,7 @@ export const quantize = defineCommand({
         const rotatedOff = report.layers.filter((l) => (l as { note?: string }).note);
         context.stdout.write(
           [
-            `wrote      ${report.path} (${args.format})`,
+            `wrote      ${terminalSafe(report.path)} (${args.format})`,
             `layers     ${report.layers.length} quantized, ${report.kept.length} weights not (norms, islands, small or misfit layers: --json says why)`,
             `bytes      ${formatBytes(report.sourceBytes)} -> ${formatBytes(report.bytesWritten)}`,
             `speed      ${(report.sourceBytes / 1e9 / report.seconds).toFixed(2)} GB/s of source, peak held ${formatBytes(report.peakHeldBytes)}`,

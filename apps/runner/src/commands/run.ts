@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { defaultCacheDir, deviceIds, enumerateDevices, formatDeviceId, parseDeviceId } from '@ninodes/device';
 import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, computeLoadAccount, estimateActivationBytes, formatAllocationBytes, latentTokens, opGroupLoader, planPlacement } from '@ninodes/distorch';
-import { NinodesError, buildInfo, int8Backend, openVulkanDevice, setThreads } from '@ninodes/kernels';
+import { NinodesError, buildInfo, int8Backend, openVulkanDevice, setThreads, terminalSafe } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, verifyCheckpoint, writeSafetensors } from '@ninodes/memory';
 import { formatBytes } from '@ninodes/device';
 import { type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
@@ -303,7 +303,7 @@ export const run = defineCommand({
         shift: args.shift ?? hints?.shift ?? SAMPLER_DEFAULTS.shift,
       };
       const unused = model.unusedKeys();
-      if (unused.length > 0 && writes) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${unused.slice(0, 3).join(', ')})\n`);
+      if (unused.length > 0 && writes) context.stderr.write(`note: ${unused.length} tensors of the checkpoint are not used by the video path (e.g. ${terminalSafe(unused.slice(0, 3).join(', '))})\n`);
       const latentIn = args.latent === undefined ? undefined : readLatentFile(args.latent, model.latentChannels);
       const executor = !streaming || staged === undefined ? undefined : streamingExecutor(opened, staged, args, sampler);
       streamed = executor;
@@ -418,7 +418,7 @@ export const run = defineCommand({
         const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
         context.stdout.write(
           [
-            `model      ${modelPath} (--quant ${args.quant}): linears ${describeLinearFormats(model.allLinears(), detectFormats(opened.source))}`,
+            `model      ${terminalSafe(modelPath)} (--quant ${args.quant}): linears ${describeLinearFormats(model.allLinears(), detectFormats(opened.source))}`,
             `latent     [${result.latent.shape.join(', ')}], ${sampler.steps} steps, shift ${sampler.shift}, seed ${args.seed}`,
             `steps      ${result.stepSeconds.map((s) => s.toFixed(2)).join(' ')} s (steady mean ${report.timing.meanStepSeconds.toFixed(3)} s)`,
             `total      ${report.timing.endToEndSeconds.toFixed(2)} s (load ${loadSeconds.toFixed(2)} s)`,
@@ -430,7 +430,7 @@ export const run = defineCommand({
               : [
                   `tp         ${tpReport.size} ranks, latents ${tpReport.ranks.every((r) => r.latentSha256 === latentSha256) ? 'identical' : 'DIFFER'}; weights per rank ${mib(tpReport.weightBytesPerRank)} of ${mib(tpReport.singleRankWeightBytes)}; rank 0 spent ${tpReport.ranks[0]?.commSeconds.toFixed(2)} s in ${tpReport.ranks[0]?.collectives} collectives`,
                 ]),
-            ...files.map((f) => `wrote      ${f}`),
+            ...files.map((f) => `wrote      ${terminalSafe(f)}`),
             '',
           ].join('\n'),
         );
