@@ -16,6 +16,7 @@ import { castF32, rmsNorm, rmsNormModulate, silu } from './ops.js';
 import { latentDims, patchify, unpatchify } from './patchify.js';
 import { timestepFeatures } from './timestep-embedding.js';
 import { Workspace } from './workspace.js';
+import { inGroup } from './group-hooks.js';
 import { h3PackedPositions, h3RopeAngles } from './video-grid.js';
 
 export interface H3ModelOptions {
@@ -148,23 +149,9 @@ export class H3VideoModel implements VelocityModel {
     this.hooks = hooks;
   }
 
-  /**
-   * Runs `body` between the hooks of group `name`. afterGroup runs when the body throws too (an
-   * executor unpins the group's weights there); the body's error is the one thrown.
-   */
-  private async group<R>(name: string, body: () => Promise<R> | R): Promise<R> {
-    const hooks = this.hooks;
-    if (hooks?.beforeGroup) await hooks.beforeGroup(name);
-    let r: R;
-    try {
-      r = await body();
-    } catch (error) {
-      // Its own failure (sync or async) would hide the body's: the body's error is the cause.
-      if (hooks?.afterGroup) await (async () => hooks.afterGroup?.(name))().catch(() => undefined);
-      throw error;
-    }
-    if (hooks?.afterGroup) await hooks.afterGroup(name);
-    return r;
+  /** Runs `body` between the hooks of group `name` (see inGroup). */
+  private group<R>(name: string, body: () => Promise<R> | R): Promise<R> {
+    return inGroup(this.hooks, name, body);
   }
 
   /**

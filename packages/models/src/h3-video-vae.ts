@@ -2,6 +2,7 @@ import { Tensor, attention, layerNorm, ropeSplitHalf, swiglu } from '@ninodes/ke
 import type { CheckpointSource, TensorEntry } from '@ninodes/memory';
 import { type ComputeMode, type FormatDetection, type GroupHooks, type LayoutGroup, type LayoutLinear, type LayoutTensor, type ModelLayout, createLinearProvider, detectFormats, openCheckpoint } from '@ninodes/quant';
 import { ModelsError } from './error-codes.js';
+import { inGroup } from './group-hooks.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { castF32, rmsNorm } from './ops.js';
 
@@ -283,18 +284,8 @@ export class H3VideoDecoder {
     return this.ops.get(name)!;
   }
 
-  private async group<R>(name: string, body: () => Promise<R>): Promise<R> {
-    const hooks = this.hooks;
-    if (hooks?.beforeGroup) await hooks.beforeGroup(name);
-    let r: R;
-    try {
-      r = await body();
-    } catch (error) {
-      if (hooks?.afterGroup) await (async () => hooks.afterGroup?.(name))().catch(() => undefined);
-      throw error;
-    }
-    if (hooks?.afterGroup) await hooks.afterGroup(name);
-    return r;
+  private group<R>(name: string, body: () => Promise<R> | R): Promise<R> {
+    return inGroup(this.hooks, name, body);
   }
 
   /** One chunk, tiled in space when its frame is larger than a tile (see H3VideoDecoderOptions.tile). */

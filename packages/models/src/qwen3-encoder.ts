@@ -2,6 +2,7 @@ import { Tensor, causalAttention, dequantizeSync, isBlockDType, mul, ropeSplitHa
 import type { CheckpointSource } from '@ninodes/memory';
 import { type ComputeMode, type GroupHooks, createLinearProvider, openCheckpoint } from '@ninodes/quant';
 import { ModelsError } from './error-codes.js';
+import { inGroup } from './group-hooks.js';
 import type { LinearOp, LinearProvider } from './linear-provider.js';
 import { add, castF32, rmsNorm, silu } from './ops.js';
 import { type Qwen3Config, type Qwen3LayerNames, type Qwen3Naming, type Qwen3ResolveOptions, qwen3EmbedName, qwen3LayerLinears, qwen3LayerNames, qwen3LayerNorms, resolveQwen3Config } from './qwen3-config.js';
@@ -108,18 +109,8 @@ export class Qwen3TextEncoder {
     return t;
   }
 
-  private async group<R>(name: string, body: () => Promise<R>): Promise<R> {
-    const hooks = this.hooks;
-    if (hooks?.beforeGroup) await hooks.beforeGroup(name);
-    let r: R;
-    try {
-      r = await body();
-    } catch (error) {
-      if (hooks?.afterGroup) await (async () => hooks.afterGroup?.(name))().catch(() => undefined);
-      throw error;
-    }
-    if (hooks?.afterGroup) await hooks.afterGroup(name);
-    return r;
+  private group<R>(name: string, body: () => Promise<R> | R): Promise<R> {
+    return inGroup(this.hooks, name, body);
   }
 
   /** The embedding rows of `ids` [S, hidden] f32 (only those rows of the table are read). */
