@@ -101,7 +101,7 @@ export {
   type ReduceOp,
 } from './comm.js';
 // Vulkan: device listing, device tensors with explicit transfers, and the ops of a forward.
-export { vulkanProbe, vulkanValidation, type VulkanDeviceRecord, type VulkanHeap, type VulkanProbeResult, type VulkanValidationReport } from './vulkan/vulkan-probe.js';
+export { vulkanDeviceMemory, vulkanProbe, vulkanValidation, type VulkanDeviceRecord, type VulkanHeap, type VulkanProbeResult, type VulkanValidationReport } from './vulkan/vulkan-probe.js';
 export { VulkanBuffer, VulkanDevice } from './vulkan/vulkan-device.js';
 export { openVulkanDevice } from './vulkan/vulkan-backend.js';
 export {
