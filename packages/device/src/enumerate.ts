@@ -4,7 +4,7 @@ import { archProfile, type ArchProfile, type ProfileConfig } from './arch-profil
 import { cpuArch, readCpuInfo, type CpuInfo } from './cpu-info.js';
 import type { DeviceKind } from './device-id.js';
 import { resolveRoots, type SystemRoots } from './fs-read.js';
-import type { VulkanHeap } from '@ninodes/kernels';
+import { type VulkanHeap, vulkanDeviceMemory } from '@ninodes/kernels';
 import { nativeHip, nativeNvml, nativeVulkan, type HipSource, type NvmlSource, type VulkanSource } from './gpu-sources.js';
 import { NoteLog, type ProbeNote } from './notes.js';
 import { applyVisibility } from './visible-devices.js';
@@ -242,17 +242,8 @@ function vulkanDevices(vulkan: VulkanSource, gpus: readonly DeviceInfo[], log: N
   return answer.devices.map((d) => {
     const busId = normalizeBusId(d.pciBusId);
     const twin = busId === null ? undefined : gpus.find((g) => g.pciBusId === busId);
-    const local = d.heaps.filter((h) => h.deviceLocal);
-    // A unified device's heaps are host RAM seen through the driver: its largest heap is what it can
-    // hold. A discrete card holds the sum of its device-local heaps.
-    const total = local.length === 0 ? null : d.unifiedMemory ? Math.max(...local.map((h) => h.sizeBytes)) : local.reduce((a, h) => a + h.sizeBytes, 0);
-    let free: number | null = null;
-    if (d.memoryBudget && local.length > 0) {
-      const room = local.map((h) => Math.max(0, (h.budgetBytes ?? 0) - (h.usageBytes ?? 0)));
-      free = d.unifiedMemory ? Math.max(...room) : room.reduce((a, b) => a + b, 0);
-    } else {
-      log.debug('vulkan', `vk:${d.index} (${d.driverName}) lacks VK_EXT_memory_budget: free memory unknown`);
-    }
+    const { totalBytes: total, freeBytes: free } = vulkanDeviceMemory(d);
+    if (!d.memoryBudget) log.debug('vulkan', `vk:${d.index} (${d.driverName}) lacks VK_EXT_memory_budget: free memory unknown`);
     return {
       id: `vk:${d.index}`,
       kind: 'vk' as const,

@@ -101,23 +101,28 @@ export {
   type ReduceOp,
 } from './comm.js';
 // Vulkan: device listing, device tensors with explicit transfers, and the ops of a forward.
-export { vulkanProbe, vulkanValidation, type VulkanDeviceRecord, type VulkanHeap, type VulkanProbeResult, type VulkanValidationReport } from './vulkan/vulkan-probe.js';
+export { vulkanDeviceMemory, vulkanProbe, vulkanValidation, type VulkanDeviceRecord, type VulkanHeap, type VulkanProbeResult, type VulkanValidationReport } from './vulkan/vulkan-probe.js';
 export { VulkanBuffer, VulkanDevice } from './vulkan/vulkan-device.js';
 export { openVulkanDevice } from './vulkan/vulkan-backend.js';
 export {
   VULKAN_LINEAR_FORMATS,
   vkAdd,
+  vkAddcmul,
   vkAttention,
   vkGatedResidual,
   vkGelu,
   vkInt8Linear,
   vkInt8LinearQuantized,
+  vkLayerNorm,
   vkLinear,
   vkModulate,
   vkMul,
   vkRmsNorm,
   vkRopeSplitHalf,
+  vkScale,
   vkSilu,
+  vkSoftmax,
+  vkSwiglu,
   type VulkanAttentionOptions,
   type VulkanLinearFormat,
   type VulkanLinearOptions,

@@ -126,6 +126,11 @@ describe('block indices are checked against the blocks the file holds (issue 17.
     expect(() => detectArchitecture(tensors)).toThrow(expect.objectContaining({ code: 'BLOCK_INDEX_GAP', where: key }));
   });
 
+  it.each(['blocks.-1.attn.qkv_proj.weight', 'blocks.1e3.attn.qkv_proj.weight', 'blocks.01.norm1.weight', 'blocks.x.mlp.fc2.weight'])('H3: %s (no block index) is refused, not left unused', (key) => {
+    const tensors = [...h3Entries(''), { name: key, shape: [0] }];
+    expect(() => detectArchitecture(tensors)).toThrow(expect.objectContaining({ code: 'BLOCK_INDEX_GAP', where: key }));
+  });
+
   it('a gap in the block indices is refused, naming the first block past the gap', () => {
     const tensors = wanEntries().filter((t) => !t.name.startsWith('blocks.7.'));
     expect(() => detectArchitecture(tensors)).toThrow(expect.objectContaining({ code: 'BLOCK_INDEX_GAP', where: 'blocks.8.self_attn.q.weight' }));

@@ -55,10 +55,12 @@ function countIndexed(names: ReadonlySet<string>, prefix: string, group: string,
   }
   let count = 0;
   while (seen.has(count)) count++;
-  const anyBlock = new RegExp(`^${escape(prefix + group)}\\.(\\d+)\\.`);
+  // Any segment where the index goes, not only digits: `blocks.-1.…` or `blocks.1e3.…` names no
+  // block of the model, and skipping it would run a smaller model than the file describes.
+  const anyBlock = new RegExp(`^${escape(prefix + group)}\\.([^.]+)\\.`);
   for (const n of names) {
     const m = anyBlock.exec(n);
-    if (m === null || (Number(m[1]) < count && String(Number(m[1])) === m[1])) continue;
+    if (m === null || (/^\d+$/.test(m[1]!) && Number(m[1]) < count && String(Number(m[1])) === m[1])) continue;
     throw new ModelsError('BLOCK_INDEX_GAP', `${n} names block ${m[1]}, but the file holds ${group}.0..${count - 1} only (the blocks that carry ${suffix})`, {
       value: n,
       where: n,

@@ -28,7 +28,7 @@ export {
   createCaptureSink,
 } from './capture.js';
 export { GaussianStream, gaussianNoise, hashSeed } from './noise.js';
-export { SAMPLER_DEFAULTS, type SamplerOptions, type SamplerResult, type StepInfo, runSampler } from './sampler.js';
+export { SAMPLER_DEFAULTS, SAMPLER_LIMITS, type SamplerOptions, type SamplerResult, type StepInfo, runSampler } from './sampler.js';
 export { type SyntheticCheckpointOptions, type SyntheticCheckpointResult, writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
 export { type CachedCheckpoint, ensureSyntheticCheckpoint } from './synthetic-cache.js';
 export { OP_FAMILIES, type OpFamily, type OpProfiler, createOpProfiler } from './op-profile.js';

@@ -64,6 +64,9 @@ export interface SamplerResult {
 
 export const SAMPLER_DEFAULTS = { steps: 8, shift: 12, seed: 145, frames: 3, height: 32, width: 32 } as const;
 
+/** The largest step count and shift a run takes, from the CLI or a checkpoint's ninodes.sampler alike. */
+export const SAMPLER_LIMITS = { steps: 1000, shift: 1e6 } as const;
+
 /**
  * Flow-matching Euler, H3's sampler: sigmas from `flowSigmas(steps, shift)`, the model called at
  * sigma_i, then x ← x + (sigma_{i+1} − sigma_i)·v, in float32 like ComfyUI's Euler on an fp32 latent.

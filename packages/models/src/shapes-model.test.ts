@@ -30,6 +30,14 @@ describe('h3-shapes, the trained default model', () => {
     }
   });
 
+  it('refuses metadata past the CLI\'s limits (steps 2^53 - 1, a shift of 1e300) as INVALID_METADATA', () => {
+    for (const bad of [{ steps: 2 ** 53 - 1, shift: 3 }, { steps: 1001, shift: 3 }, { steps: 8, shift: 1e300 }]) {
+      const metadata = { 'ninodes.sampler': JSON.stringify({ ...bad, frames: 1, height: 16, width: 16 }) };
+      expect(() => samplerHints({ path: 'x.safetensors', metadata })).toThrow(expect.objectContaining({ code: 'INVALID_METADATA' }));
+    }
+    expect(samplerHints({ path: 'x.safetensors', metadata: { 'ninodes.sampler': JSON.stringify({ steps: 1000, shift: 1e6, frames: 1, height: 16, width: 16 }) } })?.steps).toBe(1000);
+  });
+
   it('samples seeds 0..3 in fp32 as float64 PyTorch does from the same weights and noise', async () => {
     const { model, source, close } = openH3Model(shapesModelPath(), { compute: 'f32' });
     try {

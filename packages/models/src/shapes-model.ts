@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ModelsError } from './error-codes.js';
+import { SAMPLER_LIMITS } from './sampler.js';
 import type { CheckpointSource } from '@ninodes/memory';
 
 /** Name of the trained default model (tools/train-demo): a 3-block H3 DiT that draws shapes. */
@@ -46,12 +47,14 @@ export function samplerHints(source: Pick<CheckpointSource, 'metadata' | 'path'>
   const hints = json as Record<string, unknown>;
   for (const key of HINT_KEYS) {
     const v = typeof json === 'object' && json !== null ? hints[key] : undefined;
-    const ok = typeof v === 'number' && v > 0 && (key === 'shift' ? Number.isFinite(v) : Number.isSafeInteger(v));
+    // The CLI's own limits: metadata is input too, and 2^53 - 1 steps would fail deep inside as an allocation.
+    const limit = key === 'steps' || key === 'shift' ? SAMPLER_LIMITS[key] : Number.MAX_SAFE_INTEGER;
+    const ok = typeof v === 'number' && v > 0 && v <= limit && (key === 'shift' ? Number.isFinite(v) : Number.isSafeInteger(v));
     if (!ok) {
       throw new ModelsError('INVALID_METADATA', `${source.path}: metadata ninodes.sampler has no valid ${key}`, {
         value: raw,
         where: source.path,
-        hint: 'expected {"steps", "shift", "frames", "height", "width"}: positive numbers, all but shift integers',
+        hint: `expected {"steps", "shift", "frames", "height", "width"}: positive numbers, all but shift integers, steps at most ${SAMPLER_LIMITS.steps}, shift at most ${SAMPLER_LIMITS.shift}`,
       });
     }
   }

@@ -5,7 +5,7 @@ import { StagedSource, StreamingExecutor, computeAccount, computeDeviceBytes, co
 import { NinodesError, buildInfo, int8Backend, openVulkanDevice, setThreads, terminalSafe } from '@ninodes/kernels';
 import { MemoryPressureMonitor, mallocTrim, parseByteSize, tensorSources, verifyCheckpoint, writeSafetensors } from '@ninodes/memory';
 import { formatBytes } from '@ninodes/device';
-import { type OpenedH3Model, SAMPLER_DEFAULTS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
+import { type OpenedH3Model, SAMPLER_DEFAULTS, SAMPLER_LIMITS, ensureSyntheticCheckpoint, flowSigmas, layoutOf, openH3Model, runSampler, samplerHints, shapesModelPath } from '@ninodes/models';
 import { COMPUTE_MODES, type ComputeMode, detectFormats, deviceLinearProvider, floatPrecision, isPreparedLinearOp, openCheckpoint } from '@ninodes/quant';
 import { shardPlan } from '@ninodes/tp';
 import { cpus } from 'node:os';
@@ -41,8 +41,8 @@ export const runSchema = z
     frames: positiveInt.optional(),
     height: positiveInt.optional(),
     width: positiveInt.optional(),
-    steps: positiveInt.max(1000).optional(),
-    shift: z.coerce.number().positive().max(1e6).optional(),
+    steps: positiveInt.max(SAMPLER_LIMITS.steps).optional(),
+    shift: z.coerce.number().positive().max(SAMPLER_LIMITS.shift).optional(),
     seed: z.coerce.number().int().nonnegative().max(2 ** 32 - 1).default(145),
     // auto: each layer computes in the format stored in the file (as ComfyUI runs a quantized layer).
     quant: z.enum(COMPUTE_MODES as [ComputeMode, ...ComputeMode[]]).default('auto'),

@@ -9,7 +9,7 @@ import { byteSizeOf, type DType } from '../dtype.js';
 import { KernelsError } from '../error-codes.js';
 import { callNative, callNativeAsync } from '../native-addon.js';
 import { Tensor } from '../tensor.js';
-import { vulkanProbe } from './vulkan-probe.js';
+import { vulkanDeviceMemory, vulkanProbe } from './vulkan-probe.js';
 
 // A buffer whose JS owner was collected without release() is freed here.
 const collected = new FinalizationRegistry<number>((id) => {
@@ -118,8 +118,13 @@ export class VulkanDevice implements ComputeDevice {
     };
   }
 
+  /** Total and free device memory where the driver reports a budget (VK_EXT_memory_budget); else undefined. */
   memory(): DeviceMemory | undefined {
-    return undefined;
+    const probe = vulkanProbe();
+    const record = probe.available ? probe.devices[this.index] : undefined;
+    if (record === undefined) return undefined;
+    const { totalBytes, freeBytes } = vulkanDeviceMemory(record);
+    return totalBytes === null || freeBytes === null ? undefined : { total: totalBytes, free: freeBytes };
   }
 
   backend(): Backend {
