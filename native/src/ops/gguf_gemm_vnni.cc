@@ -39,7 +39,7 @@ inline int32_t word_at(const int8_t* p) {
 // between registers and the stack on every step.
 template <size_t G, size_t A, bool kMins, bool kTwo>
 NINODES_TARGET_VNNI void tile(const int8_t* packed, const GgufActivations& act, size_t m0, size_t mv, size_t k, const GgufRows& rows, size_t c0,
-                              size_t n0, size_t nv, const GgufOutput& out) {
+                              float (*block)[kGgufGroupRows]) {
   const size_t kg = k / G, rb0 = m0 / kGgufRowBlock;
   const int8_t* x0p = packed + m0 * k;
   const int8_t* x1p = kTwo ? x0p + kGgufRowBlock * k : x0p;
@@ -119,26 +119,34 @@ NINODES_TARGET_VNNI void tile(const int8_t* packed, const GgufActivations& act, 
   _mm512_store_ps(t[2][1], y21);
   _mm512_store_ps(t[3][0], y30);
   _mm512_store_ps(t[3][1], y31);
-  for (size_t i = 0; i < kCols && c0 + i < nv; ++i) {
-    const size_t col = n0 + c0 + i;
-    for (size_t r = 0; r < mv; ++r) {
-      const float v = t[i][r / kGgufRowBlock][r % kGgufRowBlock];
-      out.y[(m0 + r) * out.n + col] = out.bias != nullptr ? v + out.bias[col] : v;
-    }
+  // Into the group's output block (in L1): stored to y a whole row of the group at a time, since
+  // column by column every store went to a different line of y.
+  for (size_t i = 0; i < kCols; ++i) {
+    for (size_t r = 0; r < mv; ++r) block[r][c0 + i] = t[i][r / kGgufRowBlock][r % kGgufRowBlock];
   }
 }
 
 template <size_t G, size_t A, bool kMins>
-void group(const int8_t* packed, const GgufActivations& act, size_t m, size_t k, const GgufRows& rows, size_t n0, size_t nv, const GgufOutput& out) {
+NINODES_TARGET_VNNI void group(const int8_t* packed, const GgufActivations& act, size_t m, size_t k, const GgufRows& rows, size_t n0, size_t nv,
+                               const GgufOutput& out) {
+  static_assert(kGgufGroupRows == 16, "a group's output row is one 16-float register");
+  const __mmask16 cols = nv >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nv) - 1);
+  const __m512 bias = out.bias != nullptr ? _mm512_maskz_loadu_ps(cols, out.bias + n0) : _mm512_setzero_ps();
+  alignas(64) float block[32][kGgufGroupRows];
   // Each 32-row slice of the activations stays in L1/L2 while the group's 4-row tiles pass over it.
   for (size_t m0 = 0; m0 < m; m0 += 32) {
     const size_t mv = std::min<size_t>(32, m - m0);
     for (size_t c0 = 0; c0 < nv; c0 += kCols) {
       if (mv > kGgufRowBlock) {
-        tile<G, A, kMins, true>(packed, act, m0, mv, k, rows, c0, n0, nv, out);
+        tile<G, A, kMins, true>(packed, act, m0, mv, k, rows, c0, block);
       } else {
-        tile<G, A, kMins, false>(packed, act, m0, mv, k, rows, c0, n0, nv, out);
+        tile<G, A, kMins, false>(packed, act, m0, mv, k, rows, c0, block);
       }
+    }
+    for (size_t r = 0; r < mv; ++r) {
+      __m512 v = _mm512_load_ps(block[r]);
+      if (out.bias != nullptr) v = _mm512_add_ps(v, bias);
+      _mm512_mask_storeu_ps(out.y + (m0 + r) * out.n + n0, cols, v);
     }
   }
 }
