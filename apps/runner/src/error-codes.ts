@@ -35,6 +35,7 @@ export const RUNNER_ERROR_CODES = {
   TP_CLI_NOT_FOUND: 'the ninodes CLI to start tensor-parallel ranks with cannot be found',
   TP_PIN_UNAVAILABLE: '--tp-pin needs taskset, which is not installed',
   TP_RANK_FAILED: 'a tensor-parallel rank exited with an error or a signal',
+  TP_RANKS_DISAGREE: 'the ranks of a tensor-parallel run opened different checkpoints or run with different settings or inputs',
 } as const;
 
 export type RunnerErrorCode = keyof typeof RUNNER_ERROR_CODES;

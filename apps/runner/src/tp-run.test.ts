@@ -138,7 +138,8 @@ describe('ninodes run --tp', () => {
       // Per step and block (sequence parallel): int8 qkv and fc1 gather the ranks' quantized rows
       // and their scales, out_proj and fc2 reduce a scale (MAX) and reduce-scatter accumulators, the
       // adaLN rows are gathered; then the hidden rows are gathered and the final layer's adaLN rows.
-      for (const rank of report.tp!.ranks) expect(rank.collectives).toBe(2 * (config.layers * (4 * 2 + 1) + 2));
+      // One more before step 1: the ranks' fingerprint handshake.
+      for (const rank of report.tp!.ranks) expect(rank.collectives).toBe(2 * (config.layers * (4 * 2 + 1) + 2) + 1);
       for (const rank of report.tp!.ranks) expect(rank.latentSha256).toBe(single.output.latentSha256);
       expect(report.output.latentSha256).toBe(single.output.latentSha256);
       expect(Buffer.from(latentOf(join(dir, `i8-${n}`)).buffer).equals(Buffer.from(latentOf(join(dir, 'i8-1')).buffer))).toBe(true);
@@ -228,6 +229,33 @@ describe('ninodes run --tp', () => {
     } finally {
       redis.kill('SIGTERM');
       await new Promise<void>((resolve) => (redis.exitCode !== null || redis.signalCode !== null ? resolve() : redis.once('close', () => resolve())));
+    }
+  });
+
+  it('ranks started by hand on two checkpoints of the same shapes, or with another --seed, refuse before step 1 naming the rank', async () => {
+    const other = join(dir, 'h3-tp-other.safetensors');
+    await writeSyntheticH3Checkpoint(other, { config, seed: 12 });
+    const store = join(dir, 'by-hand-store');
+    mkdirSync(store, { recursive: true });
+    const env = (rank: number, prefix: string): NodeJS.ProcessEnv => ({
+      NINODES_TP_RANK: String(rank),
+      NINODES_TP_SIZE: '2',
+      NINODES_TP_STORE: store,
+      NINODES_TP_PREFIX: prefix,
+      NINODES_TP_TIMEOUT_MS: '30000',
+    });
+    for (const [prefix, argsOf, what] of [
+      ['two-models', (rank: number) => ['--model', rank === 0 ? ckpt : other], /rank 1 opened another checkpoint/],
+      ['two-seeds', (rank: number) => ['--model', ckpt, '--seed', String(rank === 0 ? 1 : 2)], /rank 1 runs with other settings or inputs/],
+    ] as const) {
+      const ranks = await Promise.all([0, 1].map((rank) => startCli(['run', ...argsOf(rank), ...LATENT, '--quant', 'int8_convrot', '--out', join(dir, `disagree-${prefix}`)], undefined, env(rank, prefix))));
+      for (const r of ranks) {
+        expect(r.stderr).toContain('error TP_RANKS_DISAGREE:');
+        expect(r.stderr).toMatch(what);
+        expect(r.stderr).not.toMatch(/steps: 1\//);
+        expect(r.status).toBe(1);
+      }
+      expect(existsSync(join(dir, `disagree-${prefix}`))).toBe(false);
     }
   });
 

@@ -91,25 +91,31 @@ const std::map<std::string, Spec>& specs() {
           if (c.groups[0] > 65535) fail("INVALID_ARGUMENT", "int8_quantize: too many rows");
           return c;
         }}},
-      {"rms_norm",
+      {"row_ops",
        {5, 4, [](const Device&, const Words& p) {
-          const uint64_t n = product(p[0], p[1], "rms_norm");
+          const uint64_t n = product(p[0], p[1], "row_ops");
+          const uint32_t op = p[2] & 12u;
+          if (op == 12u) fail("INVALID_ARGUMENT", "row_ops: unknown op in flags " + std::to_string(p[2]));
+          // RMSNorm modulate reads shift and scale; LayerNorm's bias rides in the shift slot.
+          const bool shift = op != 8u && (p[2] & 2u) != 0;
+          const bool scale = op == 0u && (p[2] & 2u) != 0;
           OpCheck c;
-          const bool mod = (p[2] & 2u) != 0;
-          c.bytes = {n * 4, (p[2] & 1u) != 0 ? uint64_t{p[1]} * 4 : 0, mod ? uint64_t{p[1]} * 4 : 0, mod ? uint64_t{p[1]} * 4 : 0, n * 4};
+          c.bytes = {n * 4, op != 8u && (p[2] & 1u) != 0 ? uint64_t{p[1]} * 4 : 0, shift ? uint64_t{p[1]} * 4 : 0, scale ? uint64_t{p[1]} * 4 : 0, n * 4};
           c.groups = spread(p[0], 1);
           return c;
         }}},
       {"elementwise",
-       {4, 4, [](const Device&, const Words& p) {
+       {4, 5, [](const Device&, const Words& p) {
           const uint64_t n = p[0];
-          if (p[1] > 5) fail("INVALID_ARGUMENT", "elementwise: unknown op " + std::to_string(p[1]));
-          const bool uses_b = p[1] >= 2, uses_c = p[1] >= 4;
-          if ((uses_b && (p[2] == 0 || n % p[2] != 0)) || (uses_c && (p[3] == 0 || n % p[3] != 0))) {
+          const uint32_t op = p[1];
+          if (op > 7) fail("INVALID_ARGUMENT", "elementwise: unknown op " + std::to_string(op));
+          const bool uses_b = op >= 2 && op <= 5, uses_c = op == 4 || op == 5;
+          if ((uses_b && (p[2] == 0 || n % p[2] != 0)) || (uses_c && (p[3] == 0 || n % p[3] != 0)) || (op == 7 && (p[2] == 0 || n % p[2] != 0))) {
             fail("SHAPE_MISMATCH", "elementwise: broadcast periods " + std::to_string(p[2]) + " / " + std::to_string(p[3]) + " do not divide " + std::to_string(n));
           }
           OpCheck c;
-          c.bytes = {n * 4, uses_b ? uint64_t{p[2]} * 4 : 0, uses_c ? uint64_t{p[3]} * 4 : 0, n * 4};
+          // swiglu reads two inputs (gate and up) per output.
+          c.bytes = {(op == 7 ? 2 : 1) * n * 4, uses_b ? uint64_t{p[2]} * 4 : 0, uses_c ? uint64_t{p[3]} * 4 : 0, n * 4};
           c.groups = {std::max<uint32_t>(1, std::min<uint32_t>(ceil_div(n, 256), 4096)), 1, 1};
           return c;
         }}},

@@ -4,7 +4,7 @@
 // kernel still reading the file keeps its pages mapped until it settles. A file truncated under the
 // mapping never kills the process with SIGBUS: the missing pages read as zeros and every user of
 // them (kernels, sumBytes, touch, verify) fails with FILE_TRUNCATED naming the file.
-import { closeSync, fstatSync, openSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import { openRegularFile } from './fs-errors.js';
 import { fromNativeError } from './errors.js';
 import { KernelsError } from './error-codes.js';
@@ -133,16 +133,10 @@ export class MappedFile implements StorageOwner {
         hint: 'reading the missing pages would raise SIGBUS; reopen the file',
       });
     }
-    if (now.mtimeNs !== this.identity.mtimeNs || now.ctimeNs !== this.identity.ctimeNs || now.size !== this.identity.size) {
-      throw new KernelsError('FILE_MODIFIED', `${this.path} was written to (or its inode changed: chmod, a new link) after it was mapped`, {
-        where: this.path,
-        value: { mtimeNs: String(now.mtimeNs), ctimeNs: String(now.ctimeNs), size: String(now.size) },
-        hint: 'tensors would mix old and new bytes; reopen the file',
-      });
-    }
     let onDisk: FileIdentity | undefined;
     try {
-      const fd = openSync(this.path, 'r');
+      // Non-blocking: whatever now stands at the path (a FIFO) is only stat'ed, never waited on.
+      const fd = openSync(this.path, constants.O_RDONLY | constants.O_NONBLOCK);
       try {
         onDisk = fileIdentity(fd);
       } finally {
@@ -155,6 +149,14 @@ export class MappedFile implements StorageOwner {
       throw new KernelsError('FILE_REPLACED', `${this.path} is no longer the file that was mapped (deleted or replaced)`, {
         where: this.path,
         hint: 'the mapping still shows the old contents; reopen the checkpoint to read the new file',
+      });
+    }
+    // After the replacement check: unlinking or renaming over the mapped file moves its ctime too.
+    if (now.mtimeNs !== this.identity.mtimeNs || now.ctimeNs !== this.identity.ctimeNs || now.size !== this.identity.size) {
+      throw new KernelsError('FILE_MODIFIED', `${this.path} was written to (or its inode changed: chmod, a new link) after it was mapped`, {
+        where: this.path,
+        value: { mtimeNs: String(now.mtimeNs), ctimeNs: String(now.ctimeNs), size: String(now.size) },
+        hint: 'tensors would mix old and new bytes; reopen the file',
       });
     }
   }

@@ -20,6 +20,7 @@ export const MEMORY_ERROR_CODES = {
   SAFETENSORS_OVERLAP: 'two tensors share bytes',
   SAFETENSORS_HOLE: 'bytes between tensors belong to no tensor',
   SAFETENSORS_TRAILING_BYTES: 'the data region is longer than its tensors',
+  SAFETENSORS_DUPLICATE_KEY: 'the header names one key twice in an object (a tensor, a field of one, or a metadata key): which one counts is undefined',
   SAFETENSORS_INVALID_METADATA: '__metadata__ is not an object of string values',
   // Sharded checkpoints and the writer.
   SAFETENSORS_INDEX_INVALID: 'a *.safetensors.index.json is not JSON of the expected form, or names a file outside its folder',

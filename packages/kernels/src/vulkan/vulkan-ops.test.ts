@@ -6,17 +6,18 @@ import { dequantize } from '../gguf-dequantize.js';
 import { quantizeGguf } from '../gguf-quantize.js';
 import { int8Linear, int8LinearQuantized, quantizeRowsInt8, quantizeWeightInt8 } from '../int8.js';
 import { linear } from '../linear.js';
-import { gelu, silu } from '../ops/activations.js';
+import { gelu, silu, swiglu } from '../ops/activations.js';
 import { attention } from '../ops/attention.js';
-import { add, modulate, mul } from '../ops/elementwise.js';
+import { add, addcmul, modulate, mul, scale } from '../ops/elementwise.js';
 import { gatedResidual, rmsNormModulate } from '../ops/fused-elementwise.js';
-import { rmsNorm } from '../ops/norms.js';
+import { layerNorm, rmsNorm, softmax } from '../ops/norms.js';
 import { ropeSplitHalf } from '../ops/rope.js';
 import { Tensor } from '../tensor.js';
 import { randomF32 } from '../test-support/numeric.js';
 import { toDevice, toHost } from '../backend/transfer.js';
 import { runOp } from '../backend/dispatch.js';
 import { vulkanTestDevice } from '../test-support/vulkan-device.js';
+import { openVulkanDevice } from './vulkan-backend.js';
 import { VulkanBuffer } from './vulkan-device.js';
 import { vkAdd, vkAttention, vkGatedResidual, vkGelu, vkInt8Linear, vkLinear, vkModulate, vkMul, vkRmsNorm, vkRopeSplitHalf, vkSilu } from './vulkan-ops.js';
 
@@ -121,6 +122,19 @@ describe.skipIf(device === undefined)('Vulkan ops against the CPU backend', () =
     expect(relErr(await toHost(await vkModulate(dx, await up(row), await up(row2))), modulate(x, row, row2))).toBeLessThan(1e-7);
   });
 
+  it('LayerNorm (weight, bias), softmax, SwiGLU, scale and addcmul through runOp', async () => {
+    const x = randomF32([6, 200], 38, 2);
+    const w = randomF32([200], 39);
+    const b = randomF32([200], 40);
+    const [dx, dw, db] = [await up(x), await up(w), await up(b)];
+    expect(relErr(await toHost(await runOp('layerNorm', [dx, dw, db, 1e-5])), layerNorm(x, w, b, 1e-5))).toBeLessThan(1e-6);
+    expect(relErr(await toHost(await runOp('layerNorm', [dx, null, null, 1e-5])), layerNorm(x, null, null, 1e-5))).toBeLessThan(1e-6);
+    expect(relErr(await toHost(await runOp('softmax', [dx])), softmax(x))).toBeLessThan(1e-6);
+    expect(relErr(await toHost(await runOp('swiglu', [dx])), swiglu(x))).toBeLessThan(1e-6);
+    expect(relErr(await toHost(await runOp('scale', [dx, 0.37])), scale(x, 0.37))).toBe(0);
+    expect(relErr(await toHost(await runOp('addcmul', [dx, dw, db])), addcmul(x, w, b))).toBeLessThan(1e-7);
+  });
+
   it('split-half RoPE on part of each head, large angles', async () => {
     const x = randomF32([7, 3, 20], 22);
     const angles = randomF32([7, 8], 23, 300);
@@ -153,6 +167,7 @@ describe.skipIf(device === undefined)('Vulkan ops against the CPU backend', () =
     raw.dispose();
     await expect(dev.run([{ op: 'elementwise', buffers: [freed, freed, freed, freed], push: new Uint32Array([2, 0, 1, 1]) }])).rejects.toMatchObject({ code: 'VULKAN_BUFFER_FREED' });
     await expect(vkLinear(x, await up(randomF32([3, 8], 29)), randomF32([3], 30))).rejects.toMatchObject({ code: 'DEVICE_MISMATCH' });
+    expect(() => openVulkanDevice(1000)).toThrow(expect.objectContaining({ code: 'VULKAN_DEVICE_NOT_FOUND' }));
   });
 
   it('runs through the compute-device seam: runOp on vk tensors, OP_UNSUPPORTED where it has no kernel', async () => {
@@ -163,7 +178,7 @@ describe.skipIf(device === undefined)('Vulkan ops against the CPU backend', () =
     expect(relErr(await toHost(y), await linear(x, w))).toBeLessThan(1e-6);
     const s = await runOp('rmsNorm', [await up(x), null, 1e-6]);
     expect(relErr(await toHost(s), rmsNorm(x, null, 1e-6))).toBeLessThan(1e-6);
-    await expect(runOp('softmax', [await up(x)])).rejects.toMatchObject({ code: 'OP_UNSUPPORTED' });
+    await expect(runOp('cast', [await up(x), 'bf16'])).rejects.toMatchObject({ code: 'OP_UNSUPPORTED' });
     expect(() => (y as Tensor<'f32'>).data).toThrow(expect.objectContaining({ code: 'TENSOR_NOT_ON_HOST' }));
   });
 

@@ -199,7 +199,7 @@ export async function vkRmsNorm(x: Tensor, options: VulkanRmsNormOptions = {}): 
   const flags = (weight ? 1 : 0) | (modulate ? 2 : 0);
   await device.run([
     {
-      op: 'rms_norm',
+      op: 'row_ops',
       buffers: ids(device, op, { x, weight: weight ?? y, shift: modulate?.shift ?? y, scale: modulate?.scale ?? y, y }),
       push: words(rows, dim, flags, { f: eps }),
     },
@@ -207,9 +207,37 @@ export async function vkRmsNorm(x: Tensor, options: VulkanRmsNormOptions = {}): 
   return y;
 }
 
-const ELEMENTWISE = { silu: 0, gelu: 1, add: 2, mul: 3, gatedResidual: 4, modulate: 5 } as const;
+/** LayerNorm over the last dim, two-pass (biased variance): (x - mean) / sqrt(var + eps) · weight + bias. */
+export async function vkLayerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Promise<Tensor<'f32'>> {
+  return rowOp('vkLayerNorm', 4, x, weight ?? null, bias ?? null, eps);
+}
 
-async function elementwise(op: keyof typeof ELEMENTWISE, a: Tensor, b?: Tensor, c?: Tensor): Promise<Tensor<'f32'>> {
+/** Softmax over the last dim. */
+export async function vkSoftmax(x: Tensor): Promise<Tensor<'f32'>> {
+  return rowOp('vkSoftmax', 8, x, null, null, 0);
+}
+
+async function rowOp(op: string, kind: number, x: Tensor, weight: Tensor | null, bias: Tensor | null, eps: number): Promise<Tensor<'f32'>> {
+  const device = deviceOf(op, x);
+  requireDtype(x, ['f32'], op, 'x');
+  const dim = lastDim(x, op, 'x');
+  for (const [name, t] of [['weight', weight], ['bias', bias]] as const) {
+    if (t) {
+      requireDtype(t, ['f32'], op, name);
+      requireShape(t, [dim], op, name);
+    }
+  }
+  if (!(typeof eps === 'number' && Number.isFinite(eps))) throw new KernelsError('INVALID_ARGUMENT', `${op}: eps must be a finite number`, { value: eps, where: `${op}(eps)` });
+  const y = device.empty('f32', x.shape);
+  const rows = dim === 0 ? 0 : x.numel / dim;
+  const flags = kind | (weight ? 1 : 0) | (bias ? 2 : 0);
+  await device.run([{ op: 'row_ops', buffers: ids(device, op, { x, weight: weight ?? y, bias: bias ?? y, unused: y, y }), push: words(rows, dim, flags, { f: eps }) }]);
+  return y;
+}
+
+const ELEMENTWISE = { silu: 0, gelu: 1, add: 2, mul: 3, gatedResidual: 4, modulate: 5, scale: 6 } as const;
+
+async function elementwise(op: keyof typeof ELEMENTWISE, a: Tensor, b?: Tensor, c?: Tensor, s = 0): Promise<Tensor<'f32'>> {
   const where = `vk.${op}`;
   const device = deviceOf(where, a);
   for (const [name, t] of [['a', a], ['b', b], ['c', c]] as const) if (t) requireDtype(t, ['f32'], where, name);
@@ -222,7 +250,7 @@ async function elementwise(op: keyof typeof ELEMENTWISE, a: Tensor, b?: Tensor, 
     }
   }
   const y = device.empty('f32', a.shape);
-  await device.run([{ op: 'elementwise', buffers: ids(device, where, { a, b: b ?? y, c: c ?? y, y }), push: words(a.numel, ELEMENTWISE[op], b?.numel ?? 1, c?.numel ?? 1) }]);
+  await device.run([{ op: 'elementwise', buffers: ids(device, where, { a, b: b ?? y, c: c ?? y, y }), push: words(a.numel, ELEMENTWISE[op], b?.numel ?? 1, c?.numel ?? 1, { f: s }) }]);
   return y;
 }
 
@@ -238,6 +266,27 @@ export const vkGatedResidual = (x: Tensor, branch: Tensor, gate: Tensor): Promis
   }
   return elementwise('gatedResidual', x, branch, gate);
 };
+/** x + a·b, a and b broadcast over x's leading dims (addcmul). */
+export const vkAddcmul = (x: Tensor, a: Tensor, b: Tensor): Promise<Tensor<'f32'>> => elementwise('gatedResidual', x, a, b);
+/** x·s. */
+export const vkScale = (x: Tensor, s: number): Promise<Tensor<'f32'>> => {
+  if (!(typeof s === 'number' && Number.isFinite(s))) throw new KernelsError('INVALID_ARGUMENT', 'vk.scale: s must be a finite number', { value: s, where: 'vk.scale(s)' });
+  return elementwise('scale', x, undefined, undefined, s);
+};
+
+/** SwiGLU over the last dim: x [..., 2F] as [gate | up] -> silu(gate)·up [..., F]. */
+export async function vkSwiglu(x: Tensor): Promise<Tensor<'f32'>> {
+  const op = 'vkSwiglu';
+  const device = deviceOf(op, x);
+  requireDtype(x, ['f32'], op, 'x');
+  const width = lastDim(x, op, 'x');
+  if (width % 2 !== 0) throw new KernelsError('SHAPE_MISMATCH', `${op}: the last dim ${width} is not even ([gate | up])`, { value: x.shape, where: `${op}(x)` });
+  const f = width / 2;
+  const y = device.empty('f32', [...x.shape.slice(0, -1), f]);
+  if (y.numel > 0) await device.run([{ op: 'elementwise', buffers: ids(device, op, { x, b: y, c: y, y }), push: words(y.numel, 7, f, 1, { f: 0 }) }]);
+  return y;
+}
+
 /** x·(1 + scale) + shift, shift and scale broadcast over x's leading dims. */
 export const vkModulate = (x: Tensor, shift: Tensor, scale: Tensor): Promise<Tensor<'f32'>> => elementwise('modulate', x, shift, scale);
 
