@@ -17,6 +17,7 @@ import { randomF32 } from '../test-support/numeric.js';
 import { toDevice, toHost } from '../backend/transfer.js';
 import { runOp } from '../backend/dispatch.js';
 import { vulkanTestDevice } from '../test-support/vulkan-device.js';
+import { openVulkanDevice } from './vulkan-backend.js';
 import { VulkanBuffer } from './vulkan-device.js';
 import { vkAdd, vkAttention, vkGatedResidual, vkGelu, vkInt8Linear, vkLinear, vkModulate, vkMul, vkRmsNorm, vkRopeSplitHalf, vkSilu } from './vulkan-ops.js';
 
@@ -166,6 +167,7 @@ describe.skipIf(device === undefined)('Vulkan ops against the CPU backend', () =
     raw.dispose();
     await expect(dev.run([{ op: 'elementwise', buffers: [freed, freed, freed, freed], push: new Uint32Array([2, 0, 1, 1]) }])).rejects.toMatchObject({ code: 'VULKAN_BUFFER_FREED' });
     await expect(vkLinear(x, await up(randomF32([3, 8], 29)), randomF32([3], 30))).rejects.toMatchObject({ code: 'DEVICE_MISMATCH' });
+    expect(() => openVulkanDevice(1000)).toThrow(expect.objectContaining({ code: 'VULKAN_DEVICE_NOT_FOUND' }));
   });
 
   it('runs through the compute-device seam: runOp on vk tensors, OP_UNSUPPORTED where it has no kernel', async () => {
