@@ -197,6 +197,9 @@ describe('quantize failures', () => {
       opened.close();
     }
     expect(readdirSync(sub)).toEqual([]);
+    // An f64 weight is no quantized layer: kept as it is, the file written.
+    const f64 = memoryCheckpoint('f64.safetensors', { 'model.lin.weight': Tensor.fromArray('f64', [4, 300], Float64Array.from({ length: 1200 }, (_, i) => Math.sin(i))) });
+    await expect(quantize(f64, join(sub, 'f64-int8.safetensors'), { format: 'int8_rowwise' })).resolves.toMatchObject({ kept: [{ name: 'model.lin', reason: 'already f64' }] });
   });
 });
 

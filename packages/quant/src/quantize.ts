@@ -120,7 +120,7 @@ export async function quantize(source: CheckpointSource, target: string, options
 
   // A quantized checkpoint quantized again converts nothing: refuse it rather than write a copy
   // under the new format's name (int8 -> fp8 would report "wrote (fp8)" with no fp8 layer in it).
-  const already = kept.find((k) => k.reason === 'already quantized' || k.reason.startsWith('already '));
+  const already = kept.find((k) => k.reason === 'already quantized' || /^already (i8|u8|f8_e4m3fn|f8_e5m2)$/.test(k.reason));
   if (layers.length === 0 && already !== undefined) {
     throw new QuantError('ALREADY_QUANTIZED', `${source.path}: no float linear to quantize to ${format}: ${already.name} is ${already.reason}${kept.length > 1 ? ` (and ${kept.length - 1} more kept)` : ''}`, {
       value: already.name,
