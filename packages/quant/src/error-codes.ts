@@ -29,6 +29,7 @@ export const QUANT_ERROR_CODES = {
   GGUF_BAD_ORIG_SHAPE: 'a ComfyUI-GGUF orig_shape entry is not a shape of the same number of elements',
   // Weight formats, quantizing and the quantized linears.
   UNKNOWN_WEIGHT_FORMAT: 'a weight format name ninodes does not define',
+  ALREADY_QUANTIZED: 'quantize found no float linear to convert: the checkpoint\'s linears are already quantized',
   UNSUPPORTED_COMPUTE: 'a layer cannot run in the compute format asked for',
   BIAS_MISMATCH: 'a layer has a bias the model does not use, or lacks one it needs',
   GGUF_WRITE_MISMATCH: "a tensor handed to the GGUF writer does not match its declared dtype, shape or size",

@@ -186,6 +186,18 @@ describe('quantize failures', () => {
     expect(all.kept).toEqual([{ name: 'model.norm', reason: 'not a 2-D linear weight' }]);
     await expect(quantize(source(), join(dir, 'x.safetensors'), { format: 'nf4' as never })).rejects.toMatchObject({ code: 'UNSUPPORTED_QUANTIZE_TARGET' });
   });
+
+  it('an int8 checkpoint quantized to fp8 converts nothing: ALREADY_QUANTIZED, no file written', async () => {
+    const int8 = join(dir, 'h3_int8_convrot.safetensors');
+    const sub = mkdtempSync(join(dir, 'again-'));
+    const opened = SafetensorsFile.open(int8);
+    try {
+      await expect(quantize(opened, join(sub, 'fp8.safetensors'), { format: 'f8_e4m3fn' })).rejects.toMatchObject({ code: 'ALREADY_QUANTIZED', value: 'model.lin_a' });
+    } finally {
+      opened.close();
+    }
+    expect(readdirSync(sub)).toEqual([]);
+  });
 });
 
 describe('default kept layers of the converter', () => {

@@ -118,6 +118,17 @@ export async function quantize(source: CheckpointSource, target: string, options
     plan.push({ name: `${layer}.comfy_quant`, dtype: 'u8', shape: [marker.length], data: () => marker });
   }
 
+  // A quantized checkpoint quantized again converts nothing: refuse it rather than write a copy
+  // under the new format's name (int8 -> fp8 would report "wrote (fp8)" with no fp8 layer in it).
+  const already = kept.find((k) => k.reason === 'already quantized' || k.reason.startsWith('already '));
+  if (layers.length === 0 && already !== undefined) {
+    throw new QuantError('ALREADY_QUANTIZED', `${source.path}: no float linear to quantize to ${format}: ${already.name} is ${already.reason}${kept.length > 1 ? ` (and ${kept.length - 1} more kept)` : ''}`, {
+      value: already.name,
+      where: source.path,
+      hint: 'quantize the float (f32, bf16, f16) or GGUF checkpoint this one was made from',
+    });
+  }
+
   // The u8 quant markers (odd lengths) go last, so they cannot push the bf16/f16/f32 tensors after
   // them to offsets no typed view can read. The rest keeps its order (a scale is computed with its weight).
   plan.sort((a, b) => Number(a.name.endsWith('.comfy_quant')) - Number(b.name.endsWith('.comfy_quant')));
