@@ -1,7 +1,8 @@
 // File-system failures a user can cause (a directory where a file belongs, a full disk, a read-only
 // mount, a FIFO) become coded NinodesErrors with a hint, never an INTERNAL "this is a bug". Every
 // layer that touches the file system maps its errors through here, so one errno has one code.
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readSync, type Stats } from 'node:fs';
+import { dirname } from 'node:path';
 import { NinodesError } from './errors.js';
 import { KernelsError, type KernelsErrorCode } from './error-codes.js';
 
@@ -136,5 +137,32 @@ export function readSmallFile(path: string, options: { maxBytes: number; where?:
     throw fsError(error, path, 'cannot read', options.where);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * mkdir -p with the true reason on failure: Node's recursive mkdir reports ENOENT when it meets a
+ * read-only or unwritable file system on the way (it retries the parent and forgets the first
+ * errno), so on ENOENT the first missing directory is made alone, which fails with the real errno
+ * (EROFS, EACCES).
+ */
+export function makeDirectories(path: string, action: string, where?: string): void {
+  try {
+    mkdirSync(path, { recursive: true });
+    return;
+  } catch (error) {
+    if (!isSystemError(error) || error.code !== 'ENOENT') throw fsError(error, path, action, where);
+    let missing = path;
+    while (dirname(missing) !== missing && !existsSync(dirname(missing))) missing = dirname(missing);
+    try {
+      mkdirSync(missing);
+    } catch (inner) {
+      if (!isSystemError(inner) || inner.code !== 'EEXIST') throw fsError(inner, path, action, where);
+    }
+    try {
+      mkdirSync(path, { recursive: true });
+    } catch (again) {
+      throw fsError(again, path, action, where);
+    }
   }
 }

@@ -16,7 +16,7 @@ export {
 export { NinodesError, fromNativeError, isNinodesError, type CodedError, type NinodesErrorDetails } from './errors.js';
 export { KERNELS_ERROR_CODES, type KernelsErrorCode } from './error-codes.js';
 export { terminalSafe, terminalSafeLines } from './terminal-safe.js';
-export { fsError, isSystemError, openRegularFile, readSmallFile, rethrowFs } from './fs-errors.js';
+export { fsError, isSystemError, makeDirectories, openRegularFile, readSmallFile, rethrowFs } from './fs-errors.js';
 export {
   HOST_TAG,
   createExclusiveFile,

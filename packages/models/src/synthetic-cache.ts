@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { type LockOwner, fsError, readSmallFile, sweepStaleTemps, waitLock, writeFileAtomicallySync } from '@ninodes/kernels';
+import { type LockOwner, makeDirectories, readSmallFile, sweepStaleTemps, waitLock, writeFileAtomicallySync } from '@ninodes/kernels';
 import { ModelsError } from './error-codes.js';
 import { type H3PresetName, h3Preset } from './presets.js';
 import { writeSyntheticH3Checkpoint } from './synthetic-checkpoint.js';
@@ -99,11 +99,7 @@ export async function ensureSyntheticCheckpoint(options: {
   sweepStaleTemps(options.dir);
   const ready = await verified();
   if (ready) return ready;
-  try {
-    mkdirSync(options.dir, { recursive: true });
-  } catch (error) {
-    throw fsError(error, options.dir, 'cannot create the cache directory', 'NINODES_CACHE');
-  }
+  makeDirectories(options.dir, 'cannot create the cache directory', 'NINODES_CACHE');
   const lock = await waitLock(`${path}.lock`, options.onWait ? { onWait: options.onWait } : {});
   try {
     // Another process may have generated it while this one waited.

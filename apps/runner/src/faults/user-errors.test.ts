@@ -8,7 +8,7 @@ import { Tensor } from '@ninodes/kernels';
 import { buildHeader, openSafetensors, tensorSources, writeSafetensors } from '@ninodes/memory';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../main.js';
-import { canChattr, checkRunOutput, dirDigest, leftovers, microCheckpoint, mountTmpfs, unmount } from './harness.js';
+import { canChattr, checkRunOutput, dirDigest, leftovers, microCheckpoint, mountTmpfs, runCli, unmount } from './harness.js';
 import { inProcessCli } from '../test-support/in-process-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ninodes-user-errors-'));
@@ -154,6 +154,16 @@ describe('file systems that refuse (root and tmpfs mounts where the machine allo
     const r = await cli('run', '--model', ckpt, ...tiny, '--out', join(mnt, 'out'));
     expectCoded(r, 'READ_ONLY_FILESYSTEM');
     expect(r.stderr).not.toMatch(/steps: 1\//);
+  });
+
+  it('a preset cache under a read-only file system: READ_ONLY_FILESYSTEM at NINODES_CACHE, not "no such file"', async (ctx) => {
+    const mnt = join(dir, 'ro-cache');
+    const m = mountTmpfs(mnt, 'size=1m,ro');
+    if (!m.ok) return ctx.skip(m.why);
+    mounts.push(mnt);
+    const r = await runCli(['run', '--preset', 'h3-tiny', ...tiny, '--out', join(dir, 'ro-cache-out')], { env: { NINODES_CACHE: join(mnt, 'cache', 'presets') }, timeoutMs: 60_000 });
+    expectCoded({ status: r.status ?? -1, stderr: r.stderr }, 'READ_ONLY_FILESYSTEM');
+    expect(r.stderr).toContain('(at NINODES_CACHE)');
   });
 
   it('--out that is itself a mount point (a container volume): the rerun commits on its own file system', async (ctx) => {
