@@ -26,6 +26,7 @@ export const QUANT_ERROR_CODES = {
   GGUF_MISALIGNED_TENSOR: "a GGUF tensor's data offset is not a multiple of the alignment",
   GGUF_TENSOR_PAST_EOF: "a GGUF tensor's data reaches past the end of the file",
   GGUF_OVERLAPPING_TENSORS: 'two GGUF tensors share bytes',
+  GGUF_UNUSED_BYTES: 'a GGUF data region holds an alignment or more of bytes that no tensor describes (a tensor dropped from the count, appended data)',
   GGUF_BAD_ORIG_SHAPE: 'a ComfyUI-GGUF orig_shape entry is not a shape of the same number of elements',
   // Weight formats, quantizing and the quantized linears.
   UNKNOWN_WEIGHT_FORMAT: 'a weight format name ninodes does not define',

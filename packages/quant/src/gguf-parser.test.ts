@@ -96,6 +96,17 @@ describe('parseGguf on malformed files', () => {
     expect(codeOf(() => parseGguf(encodeGguf({ ...good(), ...patch } as never)))).toBe(code);
   });
 
+  it('rejects data no tensor describes: appended bytes, or a gap of an alignment or more between tensors', () => {
+    const b = encodeGguf(good());
+    expect(codeOf(() => parseGguf(b))).toBe('NO_ERROR');
+    const appended = new Uint8Array(b.length + 32);
+    appended.set(b);
+    expect(codeOf(() => parseGguf(appended))).toBe('GGUF_UNUSED_BYTES');
+    // Less than an alignment after the last tensor is a writer's padding.
+    expect(codeOf(() => parseGguf(appended.subarray(0, b.length + 31)))).toBe('NO_ERROR');
+    expect(codeOf(() => parseGguf(encodeGguf({ ...good(), tensors: [f32Tensor('a', [8, 2]), { ...f32Tensor('b', [4]), offset: 96n }] } as never)))).toBe('GGUF_UNUSED_BYTES');
+  });
+
   it('rejects a tensor whose data passes the end of the file', () => {
     const b = encodeGguf(good());
     expect(codeOf(() => parseGguf(b.subarray(0, b.length - 4)))).toBe('GGUF_TENSOR_PAST_EOF');

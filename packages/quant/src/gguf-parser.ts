@@ -249,7 +249,26 @@ export function parseGguf(bytes: Uint8Array, options: ParseGgufOptions = {}): Gg
     }
   }
 
+  // Writers (gguf-py, llama.cpp) pad each tensor to the alignment and nothing more: an alignment or
+  // more of bytes that no tensor covers is data the header does not describe, e.g. a tensor dropped
+  // from the count. Quantizing or running such a file would silently leave that tensor out.
+  let cursor = dataOffset;
+  for (const t of byOffset) {
+    if (t.byteLength === 0) continue;
+    if (t.byteOffset - cursor >= alignment) throw unusedBytes(cursor, t.byteOffset, `before tensor '${t.name}'`, where);
+    cursor = Math.max(cursor, t.byteOffset + t.byteLength);
+  }
+  if (fileSize - cursor >= alignment) throw unusedBytes(cursor, fileSize, 'after the last tensor', where);
+
   return { version, alignment, metadata, tensors, dataOffset, fileSize };
+}
+
+function unusedBytes(from: number, to: number, at: string, where: string): NinodesError {
+  return new QuantError('GGUF_UNUSED_BYTES', `bytes ${from}..${to} ${at} belong to no tensor the header describes`, {
+    value: { from, to },
+    where,
+    hint: 'the header lost a tensor (its count or its record) or data was appended: re-download or re-export the file',
+  });
 }
 
 function origShapeOf(v: GgufValue, name: string, storedShape: readonly number[], where: string): readonly number[] {
