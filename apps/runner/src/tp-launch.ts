@@ -88,6 +88,9 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
   let interrupted: NodeJS.Signals | undefined;
   const timers: NodeJS.Timeout[] = [];
   let rankZeroOut = '';
+  // The ranks a rank's own COMM_TIMEOUT names as silent: a rank that stops answering (SIGSTOP, a
+  // hung host) is not the first to exit, the one waiting on it is. (A dead rank exits first itself.)
+  const blamed: (number[] | undefined)[] = Array.from({ length: size }, () => undefined);
 
   const terminate = (signal: NodeJS.Signals): void => {
     for (const [rank, child] of children.entries()) if (exits[rank] === undefined) child.kill(signal);
@@ -129,7 +132,11 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
       // Rank 0's standard output is the run's (summary or --json document), passed on once the whole
       // run succeeded (a failed run prints one error, the launcher's); the others' are logs.
       const flushOut = rank === 0 ? prefixLines(child.stdout!, '', (s) => (rankZeroOut += s)) : prefixLines(child.stdout!, tag, (s) => context.stderr.write(s));
-      const flushErr = prefixLines(child.stderr!, tag, (s) => context.stderr.write(s));
+      const flushErr = prefixLines(child.stderr!, tag, (s) => {
+        const m = /^\[rank \d+\] error COMM_TIMEOUT: rank \d+ of \d+: .*?\branks? ([\d, ]+) (?:did not answer|did not join)/.exec(s);
+        if (m !== null) blamed[rank] ??= m[1]!.split(',').map((r) => Number(r.trim()));
+        context.stderr.write(s);
+      });
       return new Promise<void>((resolve) => {
         child.on('error', (error) => {
           context.stderr.write(`${tag}cannot start: ${error.message}\n`);
@@ -164,6 +171,15 @@ export async function launchTensorParallel(options: LaunchOptions): Promise<numb
     return interrupted === 'SIGINT' ? 130 : 143;
   }
   if (firstFailure !== undefined) {
+    const cause = blamed[firstFailure.rank]?.filter((r) => r !== firstFailure!.rank);
+    if (cause !== undefined && cause.length > 0) {
+      const who = `rank${cause.length > 1 ? 's' : ''} ${cause.join(', ')}`;
+      throw new RunnerError('TP_RANK_FAILED', `${who} of ${size} stopped answering: rank ${firstFailure.rank}, waiting on ${cause.length > 1 ? 'them' : 'it'} in a collective, ${describeExit(firstFailure)}`, {
+        value: { rank: cause[0], waiting: firstFailure.rank, code: firstFailure.code, signal: firstFailure.signal },
+        where: who,
+        hint: `${who} was alive but silent (stopped, swapping, a hung host or network); the lines prefixed [rank ${firstFailure.rank}] above say what it waited for`,
+      });
+    }
     const others = exits.filter((e): e is RankExit => e !== undefined && e.rank !== firstFailure!.rank && (e.code !== 0 || e.signal !== null));
     throw new RunnerError('TP_RANK_FAILED', `rank ${firstFailure.rank} of ${size} ${describeExit(firstFailure)}${others.length > 0 ? `; then ${others.map((e) => `rank ${e.rank} ${describeExit(e)}`).join(', ')}` : ''}`, {
       value: { rank: firstFailure.rank, code: firstFailure.code, signal: firstFailure.signal },

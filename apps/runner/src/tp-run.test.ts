@@ -349,6 +349,21 @@ describe('ninodes run --tp', () => {
     expect(next.status, next.stderr).toBe(0);
   });
 
+  it('a rank that stops answering (SIGSTOP) is the one named, not the rank that timed out waiting for it', async () => {
+    let stopped = 0;
+    const r = await startCli(['run', '--model', ckpt, '--steps', '40', '--frames', '1', '--height', '8', '--width', '8', '--tp', '2', '--tp-timeout', '3000', '--out', join(dir, 'stopped')], (text) => {
+      if (stopped === 0 && /\[rank 1\] steps: 2\//.test(text)) {
+        stopped = rankPids(text)[1]!;
+        process.kill(stopped, 'SIGSTOP');
+      }
+    });
+    expect(stopped).toBeGreaterThan(0);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/error TP_RANK_FAILED: rank 1 of 2 stopped answering: rank 0, waiting on it in a collective, exited with status 1 \(at rank 1\)/);
+    // The launcher's SIGKILL ends the stopped rank too.
+    expect(isAlive(stopped)).toBe(false);
+  });
+
   it('SIGTERM to the launcher stops every rank and leaves no staging directory', async () => {
     const out = join(dir, 'terminated');
     let sent = false;
