@@ -88,6 +88,19 @@ describe('ninodes run --alloc', () => {
     }
   });
 
+  it.each(['q8_0', 'q4_k'])('a GGUF %s file streams its blocks from the mapping (every block, every pass): the same latent bytes as resident', async (format) => {
+    const gguf = join(dir, `h3-micro-${format}.gguf`);
+    expect((await cli('quantize', ckpt, gguf, '--format', format)).status).toBe(0);
+    const resident = await cli('run', '--model', gguf, ...small, '--out', join(dir, `gguf-resident-${format}`));
+    expect(resident.status, resident.stderr).toBe(0);
+    expect(resident.stdout).toContain(`${format} as stored`);
+    const streamed = await cli('run', '--model', gguf, ...small, '--alloc', 'cpu,0b;disk,*', '--out', join(dir, `gguf-streamed-${format}`), '--json');
+    expect(streamed.status, streamed.stderr).toBe(0);
+    expect(readFileSync(join(dir, `gguf-streamed-${format}`, 'latent.safetensors')).equals(readFileSync(join(dir, `gguf-resident-${format}`, 'latent.safetensors')))).toBe(true);
+    const steps = runReportSchema.parse(JSON.parse(readFileSync(join(dir, `gguf-streamed-${format}`, 'report.json'), 'utf8'))).offload?.steps ?? [];
+    for (const p of steps.slice(1)) expect(p.bytesStreamed).toBeGreaterThan(0);
+  });
+
   it('a text+audio checkpoint: the refiner streams too, with and without --context / --audio-frames, same bytes as resident', async () => {
     const av = join(dir, 'h3-micro-av.safetensors');
     await writeSyntheticH3Checkpoint(av, { config: { ...config, audioChannels: 32, textDim: 512, refinerLayers: 2 }, seed: 4 });
