@@ -5,7 +5,7 @@ import { cpus } from 'node:os';
 import { defaultCacheDir } from '@ninodes/device';
 import { StagedSource, type StepStats, latentTokens } from '@ninodes/distorch';
 import { type CheckpointSource, parseByteSize } from '@ninodes/memory';
-import { type Tensor, setThreads } from '@ninodes/kernels';
+import { type Tensor, setThreads, terminalSafe } from '@ninodes/kernels';
 import { H3_AUDIO_SAMPLE_RATE, type LinearOp, withGuidance, ensureSyntheticCheckpoint, ensureSyntheticParts, flowSigmas, h3AudioLatentFrames, h3LatentFrames, h3PixelFrames, h3VideoDecoderLayout, layoutOf, loadQwen3Tokenizer, openH3AudioDecoder, openH3Model, openH3VideoDecoder, openQwen3Encoder, qwen3Layout, runSampler } from '@ninodes/models';
 import { COMPUTE_MODES, type ComputeMode, type GroupHooks, type ModelLayout } from '@ninodes/quant';
 import { z } from 'zod';
@@ -381,7 +381,7 @@ async function runGenerate(args: GenerateArgs, context: CommandContext): Promise
     if (context.json) context.stdout.write(`${JSON.stringify({ ...report, files: committed })}\n`);
     else {
       const lines = stages.map((s) => `${s.name.padEnd(12)} ${s.seconds.toFixed(2)} s, peak ${(s.peakBytes / 2 ** 20).toFixed(0)} MiB`);
-      context.stdout.write([...lines, `video        ${width}x${height}, ${report.video.frames} frames at ${H3_FPS} fps`, ...committed.slice(0, 3).map((f) => `wrote        ${f}`), ''].join('\n'));
+      context.stdout.write([...lines, `video        ${width}x${height}, ${report.video.frames} frames at ${H3_FPS} fps`, ...committed.slice(0, 3).map((f) => `wrote        ${terminalSafe(f)}`), ''].join('\n'));
     }
     return 0;
   } finally {
