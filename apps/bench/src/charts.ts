@@ -118,11 +118,12 @@ function paramField(c: CaseResult, name: string | undefined): string {
   return v === undefined ? '(none)' : String(v);
 }
 
-function xyChart(id: string, title: string, yTitle: string, rows: Row[], hasColor: boolean, whiskers: boolean): BuiltChart[] {
+function xyChart(id: string, title: string, axes: { x: string; y: string }, rows: Row[], hasColor: boolean, whiskers: boolean): BuiltChart[] {
   if (!rows.length) return [];
   const color = hasColor ? { color: { field: 'color', type: 'nominal' as const, title: null } } : {};
   const offset = hasColor ? { xOffset: { field: 'color', type: 'nominal' as const } } : {};
-  const x = { field: 'x', type: 'nominal' as const, title: null, sort: null, axis: { labelAngle: -30, labelLimit: 220 } };
+  const x = { field: 'x', type: 'nominal' as const, title: axes.x, sort: null, axis: { labelAngle: -30, ...INSTANCE_AXIS } };
+  const yTitle = axes.y;
   return [
     {
       id,
@@ -134,6 +135,8 @@ function xyChart(id: string, title: string, yTitle: string, rows: Row[], hasColo
         layer: [
           { mark: { type: 'bar', tooltip: true }, encoding: { x, y: { field: 'y', type: 'quantitative', title: yTitle, axis: { format: '.3~g' } }, ...offset, ...color } },
           ...(whiskers ? [{ mark: { type: 'rule' as const, color: 'black' }, encoding: { x, y: { field: 'lo', type: 'quantitative' as const }, y2: { field: 'hi' }, ...offset } }] : []),
+          // Each bar's value written on it: a bar of 0 (no GC in the step, say) is a number, not an empty chart.
+          { mark: { type: 'text' as const, dy: -4, fontSize: 9 }, encoding: { x, y: { field: 'y', type: 'quantitative' as const }, text: { field: 'y', type: 'quantitative' as const, format: '.3~g' }, ...offset } },
         ],
       } as TopLevelSpec,
     },
@@ -147,7 +150,7 @@ function timeChart(id: string, req: Extract<ChartRequest, { kind: 'time' }>, cas
     if (!s || s.median === null) continue;
     rows.push({ x: paramField(c, req.x), color: req.color ? paramField(c, req.color) : '', y: s.median, lo: s.q25 ?? s.median, hi: s.q75 ?? s.median });
   }
-  return xyChart(id, `${req.title} (median seconds, whiskers: quartiles)`, 'seconds per run', rows, req.color !== undefined, true);
+  return xyChart(id, `${req.title} (median seconds, whiskers: quartiles)`, { x: req.x ?? 'case', y: 'seconds per run' }, rows, req.color !== undefined, true);
 }
 
 function metricChart(id: string, req: Extract<ChartRequest, { kind: 'metric' }>, cases: CaseResult[]): BuiltChart[] {
@@ -161,7 +164,7 @@ function metricChart(id: string, req: Extract<ChartRequest, { kind: 'metric' }>,
     rows.push({ x: paramField(c, req.x), color: req.color ? paramField(c, req.color) : '', y: m.unit === 'bytes' ? m.value / 2 ** 20 : m.value });
   }
   const shown = unit === 'bytes' ? 'MiB' : unit;
-  return xyChart(id, req.title, shown ? `${req.metric} (${shown})` : req.metric, rows, req.color !== undefined, false);
+  return xyChart(id, req.title, { x: req.x ?? 'case', y: shown ? `${req.metric} (${shown})` : req.metric }, rows, req.color !== undefined, false);
 }
 
 /** The charts a suite gets when it names none: throughput or time, ratios, one per metric. */

@@ -243,7 +243,7 @@ export const ioSuite: Suite = {
   ],
   charts: [
     { kind: 'throughput', title: 'full-read throughput against cat, fs.readFile and Python safetensors', cases: ['read_all'] },
-    { kind: 'ratio', title: 'read time ratio ours / peer (below 1: ours faster)', cases: ['read_all'] },
+    { kind: 'ratio', title: 'read time ratio ours / peer', cases: ['read_all'] },
     { kind: 'time', title: 'open time (header parse + validation + mmap)', cases: ['open'], x: 'size' },
     { kind: 'time', title: 'weight-cache pass step time by budget', cases: ['cache_pass'], x: 'budget_pct' },
     { kind: 'metric', title: 'peak RSS of two passes (child) above the same child without a pass, by budget', metric: 'peak_rss_of_passes', cases: ['cache_pass'], x: 'budget_pct' },
