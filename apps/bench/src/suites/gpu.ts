@@ -25,20 +25,8 @@ import {
 } from '@ninodes/kernels';
 import { attentionWork, intMmWork, linearWork } from '../peers/op-peers.js';
 import type { BenchCase, Contender, Metric, Params, Suite } from '../suite.js';
+import { randomF32 } from '../random-f32.js';
 
-/** Deterministic values in [-1, 1) (xorshift32). */
-function randomF32(shape: readonly number[], seed: number): Tensor<'f32'> {
-  const n = shape.reduce((a, b) => a * b, 1);
-  const a = new Float32Array(n);
-  let s = (seed * 2654435761) | 1;
-  for (let i = 0; i < n; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    a[i] = (s | 0) / 2147483648;
-  }
-  return Tensor.fromArray('f32', shape, a);
-}
 
 /** vk:0, and whether it is a GPU (lavapipe and other CPU implementations are not). */
 function device(): { name: string; isGpu: Metric } {

@@ -42,20 +42,8 @@ import {
 import { randomBlockTensor } from '@ninodes/quant';
 import { type Against, attentionContenders, attentionWork, intMmContenders, linearContenders, linearWork, memcpyBound } from '../peers/op-peers.js';
 import type { CaseContext, Metric, Params, Suite, Target } from '../suite.js';
+import { randomF32 } from '../random-f32.js';
 
-/** Deterministic values in [-1, 1) (xorshift32), so runs and peers see comparable data. */
-function randomF32(shape: readonly number[], seed: number): Tensor<'f32'> {
-  const n = shape.reduce((a, b) => a * b, 1);
-  const a = new Float32Array(n);
-  let s = (seed * 2654435761) | 1;
-  for (let i = 0; i < n; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    a[i] = (s | 0) / 2147483648;
-  }
-  return Tensor.fromArray('f32', shape, a);
-}
 
 /** A decode source of `type`: GGUF blocks with sane scales, or random values as f32 / f16 / bf16. */
 function decodeSource(type: DequantizeSource, shape: readonly number[]): Tensor {
